@@ -1,0 +1,584 @@
+package actor
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/shard"
+	"github.com/schedcache/schedcache/snapshot"
+)
+
+// Clock is the time source of the coordinator (injectable for tests).
+type Clock interface {
+	Now() time.Time
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is the subset of *time.Timer the coordinator uses.
+type Timer interface {
+	C() <-chan time.Time
+	Reset(d time.Duration) bool
+	Stop() bool
+}
+
+// OpKind names a coordinator operation.
+type OpKind uint8
+
+const (
+	OpAssumePod OpKind = iota + 1
+	OpFinishBinding
+	OpForgetPod
+	OpAddPod
+	OpUpdatePod
+	OpRemovePod
+	OpAddNode
+	OpUpdateNode
+	OpRemoveNode
+	OpGetNode // barrier: served after the pending epoch is published
+	OpDump    // barrier
+	OpSync    // barrier: no effect; replies once everything before it is published
+)
+
+var opNames = [...]string{"", "AssumePod", "FinishBinding", "ForgetPod", "AddPod", "UpdatePod", "RemovePod",
+	"AddNode", "UpdateNode", "RemoveNode", "GetNode", "Dump", "Sync"}
+
+func (k OpKind) String() string {
+	if int(k) < len(opNames) && k > 0 {
+		return opNames[k]
+	}
+	return fmt.Sprintf("OpKind(%d)", uint8(k))
+}
+
+// Op is one request to the coordinator. The caller fills it, hands it over
+// with Do or Submit, and must not touch it until the reply (Do) or ever
+// again (Submit).
+type Op struct {
+	Kind    OpKind
+	Info    *framework.PodInfo // AssumePod, AddPod, UpdatePod (new pod)
+	Pod     *v1.Pod            // the caller's pod: FinishBinding, ForgetPod, RemovePod, UpdatePod (old pod)
+	Key     string             // pod key
+	Node    *v1.Node           // AddNode, UpdateNode (new), RemoveNode
+	OldNode *v1.Node           // UpdateNode
+	Name    string             // GetNode
+
+	async bool
+	res   Result
+	reply chan Result // cap 1; owned by the Op
+}
+
+// Result is the coordinator's answer to one Op.
+type Result struct {
+	Err  error
+	Node *framework.NodeInfo // AddNode, UpdateNode, GetNode
+	Dump *Dump               // Dump
+}
+
+// Dump is a copy of the whole cache state (upstream's Dump).
+type Dump struct {
+	Nodes       map[string]*framework.NodeInfo // every entry, ghosts and nodeless ones included
+	AssumedPods map[string]struct{}
+}
+
+// AsyncError reports an operation submitted without waiting that failed.
+type AsyncError struct {
+	Kind    OpKind
+	Pod     *v1.Pod  // the pod of the event (new pod for updates)
+	OldPod  *v1.Pod  // UpdatePod
+	Node    *v1.Node // node events (new node for updates)
+	OldNode *v1.Node
+	Err     error
+}
+
+var opPool = sync.Pool{New: func() any { return &Op{reply: make(chan Result, 1)} }}
+
+// NewOp returns a cleared Op from a pool. Release it with PutOp after its
+// reply arrived, or never (an Op given up on is left to the collector).
+func NewOp() *Op { return opPool.Get().(*Op) }
+
+// PutOp returns op to the pool.
+func PutOp(op *Op) {
+	reply := op.reply
+	*op = Op{reply: reply}
+	opPool.Put(op)
+}
+
+// Options configure a Coordinator.
+type Options struct {
+	Shards       int           // shard goroutines (>= 1)
+	TTL          time.Duration // assumed-pod TTL after FinishBinding; 0: never expire
+	Period       time.Duration // pause between expiry passes
+	Clock        Clock
+	MailboxSize  int // bounded mailbox: submitters block when it is full
+	MaxBatch     int // operations applied per publication at most
+	ExpiryChunk  int // pods expired per step at most, so others interleave
+	OnAsyncError func(AsyncError)
+	// OpHook, when non-nil, runs on the coordinator goroutine before each
+	// operation is applied. ShardHook runs on shard goroutines before each
+	// request. Tests use them to inject faults.
+	OpHook    func(*Op)
+	ShardHook func(shardIdx int, req shard.Request)
+}
+
+// Coordinator is the goroutine that owns a Core and the shards. Contract:
+// Do, Submit, Snapshot, Failed and Stop are safe for concurrent use.
+// Snapshot never blocks. Do blocks until the operation is published (or the
+// coordinator stops); Submit blocks only while the mailbox is full.
+type Coordinator struct {
+	core      *Core          // owned by the run goroutine
+	shards    []*shard.Shard // owned by the run goroutine
+	sent      []int          // scratch: shards sent to in this flush; owned by run
+	waiters   []*Op          // synchronous ops of the current epoch; owned by run
+	asyncErrs []AsyncError   // not yet handed to the notifier; owned by run
+	failedErr error          // owned by run; mirrored in failed
+	opts      Options        // read-only after New
+	clock     Clock          // read-only after New
+	gen       atomic.Int64   // generation source shared with the shards
+	published atomic.Pointer[snapshot.Snapshot]
+	failed    atomic.Pointer[FailedError]
+	mailbox   chan *Op          // callers -> coordinator
+	notifyc   chan []AsyncError // coordinator -> notifier goroutine
+	stopc     chan struct{}     // closed once by Stop
+	stopOnce  sync.Once
+	done      chan struct{} // closed when run and the notifier have exited
+	ctx       context.Context
+}
+
+// Start launches the coordinator, its shards and (if OnAsyncError is set)
+// the notifier goroutine. They stop on Stop or when ctx is done.
+func Start(ctx context.Context, o Options) *Coordinator {
+	if o.Shards < 1 {
+		o.Shards = 1
+	}
+	if o.MailboxSize < 1 {
+		o.MailboxSize = 1024
+	}
+	if o.MaxBatch < 1 {
+		o.MaxBatch = 256
+	}
+	if o.ExpiryChunk < 1 {
+		o.ExpiryChunk = 512
+	}
+	if o.Period <= 0 {
+		o.Period = time.Second
+	}
+	a := &Coordinator{
+		core:    NewCore(o.Shards, o.TTL),
+		opts:    o,
+		clock:   o.Clock,
+		mailbox: make(chan *Op, o.MailboxSize),
+		notifyc: make(chan []AsyncError),
+		stopc:   make(chan struct{}),
+		done:    make(chan struct{}),
+		ctx:     ctx,
+	}
+	nextGen := func() int64 { return a.gen.Add(1) }
+	for i := 0; i < o.Shards; i++ {
+		var hook func(shard.Request)
+		if o.ShardHook != nil {
+			idx := i
+			hook = func(r shard.Request) { o.ShardHook(idx, r) }
+		}
+		a.shards = append(a.shards, shard.Start(fmt.Sprintf("shard %d", i), shard.NewCore(nextGen), hook))
+	}
+	a.published.Store(a.core.Last())
+	var notifierDone chan struct{}
+	if o.OnAsyncError != nil {
+		notifierDone = make(chan struct{})
+		go a.notify(notifierDone)
+	}
+	go a.run(notifierDone)
+	return a
+}
+
+// Snapshot returns the latest published snapshot: one atomic load.
+func (a *Coordinator) Snapshot() *snapshot.Snapshot { return a.published.Load() }
+
+// Failed returns the error that failed the cache, or nil.
+func (a *Coordinator) Failed() error {
+	if f := a.failed.Load(); f != nil {
+		return f
+	}
+	return nil
+}
+
+// Done is closed when the coordinator has stopped.
+func (a *Coordinator) Done() <-chan struct{} { return a.done }
+
+// Do hands op to the coordinator and waits until it is applied and
+// published. It returns ErrClosed if the coordinator stopped first.
+func (a *Coordinator) Do(op *Op) Result {
+	op.async = false
+	select {
+	case a.mailbox <- op:
+	case <-a.stopc:
+		return Result{Err: ErrClosed}
+	case <-a.done:
+		return Result{Err: ErrClosed}
+	}
+	select {
+	case r := <-op.reply:
+		return r
+	case <-a.done:
+		// run replies before it closes done: prefer a reply that is there.
+		select {
+		case r := <-op.reply:
+			return r
+		default:
+			return Result{Err: ErrClosed}
+		}
+	}
+}
+
+// Submit hands op to the coordinator without waiting for its result; it
+// blocks while the mailbox is full. Failures go to Options.OnAsyncError.
+// After Submit the op belongs to the coordinator.
+func (a *Coordinator) Submit(op *Op) error {
+	if err := a.Failed(); err != nil {
+		return err
+	}
+	op.async = true
+	select {
+	case a.mailbox <- op:
+		return nil
+	case <-a.stopc:
+		return ErrClosed
+	case <-a.done:
+		return ErrClosed
+	}
+}
+
+// Stop stops every goroutine and waits for them (a handshake). Operations
+// already applied are published first; queued ones get ErrClosed.
+func (a *Coordinator) Stop() {
+	a.stopOnce.Do(func() { close(a.stopc) })
+	<-a.done
+}
+
+func (a *Coordinator) run(notifierDone chan struct{}) {
+	defer func() {
+		a.shutdown()
+		if notifierDone != nil {
+			<-notifierDone
+		}
+		close(a.done)
+	}()
+	var timer Timer
+	var timerC <-chan time.Time
+	if a.opts.TTL > 0 {
+		timer = a.clock.NewTimer(0) // upstream runs a pass at start
+		timerC = timer.C()
+		defer timer.Stop()
+	}
+	expiring := false
+	for {
+		var notifyc chan []AsyncError
+		if len(a.asyncErrs) > 0 && a.opts.OnAsyncError != nil {
+			notifyc = a.notifyc
+		}
+		if expiring {
+			select {
+			case op := <-a.mailbox:
+				a.batch(op)
+			case notifyc <- a.asyncErrs:
+				a.asyncErrs = nil
+			case <-a.stopc:
+				return
+			case <-a.ctx.Done():
+				return
+			default:
+				if expiring = a.expireStep(); !expiring {
+					timer.Reset(a.opts.Period)
+				}
+			}
+			continue
+		}
+		select {
+		case op := <-a.mailbox:
+			a.batch(op)
+		case notifyc <- a.asyncErrs:
+			a.asyncErrs = nil
+		case <-timerC:
+			if expiring = a.expireStep(); !expiring {
+				timer.Reset(a.opts.Period)
+			}
+		case <-a.stopc:
+			return
+		case <-a.ctx.Done():
+			return
+		}
+	}
+}
+
+// batch applies first and whatever else is queued, up to MaxBatch, then
+// publishes once and replies to every synchronous caller of the batch.
+func (a *Coordinator) batch(first *Op) {
+	a.handle(first)
+	for n := 1; n < a.opts.MaxBatch; n++ {
+		select {
+		case op := <-a.mailbox:
+			a.handle(op)
+		default:
+			a.flush()
+			return
+		}
+	}
+	a.flush()
+}
+
+func (a *Coordinator) handle(op *Op) {
+	if a.failedErr != nil {
+		a.finish(op, Result{Err: a.failedErr})
+		return
+	}
+	switch op.Kind {
+	case OpGetNode, OpDump, OpSync:
+		a.flush()
+		if a.failedErr != nil {
+			a.finish(op, Result{Err: a.failedErr})
+			return
+		}
+		a.finish(op, a.serveBarrier(op))
+		return
+	}
+	err, ok := a.apply(op)
+	if !ok {
+		a.finish(op, Result{Err: a.failedErr})
+		return
+	}
+	if op.async {
+		if err != nil {
+			a.asyncErrs = append(a.asyncErrs, AsyncError{Kind: op.Kind, Pod: asyncPod(op), OldPod: asyncOldPod(op), Node: op.Node, OldNode: op.OldNode, Err: err})
+		}
+		PutOp(op)
+		return
+	}
+	op.res = Result{Err: err}
+	a.waiters = append(a.waiters, op)
+}
+
+func asyncPod(op *Op) *v1.Pod {
+	if op.Info != nil {
+		return op.Info.Pod()
+	}
+	return op.Pod
+}
+
+func asyncOldPod(op *Op) *v1.Pod {
+	if op.Kind == OpUpdatePod {
+		return op.Pod
+	}
+	return nil
+}
+
+// apply runs op on the core, turning a panic into the cache's failure.
+func (a *Coordinator) apply(op *Op) (err error, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.fail(&shard.PanicError{Actor: "coordinator", Value: r, Stack: debug.Stack()})
+			ok = false
+		}
+	}()
+	if a.opts.OpHook != nil {
+		a.opts.OpHook(op)
+	}
+	c := a.core
+	switch op.Kind {
+	case OpAssumePod:
+		err = c.AssumePod(op.Info)
+	case OpFinishBinding:
+		err = c.FinishBinding(op.Key, a.clock.Now())
+	case OpForgetPod:
+		err = c.ForgetPod(op.Key, op.Pod)
+	case OpAddPod:
+		err = c.AddPod(op.Info)
+	case OpUpdatePod:
+		err = c.UpdatePod(op.Pod, op.Info)
+	case OpRemovePod:
+		err = c.RemovePod(op.Key, op.Pod)
+	case OpAddNode:
+		c.AddNode(op.Node)
+	case OpUpdateNode:
+		c.UpdateNode(op.OldNode, op.Node)
+	case OpRemoveNode:
+		err = c.RemoveNode(op.Node)
+	default:
+		err = fmt.Errorf("schedcache: unknown operation %v", op.Kind)
+	}
+	return err, true
+}
+
+func (a *Coordinator) serveBarrier(op *Op) Result {
+	switch op.Kind {
+	case OpGetNode:
+		idx, slot, ok := a.core.Entry(op.Name)
+		if !ok {
+			return Result{Err: &NodeError{Op: "GetNode", Name: op.Name, Err: ErrNodeNotFound}}
+		}
+		resp := a.shards[idx].Do(shard.Request{Get: true, Slot: slot})
+		if resp.Err != nil {
+			a.fail(resp.Err)
+			return Result{Err: a.failedErr}
+		}
+		return Result{Node: resp.Node}
+	case OpDump:
+		names := a.core.SlotNames()
+		d := &Dump{Nodes: make(map[string]*framework.NodeInfo, len(names)), AssumedPods: a.core.AssumedKeys()}
+		for _, s := range a.shards {
+			resp := s.Do(shard.Request{Dump: true})
+			if resp.Err != nil {
+				a.fail(resp.Err)
+				return Result{Err: a.failedErr}
+			}
+			for slot, ni := range resp.Dump {
+				d.Nodes[names[slot]] = ni
+			}
+		}
+		return Result{Dump: d}
+	}
+	return Result{}
+}
+
+// flush publishes the epoch (if anything changed) and replies to its
+// synchronous callers.
+func (a *Coordinator) flush() {
+	c := a.core
+	if a.failedErr == nil && c.Dirty() {
+		muts := c.PendingMutations()
+		a.sent = a.sent[:0]
+		for i, s := range a.shards {
+			if len(muts[i]) == 0 {
+				continue
+			}
+			if err := s.Send(shard.Request{Muts: muts[i], Flush: true}); err != nil {
+				a.fail(err)
+				break
+			}
+			a.sent = append(a.sent, i)
+		}
+		if a.failedErr == nil {
+			a.buildMeta()
+		}
+		for _, i := range a.sent {
+			resp := a.shards[i].Recv()
+			if resp.Err != nil {
+				a.fail(resp.Err)
+				continue
+			}
+			if a.failedErr == nil {
+				c.ApplyFrozen(resp.Frozen)
+			}
+		}
+		c.ResetMutations()
+		if a.failedErr == nil {
+			a.published.Store(c.Commit())
+		}
+	}
+	var snap *snapshot.Snapshot
+	for _, op := range a.waiters {
+		res := op.res
+		if a.failedErr != nil {
+			res = Result{Err: a.failedErr}
+		} else if res.Err == nil && (op.Kind == OpAddNode || op.Kind == OpUpdateNode) {
+			if snap == nil {
+				snap = a.published.Load()
+			}
+			res.Node, _ = snap.Get(op.Node.Name)
+		}
+		a.finish(op, res)
+	}
+	clear(a.waiters)
+	a.waiters = a.waiters[:0]
+}
+
+func (a *Coordinator) buildMeta() {
+	defer func() {
+		if r := recover(); r != nil {
+			a.fail(&shard.PanicError{Actor: "coordinator", Value: r, Stack: debug.Stack()})
+		}
+	}()
+	a.core.BuildMeta()
+}
+
+func (a *Coordinator) finish(op *Op, r Result) {
+	if op.async {
+		if r.Err != nil {
+			a.asyncErrs = append(a.asyncErrs, AsyncError{Kind: op.Kind, Pod: asyncPod(op), OldPod: asyncOldPod(op), Node: op.Node, OldNode: op.OldNode, Err: r.Err})
+		}
+		PutOp(op)
+		return
+	}
+	op.reply <- r
+}
+
+func (a *Coordinator) fail(cause error) {
+	if a.failedErr != nil {
+		return
+	}
+	f := &FailedError{Cause: cause}
+	a.failedErr = f
+	a.failed.Store(f)
+}
+
+func (a *Coordinator) expireStep() (more bool) {
+	if a.failedErr != nil {
+		return false
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				a.fail(&shard.PanicError{Actor: "coordinator", Value: r, Stack: debug.Stack()})
+			}
+		}()
+		_, more = a.core.Expire(a.clock.Now(), a.opts.ExpiryChunk)
+	}()
+	a.flush()
+	return more && a.failedErr == nil
+}
+
+// shutdown publishes what was applied, refuses what is queued, and stops
+// the shards. It runs on the coordinator goroutine.
+func (a *Coordinator) shutdown() {
+	a.flush()
+	for {
+		select {
+		case op := <-a.mailbox:
+			a.finish(op, Result{Err: ErrClosed})
+			continue
+		default:
+		}
+		break
+	}
+	for _, s := range a.shards {
+		s.Stop()
+	}
+	if a.opts.OnAsyncError != nil {
+		if len(a.asyncErrs) > 0 {
+			a.notifyc <- a.asyncErrs
+			a.asyncErrs = nil
+		}
+		close(a.notifyc)
+	}
+}
+
+// notify delivers async errors to the handler on its own goroutine, so a
+// slow handler never stalls the coordinator.
+func (a *Coordinator) notify(done chan struct{}) {
+	defer close(done)
+	for errs := range a.notifyc {
+		for _, e := range errs {
+			a.callHandler(e)
+		}
+	}
+}
+
+func (a *Coordinator) callHandler(e AsyncError) {
+	defer func() { _ = recover() }() // a panicking handler must not kill the notifier
+	a.opts.OnAsyncError(e)
+}

@@ -1,0 +1,746 @@
+// Package actor holds the coordinator: the single goroutine that sequences
+// every cache operation, owns the pod state machine, the zone tree and the
+// image registry, drives the shards that own node state, and publishes
+// snapshots.
+//
+// Core is the deterministic state machine (no goroutines, no clock: time is
+// passed in); Coordinator is the goroutine around it.
+package actor
+
+import (
+	"container/heap"
+	"hash/maphash"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodetree"
+	"github.com/schedcache/schedcache/shard"
+	"github.com/schedcache/schedcache/snapshot"
+)
+
+// podRecord is the coordinator's state of one cached pod. Owned by the
+// coordinator goroutine.
+type podRecord struct {
+	info            *framework.PodInfo // the stored pod and what was aggregated for it
+	entry           *entry             // the entry holding it (the stored pod's node)
+	assumed         bool
+	bindingFinished bool
+	deadline        time.Time // valid when hasDeadline
+	hasDeadline     bool
+	armed           uint64 // generation of the expiry-heap item that may expire it
+}
+
+// entry is the coordinator's view of one NodeInfo entry; the NodeState
+// itself lives in shard `shard` at `slot`. Owned by the coordinator goroutine.
+type entry struct {
+	name      string
+	slot      int32
+	shard     int
+	node      *v1.Node // nil: nodeless (ghost, or created by a pod)
+	pods      int
+	aff, anti int            // lengths of the shard's affinity sub-lists
+	pvc       map[string]int // PVCRefCounts of the entry (nil when empty)
+	images    map[string]framework.ImageStateSummary
+	imagesGen uint64 // Core.imageGen when images was built
+	indexed   bool   // in the published name index
+	dirty     bool   // touched in the current epoch
+	deleted   bool
+}
+
+type imageState struct {
+	size  int64
+	nodes map[string]struct{}
+}
+
+// Core is the coordinator's state. Contract: not safe for concurrent use;
+// owned by one goroutine. Operations never block; the mutations they imply
+// accumulate per shard until the actor delivers them and calls the flush
+// steps (PendingMutations, BuildMeta, ApplyFrozen, Commit).
+type Core struct {
+	ttl      time.Duration
+	nshards  int
+	seed     maphash.Seed
+	pods     map[string]*podRecord
+	nodes    map[string]*entry
+	tree     *nodetree.Tree
+	images   map[string]*imageState
+	imageGen uint64
+	expiry   expiryHeap
+	armSeq   uint64
+
+	freeSlots  []int32 // reusable slots
+	freedEpoch []int32 // slots freed in the current epoch; reusable after Commit
+	nextSlot   int32
+
+	seq          uint64             // operations applied
+	muts         [][]shard.Mutation // per shard, current epoch
+	dirtyEntries []*entry           // touched entries, current epoch
+	dirtyPods    []string           // pod keys whose snapshot entry may have changed (duplicates allowed)
+	dirtyPVC     []string           // used-PVC keys whose membership may have changed
+	pvcUsed      map[string]int     // PVC key -> entries with a node that reference it
+	listsDirty   bool               // node or affinity lists must be rebuilt
+	treeVersion  uint64             // tree version the published lists were built from
+	listBuf      []string           // scratch for tree lists
+	builder      *snapshot.Builder
+}
+
+// NewCore returns an empty coordinator state for nshards shards (>= 1) and
+// the given assumed-pod TTL (0: never expire).
+func NewCore(nshards int, ttl time.Duration) *Core {
+	if nshards < 1 {
+		nshards = 1
+	}
+	c := &Core{
+		ttl:     ttl,
+		nshards: nshards,
+		seed:    maphash.MakeSeed(),
+		pods:    make(map[string]*podRecord),
+		nodes:   make(map[string]*entry),
+		tree:    nodetree.New(),
+		images:  make(map[string]*imageState),
+		muts:    make([][]shard.Mutation, nshards),
+		pvcUsed: make(map[string]int),
+		builder: snapshot.NewBuilder(),
+	}
+	c.treeVersion = c.tree.Version()
+	return c
+}
+
+// Shards returns the number of shards the core routes to.
+func (c *Core) Shards() int { return c.nshards }
+
+// Seq returns the number of operations applied so far.
+func (c *Core) Seq() uint64 { return c.seq }
+
+// Last returns the last committed snapshot.
+func (c *Core) Last() *snapshot.Snapshot { return c.builder.Last() }
+
+// Dirty reports whether operations since the last Commit changed anything
+// a snapshot shows.
+func (c *Core) Dirty() bool {
+	return len(c.dirtyEntries) > 0 || len(c.dirtyPods) > 0 || len(c.dirtyPVC) > 0 || c.listsDirty
+}
+
+// ---- entries ----
+
+func (c *Core) shardOf(name string) int {
+	if c.nshards == 1 {
+		return 0
+	}
+	return int(maphash.String(c.seed, name) % uint64(c.nshards))
+}
+
+func (c *Core) emit(e *entry, m shard.Mutation) {
+	m.Slot = e.slot
+	c.muts[e.shard] = append(c.muts[e.shard], m)
+	c.touch(e)
+}
+
+func (c *Core) touch(e *entry) {
+	if !e.dirty {
+		e.dirty = true
+		c.dirtyEntries = append(c.dirtyEntries, e)
+	}
+}
+
+func (c *Core) newEntry(name string) *entry {
+	var slot int32
+	if n := len(c.freeSlots); n > 0 {
+		slot = c.freeSlots[n-1]
+		c.freeSlots = c.freeSlots[:n-1]
+	} else {
+		slot = c.nextSlot
+		c.nextSlot++
+	}
+	e := &entry{name: name, slot: slot, shard: c.shardOf(name)}
+	c.nodes[name] = e
+	c.emit(e, shard.Mutation{Kind: shard.Create})
+	return e
+}
+
+func (c *Core) deleteEntry(e *entry) {
+	c.emit(e, shard.Mutation{Kind: shard.Delete})
+	e.deleted = true
+	delete(c.nodes, e.name)
+	c.freedEpoch = append(c.freedEpoch, e.slot)
+}
+
+// setNodePVC adds (sign=+1) or removes (-1) the entry's PVC keys from the
+// used set; called when the entry gains or loses its node object.
+func (c *Core) setNodePVC(e *entry, sign int) {
+	for k := range e.pvc {
+		c.bumpPVC(k, sign)
+	}
+}
+
+func (c *Core) bumpPVC(k string, sign int) {
+	n := c.pvcUsed[k] + sign
+	if n <= 0 {
+		delete(c.pvcUsed, k)
+	} else {
+		c.pvcUsed[k] = n
+	}
+	if n == 0 || (n == 1 && sign > 0) {
+		c.dirtyPVC = append(c.dirtyPVC, k)
+	}
+}
+
+// ---- pods ----
+
+func (c *Core) aggregate(info *framework.PodInfo, assumed bool) {
+	e := c.nodes[info.NodeName()]
+	if e == nil {
+		e = c.newEntry(info.NodeName())
+	}
+	c.emit(e, shard.Mutation{Kind: shard.AddPod, Pod: info})
+	e.pods++
+	if info.HasAffinity() {
+		e.aff++
+		if e.aff == 1 {
+			c.listsDirty = true
+		}
+	}
+	if info.HasRequiredAntiAffinity() {
+		e.anti++
+		if e.anti == 1 {
+			c.listsDirty = true
+		}
+	}
+	for _, k := range info.PVCKeys() {
+		if e.pvc == nil {
+			e.pvc = make(map[string]int)
+		}
+		e.pvc[k]++
+		if e.pvc[k] == 1 && e.node != nil {
+			c.bumpPVC(k, +1)
+		}
+	}
+	c.pods[info.Key()] = &podRecord{info: info, entry: e, assumed: assumed}
+	c.dirtyPods = append(c.dirtyPods, info.Key())
+}
+
+// subtract removes the stored pod of r from its entry. aff and anti say
+// whether the affinity sub-lists are searched (decided by the pod object
+// the caller passed, as upstream).
+func (c *Core) subtract(r *podRecord, aff, anti bool) {
+	e := r.entry
+	c.emit(e, shard.Mutation{Kind: shard.RemovePod, Key: r.info.Key(), Affinity: aff, AntiAffinity: anti})
+	e.pods--
+	if aff && r.info.HasAffinity() {
+		e.aff--
+		if e.aff == 0 {
+			c.listsDirty = true
+		}
+	}
+	if anti && r.info.HasRequiredAntiAffinity() {
+		e.anti--
+		if e.anti == 0 {
+			c.listsDirty = true
+		}
+	}
+	for _, k := range r.info.PVCKeys() {
+		e.pvc[k]--
+		if e.pvc[k] <= 0 {
+			delete(e.pvc, k)
+			if e.node != nil {
+				c.bumpPVC(k, -1)
+			}
+		}
+	}
+	if len(e.pvc) == 0 {
+		e.pvc = nil
+	}
+	key := r.info.Key()
+	delete(c.pods, key)
+	c.dirtyPods = append(c.dirtyPods, key)
+	if e.pods == 0 && e.node == nil {
+		c.deleteEntry(e)
+	}
+}
+
+// AssumePod moves an absent pod to Assumed and aggregates it.
+func (c *Core) AssumePod(info *framework.PodInfo) error {
+	c.seq++
+	key := info.Key()
+	if info.NodeName() == "" {
+		return &PodError{Op: "AssumePod", Key: key, Err: ErrEmptyNodeName}
+	}
+	if _, ok := c.pods[key]; ok {
+		return &PodError{Op: "AssumePod", Key: key, Node: info.NodeName(), Err: ErrPodAlreadyCached}
+	}
+	c.aggregate(info, true)
+	return nil
+}
+
+// FinishBinding arms the expiry deadline of an assumed pod; it is a no-op
+// for other pods.
+func (c *Core) FinishBinding(key string, now time.Time) error {
+	c.seq++
+	r, ok := c.pods[key]
+	if !ok || !r.assumed {
+		return nil
+	}
+	r.bindingFinished = true
+	if c.ttl == 0 {
+		r.hasDeadline = false
+		return nil
+	}
+	r.deadline = now.Add(c.ttl)
+	r.hasDeadline = true
+	c.armSeq++
+	r.armed = c.armSeq
+	heap.Push(&c.expiry, expiryItem{deadline: r.deadline, key: key, rec: r, armed: r.armed})
+	return nil
+}
+
+// ForgetPod removes an assumed pod. pod is the caller's object: its node
+// name must match and its affinity decides the sub-list bookkeeping.
+func (c *Core) ForgetPod(key string, pod *v1.Pod) error {
+	c.seq++
+	r, ok := c.pods[key]
+	if !ok {
+		return nil
+	}
+	if stored := r.info.NodeName(); pod.Spec.NodeName != stored {
+		return &PodError{Op: "ForgetPod", Key: key, Node: pod.Spec.NodeName, Err: ErrPodNodeMismatch}
+	}
+	if !r.assumed {
+		return &PodError{Op: "ForgetPod", Key: key, Node: pod.Spec.NodeName, Err: ErrPodNotAssumed}
+	}
+	c.subtract(r, framework.PodHasAffinity(pod), framework.PodHasRequiredAntiAffinity(pod))
+	return nil
+}
+
+// AddPod confirms an assumed pod (possibly on another node), re-adds an
+// expired one, or adds a new one.
+func (c *Core) AddPod(info *framework.PodInfo) error {
+	c.seq++
+	key := info.Key()
+	r, ok := c.pods[key]
+	switch {
+	case !ok:
+		c.aggregate(info, false)
+	case r.assumed:
+		c.subtract(r, r.info.HasAffinity(), r.info.HasRequiredAntiAffinity())
+		c.aggregate(info, false)
+	default:
+		return &PodError{Op: "AddPod", Key: key, Node: info.NodeName(), Err: ErrPodAlreadyAdded}
+	}
+	return nil
+}
+
+// UpdatePod replaces an added pod. oldPod is the caller's old object.
+// Unlike upstream, an old object naming another node than the cached pod,
+// or a new pod with another UID, is rejected (upstream would corrupt its
+// state); a new pod on another node is a *CorruptionError (upstream exits).
+func (c *Core) UpdatePod(oldPod *v1.Pod, info *framework.PodInfo) error {
+	c.seq++
+	key := string(oldPod.UID)
+	r, ok := c.pods[key]
+	if !ok {
+		return &PodError{Op: "UpdatePod", Key: key, Err: ErrPodNotFound}
+	}
+	if r.assumed {
+		return &PodError{Op: "UpdatePod", Key: key, Err: ErrPodAssumed}
+	}
+	stored := r.info.NodeName()
+	if info.NodeName() != stored {
+		return &CorruptionError{Op: "UpdatePod", Key: key, CachedNode: stored, GivenNode: info.NodeName()}
+	}
+	if oldPod.Spec.NodeName != stored {
+		return &PodError{Op: "UpdatePod", Key: key, Node: oldPod.Spec.NodeName, Err: ErrPodNodeMismatch}
+	}
+	if info.Key() != key {
+		return &PodError{Op: "UpdatePod", Key: key, Err: ErrUIDMismatch}
+	}
+	c.subtract(r, framework.PodHasAffinity(oldPod), framework.PodHasRequiredAntiAffinity(oldPod))
+	c.aggregate(info, false)
+	return nil
+}
+
+// RemovePod removes a cached pod (assumed or added). A non-empty node name
+// other than the cached pod's is a *CorruptionError (upstream exits).
+func (c *Core) RemovePod(key string, pod *v1.Pod) error {
+	c.seq++
+	r, ok := c.pods[key]
+	if !ok {
+		return &PodError{Op: "RemovePod", Key: key, Err: ErrPodNotFound}
+	}
+	if stored := r.info.NodeName(); pod.Spec.NodeName != stored && pod.Spec.NodeName != "" {
+		return &CorruptionError{Op: "RemovePod", Key: key, CachedNode: stored, GivenNode: pod.Spec.NodeName}
+	}
+	c.subtract(r, r.info.HasAffinity(), r.info.HasRequiredAntiAffinity())
+	return nil
+}
+
+// PodState reports the state of key: present, assumed, bindingFinished and
+// the deadline (zero when none).
+func (c *Core) PodState(key string) (present, assumed, finished bool, deadline time.Time) {
+	r, ok := c.pods[key]
+	if !ok {
+		return false, false, false, time.Time{}
+	}
+	return true, r.assumed, r.bindingFinished, r.deadline
+}
+
+// ---- expiry ----
+
+type expiryItem struct {
+	deadline time.Time
+	key      string
+	rec      *podRecord
+	armed    uint64
+}
+
+type expiryHeap []expiryItem
+
+func (h expiryHeap) Len() int           { return len(h) }
+func (h expiryHeap) Less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
+func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(expiryItem)) }
+func (h *expiryHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	old[len(old)-1] = expiryItem{}
+	*h = old[:len(old)-1]
+	return it
+}
+
+// Expire removes up to limit assumed pods whose binding finished and whose
+// deadline is strictly before now, as upstream's expiry pass does. It
+// returns how many it removed and whether more are due now.
+func (c *Core) Expire(now time.Time, limit int) (expired int, more bool) {
+	for c.expiry.Len() > 0 {
+		it := c.expiry[0]
+		if !now.After(it.deadline) {
+			return expired, false
+		}
+		if expired >= limit {
+			return expired, true
+		}
+		heap.Pop(&c.expiry)
+		r := it.rec
+		if c.pods[it.key] != r || !r.assumed || !r.bindingFinished || !r.hasDeadline || r.armed != it.armed {
+			continue // stale: re-armed, confirmed, forgotten or removed since
+		}
+		c.seq++
+		c.subtract(r, r.info.HasAffinity(), r.info.HasRequiredAntiAffinity())
+		expired++
+	}
+	return expired, false
+}
+
+// NextDeadline returns the earliest armed deadline, if any.
+func (c *Core) NextDeadline() (time.Time, bool) {
+	if c.expiry.Len() == 0 {
+		return time.Time{}, false
+	}
+	return c.expiry[0].deadline, true
+}
+
+// ---- nodes ----
+
+func imageNames(node *v1.Node, fn func(name string, size int64)) {
+	for i := range node.Status.Images {
+		img := &node.Status.Images[i]
+		for _, name := range img.Names {
+			fn(name, img.SizeBytes)
+		}
+	}
+}
+
+func (c *Core) registerImages(node *v1.Node) {
+	imageNames(node, func(name string, size int64) {
+		st, ok := c.images[name]
+		if !ok {
+			st = &imageState{size: size, nodes: make(map[string]struct{}, 1)}
+			c.images[name] = st
+		}
+		if _, ok := st.nodes[node.Name]; !ok {
+			st.nodes[node.Name] = struct{}{}
+			c.imageGen++
+		}
+	})
+}
+
+func (c *Core) unregisterImages(node *v1.Node) {
+	imageNames(node, func(name string, _ int64) {
+		st, ok := c.images[name]
+		if !ok {
+			return
+		}
+		if _, ok := st.nodes[node.Name]; ok {
+			delete(st.nodes, node.Name)
+			c.imageGen++
+		}
+		if len(st.nodes) == 0 {
+			delete(c.images, name)
+		}
+	})
+}
+
+// sameImages reports whether a and b list the same image names with the
+// same sizes, in which case re-registering b in place of a changes nothing.
+func sameImages(a, b *v1.Node) bool {
+	if len(a.Status.Images) != len(b.Status.Images) {
+		return false
+	}
+	for i := range a.Status.Images {
+		x, y := &a.Status.Images[i], &b.Status.Images[i]
+		if x.SizeBytes != y.SizeBytes || len(x.Names) != len(y.Names) {
+			return false
+		}
+		for j := range x.Names {
+			if x.Names[j] != y.Names[j] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// replaceImages swaps the registration of old (may be nil) for node's.
+func (c *Core) replaceImages(old, node *v1.Node) {
+	if old != nil && old.Name == node.Name && sameImages(old, node) {
+		return
+	}
+	if old != nil {
+		c.unregisterImages(old)
+	}
+	c.registerImages(node)
+}
+
+func (c *Core) setNode(e *entry, node *v1.Node) {
+	hadNode := e.node != nil
+	e.node = node
+	e.imagesGen = 0
+	e.images = nil
+	c.emit(e, shard.Mutation{Kind: shard.SetNode, Node: node})
+	if !hadNode {
+		c.setNodePVC(e, +1)
+	}
+}
+
+// AddNode adds node or replaces the object of an existing entry (real,
+// ghost, or created by pods), as upstream.
+func (c *Core) AddNode(node *v1.Node) {
+	c.seq++
+	e := c.nodes[node.Name]
+	var old *v1.Node
+	if e == nil {
+		e = c.newEntry(node.Name)
+	} else {
+		old = e.node
+	}
+	c.tree.Add(node)
+	c.replaceImages(old, node)
+	c.setNode(e, node)
+}
+
+// UpdateNode replaces the node object keyed by newNode.Name, moving it in
+// the zone tree when its zone changed. oldNode must be non-nil and have the
+// same name (checked by the caller).
+func (c *Core) UpdateNode(oldNode, newNode *v1.Node) {
+	c.seq++
+	e := c.nodes[newNode.Name]
+	var old *v1.Node
+	if e == nil {
+		e = c.newEntry(newNode.Name)
+		c.tree.Add(newNode)
+	} else {
+		old = e.node
+	}
+	c.tree.Update(oldNode, newNode)
+	c.replaceImages(old, newNode)
+	c.setNode(e, newNode)
+}
+
+// RemoveNode clears the node object; the entry stays as a ghost while it
+// holds pods. Tree and image bookkeeping use the passed node, as upstream;
+// a node missing from its zone yields an error after the entry changed.
+func (c *Core) RemoveNode(node *v1.Node) error {
+	c.seq++
+	e := c.nodes[node.Name]
+	if e == nil {
+		return &NodeError{Op: "RemoveNode", Name: node.Name, Err: ErrNodeNotFound}
+	}
+	if e.node != nil {
+		c.setNodePVC(e, -1)
+	}
+	e.node = nil
+	e.images = nil
+	c.emit(e, shard.Mutation{Kind: shard.ClearNode})
+	if e.pods == 0 {
+		c.deleteEntry(e)
+	}
+	if err := c.tree.Remove(node); err != nil {
+		return &NodeError{Op: "RemoveNode", Name: node.Name, Err: err}
+	}
+	c.unregisterImages(node)
+	return nil
+}
+
+// Entry reports the shard and slot of the entry named name.
+func (c *Core) Entry(name string) (shardIdx int, slot int32, ok bool) {
+	e := c.nodes[name]
+	if e == nil {
+		return 0, 0, false
+	}
+	return e.shard, e.slot, true
+}
+
+// NodeCount returns the number of entries, ghosts and nodeless included.
+func (c *Core) NodeCount() int { return len(c.nodes) }
+
+// SlotNames returns slot -> name for every entry (for Dump).
+func (c *Core) SlotNames() map[int32]string {
+	out := make(map[int32]string, len(c.nodes))
+	for name, e := range c.nodes {
+		out[e.slot] = name
+	}
+	return out
+}
+
+// AssumedKeys returns the set of assumed pod keys.
+func (c *Core) AssumedKeys() map[string]struct{} {
+	out := make(map[string]struct{})
+	for k, r := range c.pods {
+		if r.assumed {
+			out[k] = struct{}{}
+		}
+	}
+	return out
+}
+
+// Tree returns the zone tree (read-only for callers; tests and Dump).
+func (c *Core) Tree() *nodetree.Tree { return c.tree }
+
+// ---- flush ----
+
+// PendingMutations completes the epoch's mutations (image summaries of
+// touched nodes) and returns them per shard. The actor delivers shard i's
+// slice and must call ResetMutations after every shard has replied.
+func (c *Core) PendingMutations() [][]shard.Mutation {
+	for _, e := range c.dirtyEntries {
+		if e.deleted || e.node == nil {
+			continue
+		}
+		if e.images == nil || e.imagesGen != c.imageGen {
+			e.images = c.imageSummaries(e.node)
+			e.imagesGen = c.imageGen
+			c.muts[e.shard] = append(c.muts[e.shard], shard.Mutation{Kind: shard.SetImages, Slot: e.slot, Images: e.images})
+		}
+	}
+	return c.muts
+}
+
+func (c *Core) imageSummaries(node *v1.Node) map[string]framework.ImageStateSummary {
+	m := make(map[string]framework.ImageStateSummary, len(node.Status.Images))
+	imageNames(node, func(name string, size int64) {
+		if st, ok := c.images[name]; ok {
+			m[name] = framework.ImageStateSummary{Size: st.size, NumNodes: len(st.nodes)}
+		} else {
+			m[name] = framework.ImageStateSummary{Size: size}
+		}
+	})
+	return m
+}
+
+// ResetMutations empties the per-shard mutation buffers for reuse.
+func (c *Core) ResetMutations() {
+	for i := range c.muts {
+		clear(c.muts[i])
+		c.muts[i] = c.muts[i][:0]
+	}
+}
+
+// BuildMeta records in the snapshot builder everything the coordinator
+// itself knows: pods, the name index, the used-PVC set, and the lists.
+func (c *Core) BuildMeta() {
+	b := c.builder
+	for _, key := range c.dirtyPods {
+		if r, ok := c.pods[key]; ok {
+			b.SetPod(key, snapshot.PodEntry{Pod: r.info.Pod(), Assumed: r.assumed})
+		} else {
+			b.DeletePod(key)
+		}
+	}
+	for _, k := range c.dirtyPVC {
+		b.SetPVC(k, c.pvcUsed[k] > 0)
+	}
+	for _, e := range c.dirtyEntries {
+		want := !e.deleted && e.node != nil
+		if want != e.indexed {
+			if want {
+				b.SetIndex(e.name, e.slot)
+			} else {
+				b.DeleteIndex(e.name)
+			}
+			e.indexed = want
+			c.listsDirty = true
+		}
+	}
+	if v := c.tree.Version(); v != c.treeVersion {
+		c.treeVersion = v
+		c.listsDirty = true
+	}
+	if c.listsDirty {
+		c.buildLists()
+		c.listsDirty = false
+	}
+}
+
+func (c *Core) buildLists() {
+	names, _ := c.tree.AppendList(c.listBuf[:0])
+	c.listBuf = names
+	order := make([]int32, 0, len(names))
+	var aff, anti []int32
+	for _, name := range names {
+		e := c.nodes[name]
+		if e == nil || e.node == nil {
+			continue // upstream logs and skips names missing from the snapshot map
+		}
+		order = append(order, e.slot)
+		if e.aff > 0 {
+			aff = append(aff, e.slot)
+		}
+		if e.anti > 0 {
+			anti = append(anti, e.slot)
+		}
+	}
+	var err error
+	if len(order) != c.tree.NumNodes() {
+		indexed := 0
+		for _, e := range c.nodes {
+			if e.node != nil {
+				indexed++
+			}
+		}
+		err = &snapshot.InconsistentListError{ListLen: len(order), TreeNodes: c.tree.NumNodes(), MapLen: indexed, CacheEntries: len(c.nodes)}
+	}
+	c.builder.SetLists(order, aff, anti, err)
+}
+
+// ApplyFrozen records the entries a shard froze for this epoch.
+func (c *Core) ApplyFrozen(fs []shard.Frozen) {
+	for _, f := range fs {
+		c.builder.SetNode(f.Slot, f.Info)
+	}
+}
+
+// Commit ends the epoch and returns the new snapshot.
+func (c *Core) Commit() *snapshot.Snapshot {
+	s := c.builder.Commit(c.seq, len(c.nodes))
+	for _, e := range c.dirtyEntries {
+		e.dirty = false
+	}
+	clear(c.dirtyEntries)
+	c.dirtyEntries = c.dirtyEntries[:0]
+	c.dirtyPods = c.dirtyPods[:0]
+	c.dirtyPVC = c.dirtyPVC[:0]
+	c.freeSlots = append(c.freeSlots, c.freedEpoch...)
+	c.freedEpoch = c.freedEpoch[:0]
+	return s
+}

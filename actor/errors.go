@@ -1,0 +1,73 @@
+package actor
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Every error the cache returns matches one of these (or a
+// framework / snapshot / nodetree sentinel) with errors.Is.
+var (
+	ErrClosed           = errors.New("schedcache: cache is closed")
+	ErrFailed           = errors.New("schedcache: cache failed after an internal error; writes are refused")
+	ErrPodAlreadyCached = errors.New("schedcache: pod is already in the cache")
+	ErrPodAlreadyAdded  = errors.New("schedcache: pod was already in added state")
+	ErrPodNotFound      = errors.New("schedcache: pod is not in the cache")
+	ErrPodAssumed       = errors.New("schedcache: assumed pods cannot be updated")
+	ErrPodNotAssumed    = errors.New("schedcache: pod is not assumed")
+	ErrPodNodeMismatch  = errors.New("schedcache: pod names another node than the cached pod")
+	ErrCorrupted        = errors.New("schedcache: operation would corrupt the cache")
+	ErrEmptyNodeName    = errors.New("schedcache: pod has an empty node name")
+	ErrUIDMismatch      = errors.New("schedcache: old and new pod have different UIDs")
+	ErrNodeNotFound     = errors.New("schedcache: node not found")
+	ErrNodeNameMismatch = errors.New("schedcache: old and new node have different names")
+)
+
+// PodError is returned by pod operations. It wraps one of the sentinels.
+type PodError struct {
+	Op   string // "AssumePod", "AddPod", ...
+	Key  string // pod UID
+	Node string // node name involved, if any
+	Err  error
+}
+
+func (e *PodError) Error() string {
+	if e.Node != "" {
+		return fmt.Sprintf("%s pod %s (node %q): %v", e.Op, e.Key, e.Node, e.Err)
+	}
+	return fmt.Sprintf("%s pod %s: %v", e.Op, e.Key, e.Err)
+}
+func (e *PodError) Unwrap() error { return e.Err }
+
+// CorruptionError is returned where upstream exits the process: the call
+// names another node than the cached pod's. The cache state is unchanged.
+// It wraps ErrCorrupted.
+type CorruptionError struct {
+	Op         string
+	Key        string
+	CachedNode string
+	GivenNode  string
+}
+
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("%s pod %s: cached on node %q but the call names node %q: %v",
+		e.Op, e.Key, e.CachedNode, e.GivenNode, ErrCorrupted)
+}
+func (e *CorruptionError) Unwrap() error { return ErrCorrupted }
+
+// NodeError is returned by node operations. It wraps one of the sentinels.
+type NodeError struct {
+	Op   string
+	Name string
+	Err  error
+}
+
+func (e *NodeError) Error() string { return fmt.Sprintf("%s node %q: %v", e.Op, e.Name, e.Err) }
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// FailedError is returned once the cache has failed: it wraps ErrFailed and
+// the cause (a *shard.PanicError or an invariant violation).
+type FailedError struct{ Cause error }
+
+func (e *FailedError) Error() string   { return fmt.Sprintf("%v: %v", ErrFailed, e.Cause) }
+func (e *FailedError) Unwrap() []error { return []error{ErrFailed, e.Cause} }

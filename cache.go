@@ -1,0 +1,477 @@
+// Package schedcache is a scheduler-state cache with the observable
+// behaviour of the upstream kube-scheduler cache (k8s.io/kubernetes v1.35.4,
+// pkg/scheduler/backend/cache), built as a lock-free actor system: a
+// coordinator goroutine sequences every operation, node state is sharded
+// across goroutines that own it, and immutable snapshots are published
+// copy-on-write through an atomic pointer.
+//
+// Readers never block writers and writers never wait for readers: Snapshot
+// is one atomic load, and a snapshot once taken never changes.
+package schedcache
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/schedcache/schedcache/actor"
+	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodetree"
+	"github.com/schedcache/schedcache/shard"
+	"github.com/schedcache/schedcache/snapshot"
+)
+
+// Types shared with the sub-packages.
+type (
+	NodeInfo          = framework.NodeInfo
+	PodInfo           = framework.PodInfo
+	Resource          = framework.Resource
+	ImageStateSummary = framework.ImageStateSummary
+	HostPortInfo      = framework.HostPortInfo
+	Snapshot          = snapshot.Snapshot
+	Dump              = actor.Dump
+	AsyncError        = actor.AsyncError
+	Clock             = actor.Clock
+	Timer             = actor.Timer
+	PodError          = actor.PodError
+	NodeError         = actor.NodeError
+	CorruptionError   = actor.CorruptionError
+	FailedError       = actor.FailedError
+	PanicError        = shard.PanicError
+)
+
+// Errors. Every error the cache returns matches one of these with errors.Is.
+var (
+	ErrNilPod            = framework.ErrNilPod
+	ErrNilNode           = framework.ErrNilNode
+	ErrEmptyUID          = framework.ErrEmptyUID
+	ErrEmptyNodeName     = actor.ErrEmptyNodeName
+	ErrClosed            = actor.ErrClosed
+	ErrFailed            = actor.ErrFailed
+	ErrPodAlreadyCached  = actor.ErrPodAlreadyCached
+	ErrPodAlreadyAdded   = actor.ErrPodAlreadyAdded
+	ErrPodNotFound       = actor.ErrPodNotFound
+	ErrPodAssumed        = actor.ErrPodAssumed
+	ErrPodNotAssumed     = actor.ErrPodNotAssumed
+	ErrPodNodeMismatch   = actor.ErrPodNodeMismatch
+	ErrCorrupted         = actor.ErrCorrupted
+	ErrUIDMismatch       = actor.ErrUIDMismatch
+	ErrNodeNotFound      = actor.ErrNodeNotFound
+	ErrNodeNameMismatch  = actor.ErrNodeNameMismatch
+	ErrNodeNotInZone     = nodetree.ErrNodeNotInZone
+	ErrNodeInfoNotFound  = snapshot.ErrNodeInfoNotFound
+	ErrInconsistentList  = snapshot.ErrInconsistentList
+	ErrSnapshotPublished = snapshot.ErrPublished
+	ErrNilSnapshot       = errors.New("schedcache: nil snapshot")
+)
+
+// NewEmptySnapshot returns an empty snapshot owned by the caller, to be
+// refreshed with UpdateSnapshot (upstream's usage).
+func NewEmptySnapshot() *Snapshot { return snapshot.NewEmptySnapshot() }
+
+// NewSnapshot builds a standalone snapshot from pods and nodes, as
+// upstream's cache.NewSnapshot.
+func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot { return snapshot.NewSnapshot(pods, nodes) }
+
+// Option configures New.
+type Option func(*actor.Options)
+
+// WithTTL sets how long an assumed pod lives after FinishBinding before it
+// expires (0, the default and upstream's production value: never).
+func WithTTL(ttl time.Duration) Option { return func(o *actor.Options) { o.TTL = ttl } }
+
+// WithPeriod sets the pause between expiry passes (default 1s, as upstream).
+func WithPeriod(d time.Duration) Option { return func(o *actor.Options) { o.Period = d } }
+
+// WithClock injects the time source (default: the time package).
+func WithClock(c Clock) Option { return func(o *actor.Options) { o.Clock = c } }
+
+// WithShards sets the number of shard goroutines that own node state
+// (default max(1, GOMAXPROCS/2)).
+func WithShards(n int) Option { return func(o *actor.Options) { o.Shards = n } }
+
+// WithMailboxSize bounds the coordinator's mailbox (default 1024):
+// submitters block while it is full.
+func WithMailboxSize(n int) Option { return func(o *actor.Options) { o.MailboxSize = n } }
+
+// WithMaxBatch bounds how many operations one publication covers (default 256).
+func WithMaxBatch(n int) Option { return func(o *actor.Options) { o.MaxBatch = n } }
+
+// WithExpiryChunk bounds how many pods one expiry step removes before
+// other operations get their turn (default 512).
+func WithExpiryChunk(n int) Option { return func(o *actor.Options) { o.ExpiryChunk = n } }
+
+// WithAsyncErrorHandler receives the failures of operations submitted with
+// the Async methods. It runs on a goroutine of its own, one error at a
+// time, in submission order; it may call the cache.
+func WithAsyncErrorHandler(fn func(AsyncError)) Option {
+	return func(o *actor.Options) { o.OnAsyncError = fn }
+}
+
+// WithFaultHooks installs hooks that run on the coordinator before each
+// operation and on the shards before each request. For fault-injection
+// tests only.
+func WithFaultHooks(coordinator func(kind string), shardHook func(shardIdx int)) Option {
+	return func(o *actor.Options) {
+		if coordinator != nil {
+			o.OpHook = func(op *actor.Op) { coordinator(op.Kind.String()) }
+		}
+		if shardHook != nil {
+			o.ShardHook = func(i int, _ shard.Request) { shardHook(i) }
+		}
+	}
+}
+
+// Cache is the scheduler cache.
+//
+// Contract: every method is safe for concurrent use. Mutating methods block
+// until their effect is published: once one returns, every snapshot taken
+// afterwards, by any goroutine, includes it. Snapshot, GetPod,
+// IsAssumedPod, PodCount and NodeCount read the latest published snapshot
+// and never block. The Async methods block only while the mailbox is full.
+// After Close (or cancellation of New's context) every method returns
+// ErrClosed; reads keep answering from the last snapshot.
+type Cache struct {
+	a *actor.Coordinator // owns every goroutine of the cache
+}
+
+// New starts a cache. It stops when ctx is done or Close is called.
+func New(ctx context.Context, opts ...Option) (*Cache, error) {
+	if ctx == nil {
+		return nil, errors.New("schedcache: nil context")
+	}
+	o := actor.Options{Shards: max(1, runtime.GOMAXPROCS(0)/2), Period: time.Second}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.TTL < 0 || o.Period < 0 || o.Shards < 0 || o.MailboxSize < 0 || o.MaxBatch < 0 || o.ExpiryChunk < 0 {
+		return nil, errors.New("schedcache: negative option")
+	}
+	if o.Clock == nil {
+		o.Clock = RealClock{}
+	}
+	return &Cache{a: actor.Start(ctx, o)}, nil
+}
+
+// Close stops every goroutine of the cache and waits for them. Operations
+// already applied are published first. Close is idempotent.
+func (c *Cache) Close() error {
+	c.a.Stop()
+	return nil
+}
+
+// Done is closed once the cache has stopped.
+func (c *Cache) Done() <-chan struct{} { return c.a.Done() }
+
+// Err returns the failure that stopped the cache from accepting writes
+// (see FailedError), or nil.
+func (c *Cache) Err() error { return c.a.Failed() }
+
+func (c *Cache) do(op *actor.Op) actor.Result {
+	r := c.a.Do(op)
+	if r.Err != ErrClosed || op == nil {
+		actor.PutOp(op)
+	}
+	return r
+}
+
+// podOp validates pod and builds an op keyed by its UID.
+func podOp(kind actor.OpKind, pod *v1.Pod) (*actor.Op, error) {
+	key, err := framework.PodKey(pod)
+	if err != nil {
+		return nil, err
+	}
+	op := actor.NewOp()
+	op.Kind, op.Pod, op.Key = kind, pod, key
+	return op, nil
+}
+
+// infoOp precomputes the PodInfo of pod on the caller's goroutine.
+func infoOp(kind actor.OpKind, pod *v1.Pod) (*actor.Op, error) {
+	info, err := framework.NewPodInfo(pod)
+	if err != nil {
+		return nil, err
+	}
+	op := actor.NewOp()
+	op.Kind, op.Info, op.Key = kind, info, info.Key()
+	return op, nil
+}
+
+// AssumePod marks pod as scheduled to pod.Spec.NodeName before binding
+// and aggregates it into that node. The pod must not be cached.
+func (c *Cache) AssumePod(logger klog.Logger, pod *v1.Pod) error {
+	op, err := infoOp(actor.OpAssumePod, pod)
+	if err != nil {
+		return err
+	}
+	if pod.Spec.NodeName == "" {
+		actor.PutOp(op)
+		return &PodError{Op: "AssumePod", Key: string(pod.UID), Err: ErrEmptyNodeName}
+	}
+	return c.do(op).Err
+}
+
+// FinishBinding starts the TTL of an assumed pod; for other pods it does
+// nothing.
+func (c *Cache) FinishBinding(logger klog.Logger, pod *v1.Pod) error {
+	op, err := podOp(actor.OpFinishBinding, pod)
+	if err != nil {
+		return err
+	}
+	return c.do(op).Err
+}
+
+// ForgetPod removes an assumed pod (binding failed).
+func (c *Cache) ForgetPod(logger klog.Logger, pod *v1.Pod) error {
+	op, err := podOp(actor.OpForgetPod, pod)
+	if err != nil {
+		return err
+	}
+	return c.do(op).Err
+}
+
+// AddPod confirms an assumed pod (on its node or another), or adds a pod
+// that is not cached (new, or expired).
+func (c *Cache) AddPod(logger klog.Logger, pod *v1.Pod) error {
+	op, err := infoOp(actor.OpAddPod, pod)
+	if err != nil {
+		return err
+	}
+	return c.do(op).Err
+}
+
+func updatePodOp(oldPod, newPod *v1.Pod) (*actor.Op, error) {
+	if _, err := framework.PodKey(oldPod); err != nil {
+		return nil, err
+	}
+	op, err := infoOp(actor.OpUpdatePod, newPod)
+	if err != nil {
+		return nil, err
+	}
+	op.Pod = oldPod
+	return op, nil
+}
+
+// UpdatePod replaces an added pod with newPod.
+func (c *Cache) UpdatePod(logger klog.Logger, oldPod, newPod *v1.Pod) error {
+	op, err := updatePodOp(oldPod, newPod)
+	if err != nil {
+		return err
+	}
+	return c.do(op).Err
+}
+
+// RemovePod removes a cached pod, assumed or added.
+func (c *Cache) RemovePod(logger klog.Logger, pod *v1.Pod) error {
+	op, err := podOp(actor.OpRemovePod, pod)
+	if err != nil {
+		return err
+	}
+	return c.do(op).Err
+}
+
+// GetPod returns the cached object of pod (matched by UID). The returned
+// pod is shared: do not modify it.
+func (c *Cache) GetPod(pod *v1.Pod) (*v1.Pod, error) {
+	key, err := framework.PodKey(pod)
+	if err != nil {
+		return nil, err
+	}
+	e, ok := c.a.Snapshot().Pod(key)
+	if !ok {
+		return nil, &PodError{Op: "GetPod", Key: key, Err: ErrPodNotFound}
+	}
+	return e.Pod, nil
+}
+
+// IsAssumedPod reports whether pod is assumed.
+func (c *Cache) IsAssumedPod(pod *v1.Pod) (bool, error) {
+	key, err := framework.PodKey(pod)
+	if err != nil {
+		return false, err
+	}
+	e, _ := c.a.Snapshot().Pod(key)
+	return e.Assumed, nil
+}
+
+// PodCount returns the number of cached pods, assumed ones and pods on
+// removed nodes included. The error is always nil.
+func (c *Cache) PodCount() (int, error) { return c.a.Snapshot().PodCount(), nil }
+
+// NodeCount returns the number of node entries, including removed nodes
+// that still hold pods and entries created by pods naming unknown nodes.
+func (c *Cache) NodeCount() int { return c.a.Snapshot().NodeCount() }
+
+// AddNode adds node, or replaces the object of an existing entry, and
+// returns the resulting NodeInfo (immutable).
+func (c *Cache) AddNode(logger klog.Logger, node *v1.Node) (*NodeInfo, error) {
+	if node == nil {
+		return nil, ErrNilNode
+	}
+	op := actor.NewOp()
+	op.Kind, op.Node = actor.OpAddNode, node
+	r := c.do(op)
+	return r.Node, r.Err
+}
+
+// UpdateNode replaces the object of node newNode.Name, moving it in the
+// zone order if its zone changed, and returns the resulting NodeInfo.
+// oldNode must be the object previously added (same name).
+func (c *Cache) UpdateNode(logger klog.Logger, oldNode, newNode *v1.Node) (*NodeInfo, error) {
+	if oldNode == nil || newNode == nil {
+		return nil, ErrNilNode
+	}
+	if oldNode.Name != newNode.Name {
+		return nil, &NodeError{Op: "UpdateNode", Name: newNode.Name, Err: ErrNodeNameMismatch}
+	}
+	op := actor.NewOp()
+	op.Kind, op.Node, op.OldNode = actor.OpUpdateNode, newNode, oldNode
+	r := c.do(op)
+	return r.Node, r.Err
+}
+
+// RemoveNode removes node; an entry holding pods stays (as a ghost, not in
+// snapshots) until its last pod leaves.
+func (c *Cache) RemoveNode(logger klog.Logger, node *v1.Node) error {
+	if node == nil {
+		return ErrNilNode
+	}
+	op := actor.NewOp()
+	op.Kind, op.Node = actor.OpRemoveNode, node
+	return c.do(op).Err
+}
+
+// GetNode returns a copy of the entry named name, ghosts and nodeless
+// entries included.
+func (c *Cache) GetNode(name string) (*NodeInfo, error) {
+	op := actor.NewOp()
+	op.Kind, op.Name = actor.OpGetNode, name
+	r := c.do(op)
+	return r.Node, r.Err
+}
+
+// Dump returns a copy of every entry and the set of assumed pod keys.
+// It costs O(nodes + pods).
+func (c *Cache) Dump() (*Dump, error) {
+	op := actor.NewOp()
+	op.Kind = actor.OpDump
+	r := c.do(op)
+	return r.Dump, r.Err
+}
+
+// Sync waits until every operation submitted before it (Async ones
+// included) is applied and published.
+func (c *Cache) Sync() error {
+	op := actor.NewOp()
+	op.Kind = actor.OpSync
+	return c.do(op).Err
+}
+
+// Snapshot returns the latest published snapshot. It is one atomic load;
+// the snapshot is immutable and may be kept for ever.
+func (c *Cache) Snapshot() *Snapshot { return c.a.Snapshot() }
+
+// UpdateSnapshot makes dst a copy of the latest published snapshot in O(1)
+// (structure is shared, nothing is copied). It returns the error upstream's
+// UpdateSnapshot would return for this state (an inconsistent node list),
+// ErrSnapshotPublished if dst came from Snapshot, or ErrNilSnapshot.
+func (c *Cache) UpdateSnapshot(logger klog.Logger, dst *Snapshot) error {
+	if dst == nil {
+		return ErrNilSnapshot
+	}
+	latest := c.a.Snapshot()
+	if err := dst.CopyFrom(latest); err != nil {
+		return err
+	}
+	return latest.Err()
+}
+
+// ---- asynchronous (informer-style) submission ----
+
+func (c *Cache) submit(op *actor.Op) error {
+	if err := c.a.Submit(op); err != nil {
+		actor.PutOp(op)
+		return err
+	}
+	return nil
+}
+
+// AddPodAsync submits AddPod without waiting for its result. Events are
+// applied in submission order; failures go to the async error handler.
+func (c *Cache) AddPodAsync(pod *v1.Pod) error {
+	op, err := infoOp(actor.OpAddPod, pod)
+	if err != nil {
+		return err
+	}
+	return c.submit(op)
+}
+
+// UpdatePodAsync submits UpdatePod without waiting for its result.
+func (c *Cache) UpdatePodAsync(oldPod, newPod *v1.Pod) error {
+	op, err := updatePodOp(oldPod, newPod)
+	if err != nil {
+		return err
+	}
+	return c.submit(op)
+}
+
+// RemovePodAsync submits RemovePod without waiting for its result.
+func (c *Cache) RemovePodAsync(pod *v1.Pod) error {
+	op, err := podOp(actor.OpRemovePod, pod)
+	if err != nil {
+		return err
+	}
+	return c.submit(op)
+}
+
+// AddNodeAsync submits AddNode without waiting for its result.
+func (c *Cache) AddNodeAsync(node *v1.Node) error {
+	if node == nil {
+		return ErrNilNode
+	}
+	op := actor.NewOp()
+	op.Kind, op.Node = actor.OpAddNode, node
+	return c.submit(op)
+}
+
+// UpdateNodeAsync submits UpdateNode without waiting for its result.
+func (c *Cache) UpdateNodeAsync(oldNode, newNode *v1.Node) error {
+	if oldNode == nil || newNode == nil {
+		return ErrNilNode
+	}
+	if oldNode.Name != newNode.Name {
+		return &NodeError{Op: "UpdateNode", Name: newNode.Name, Err: ErrNodeNameMismatch}
+	}
+	op := actor.NewOp()
+	op.Kind, op.Node, op.OldNode = actor.OpUpdateNode, newNode, oldNode
+	return c.submit(op)
+}
+
+// RemoveNodeAsync submits RemoveNode without waiting for its result.
+func (c *Cache) RemoveNodeAsync(node *v1.Node) error {
+	if node == nil {
+		return ErrNilNode
+	}
+	op := actor.NewOp()
+	op.Kind, op.Node = actor.OpRemoveNode, node
+	return c.submit(op)
+}
+
+// RealClock is the default Clock: the time package.
+type RealClock struct{}
+
+// Now returns time.Now().
+func (RealClock) Now() time.Time { return time.Now() }
+
+// NewTimer returns a time.Timer.
+func (RealClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+type realTimer struct{ t *time.Timer }
+
+func (t realTimer) C() <-chan time.Time        { return t.t.C }
+func (t realTimer) Reset(d time.Duration) bool { return t.t.Reset(d) }
+func (t realTimer) Stop() bool                 { return t.t.Stop() }

@@ -1,0 +1,262 @@
+// Package nodetree implements the zone-interleaved node order of the upstream
+// kube-scheduler cache (k8s.io/kubernetes v1.35.4,
+// pkg/scheduler/backend/cache/node_tree.go), as written in
+// ../shared/docs/upstream-cache-semantics.md section 6.
+//
+// Nodes are grouped by zone key (see ZoneKey). Zones keep the order in which
+// they were created; nodes keep the order in which they were added to their
+// zone. List interleaves the zones round-robin: element 0 of every zone in
+// zone order, then element 1, and so on.
+package nodetree
+
+import (
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// ErrNodeNotInZone is returned, wrapped, by Remove and RemoveName when the
+// node name is not in the zone named by the zone key.
+var ErrNodeNotInZone = errors.New("nodetree: node not found in zone")
+
+// ErrZonesExhausted is returned by List and AppendList, together with the
+// partial list, when every zone is exhausted before NumNodes names have been
+// collected. It indicates an internal inconsistency and cannot occur through
+// the exported methods.
+var ErrZonesExhausted = errors.New("nodetree: all zones exhausted before reaching count of nodes expected")
+
+// ZoneKey returns the zone key of node, exactly as upstream GetZoneKey
+// (k8s.io/component-helpers/node/topology): "" if node has no labels or
+// neither a region nor a zone, else region + ":\x00:" + zone. The zone is
+// the value of label failure-domain.beta.kubernetes.io/zone if that label is
+// present (even if empty), else of topology.kubernetes.io/zone; the region
+// likewise from failure-domain.beta.kubernetes.io/region, then
+// topology.kubernetes.io/region. A nil node has key "".
+func ZoneKey(node *v1.Node) string {
+	if node == nil {
+		return ""
+	}
+	labels := node.Labels
+	if labels == nil {
+		return ""
+	}
+	zone, ok := labels[v1.LabelFailureDomainBetaZone]
+	if !ok {
+		zone = labels[v1.LabelTopologyZone]
+	}
+	region, ok := labels[v1.LabelFailureDomainBetaRegion]
+	if !ok {
+		region = labels[v1.LabelTopologyRegion]
+	}
+	if region == "" && zone == "" {
+		return ""
+	}
+	return region + ":\x00:" + zone
+}
+
+// zone is one zone of a Tree: its key and its node names in insertion order.
+type zone struct {
+	key     string
+	names   []string
+	members map[string]struct{} // the set of names, for the duplicate check
+}
+
+// Tree holds node names grouped by zone key and lists them zone-interleaved.
+//
+// Contract: a Tree is not safe for concurrent use. It is owned by one
+// goroutine (the coordinator), which alone may call any method, including
+// the read-only ones. No method blocks. The zero Tree is not usable; call New.
+type Tree struct {
+	byKey    map[string]*zone
+	zones    []*zone // zone order
+	numNodes int
+	version  uint64
+}
+
+// New returns an empty Tree.
+func New() *Tree {
+	return &Tree{byKey: make(map[string]*zone)}
+}
+
+// Add adds node.Name under ZoneKey(node), as AddName.
+func (t *Tree) Add(node *v1.Node) {
+	t.AddName(node.Name, ZoneKey(node))
+}
+
+// AddName appends name to the zone zoneKey, creating the zone at the end of
+// the zone order if it does not exist. If name is already in that zone, AddName
+// does nothing. Duplicates are detected per zone only: a name present under
+// another zone key is added a second time.
+func (t *Tree) AddName(name, zoneKey string) {
+	if t.add(name, zoneKey) {
+		t.version++
+	}
+}
+
+// Remove removes node.Name from the zone ZoneKey(node), as RemoveName.
+func (t *Tree) Remove(node *v1.Node) error {
+	return t.RemoveName(node.Name, ZoneKey(node))
+}
+
+// RemoveName removes name from the zone zoneKey, keeping the order of the
+// other names. A zone left empty is deleted and dropped from the zone order;
+// the other zones keep their order. If name is not in that zone, RemoveName
+// changes nothing and returns an error wrapping ErrNodeNotInZone.
+func (t *Tree) RemoveName(name, zoneKey string) error {
+	if !t.remove(name, zoneKey) {
+		return fmt.Errorf("%w: node %q zone %q", ErrNodeNotInZone, name, zoneKey)
+	}
+	t.version++
+	return nil
+}
+
+// Update moves a node whose labels changed from oldNode to newNode. oldNode
+// may be nil, which stands for a node named newNode.Name with zone key "".
+// If the zone keys of oldNode and newNode are equal, Update does nothing and
+// the node keeps its position. Otherwise it removes oldNode.Name from the old
+// zone, ignoring a failure, and adds newNode.Name to the new zone as AddName.
+//
+// Upstream panics when oldNode is nil and newNode has a non-empty zone key;
+// Update does not.
+func (t *Tree) Update(oldNode, newNode *v1.Node) {
+	oldName, oldKey := newNode.Name, ""
+	if oldNode != nil {
+		oldName, oldKey = oldNode.Name, ZoneKey(oldNode)
+	}
+	t.update(oldName, oldKey, newNode.Name, ZoneKey(newNode))
+}
+
+// UpdateName is Update for a node named name whose zone key changes from
+// oldZoneKey to newZoneKey.
+func (t *Tree) UpdateName(name, oldZoneKey, newZoneKey string) {
+	t.update(name, oldZoneKey, name, newZoneKey)
+}
+
+func (t *Tree) update(oldName, oldKey, newName, newKey string) {
+	if oldKey == newKey {
+		return
+	}
+	removed := t.remove(oldName, oldKey)
+	added := t.add(newName, newKey)
+	if removed || added {
+		t.version++
+	}
+}
+
+// NumNodes returns the number of names in the tree, duplicates included.
+func (t *Tree) NumNodes() int {
+	return t.numNodes
+}
+
+// List returns the node names zone-interleaved: element 0 of every zone in
+// zone order, then element 1 of every zone long enough, and so on. It returns
+// nil for an empty tree. If the zones are exhausted before NumNodes names are
+// collected, it returns the names collected and ErrZonesExhausted.
+func (t *Tree) List() ([]string, error) {
+	if len(t.zones) == 0 {
+		return nil, nil
+	}
+	return t.AppendList(make([]string, 0, t.numNodes))
+}
+
+// AppendList appends the names List would return to dst and returns the
+// extended slice. It allocates only if dst lacks capacity for NumNodes more
+// names.
+func (t *Tree) AppendList(dst []string) ([]string, error) {
+	if len(t.zones) == 0 {
+		return dst, nil
+	}
+	// The loop is upstream's list(), so that even an inconsistent count
+	// gives upstream's result: rounds always complete, and the zones are
+	// declared exhausted only at the start of a round.
+	want := len(dst) + t.numNodes
+	exhausted := 0
+	for idx := 0; len(dst) < want; idx++ {
+		if exhausted >= len(t.zones) {
+			return dst, ErrZonesExhausted
+		}
+		for _, z := range t.zones {
+			if n := len(z.names); idx >= n {
+				if idx == n {
+					exhausted++
+				}
+				continue
+			}
+			dst = append(dst, z.names[idx])
+		}
+	}
+	return dst, nil
+}
+
+// Zones returns a copy of the zone keys in zone order.
+func (t *Tree) Zones() []string {
+	keys := make([]string, len(t.zones))
+	for i, z := range t.zones {
+		keys[i] = z.key
+	}
+	return keys
+}
+
+// Version returns a counter that increases whenever a call changes the tree
+// (a name added or removed, a zone created or deleted), so that the output
+// of List can differ from that at any earlier Version. Calls that change
+// nothing leave it unchanged. A new Tree has Version 0.
+func (t *Tree) Version() uint64 {
+	return t.version
+}
+
+// add reports whether it added name to the zone zoneKey.
+func (t *Tree) add(name, zoneKey string) bool {
+	z, ok := t.byKey[zoneKey]
+	if !ok {
+		z = &zone{key: zoneKey, members: make(map[string]struct{})}
+		t.byKey[zoneKey] = z
+		t.zones = append(t.zones, z)
+	} else if _, dup := z.members[name]; dup {
+		return false
+	}
+	z.names = append(z.names, name)
+	z.members[name] = struct{}{}
+	t.numNodes++
+	return true
+}
+
+// remove reports whether it removed name from the zone zoneKey.
+func (t *Tree) remove(name, zoneKey string) bool {
+	z, ok := t.byKey[zoneKey]
+	if !ok {
+		return false
+	}
+	if _, ok := z.members[name]; !ok {
+		return false
+	}
+	for i, n := range z.names {
+		if n == name {
+			last := len(z.names) - 1
+			copy(z.names[i:], z.names[i+1:])
+			z.names[last] = ""
+			z.names = z.names[:last]
+			break
+		}
+	}
+	delete(z.members, name)
+	t.numNodes--
+	if len(z.names) == 0 {
+		t.removeZone(z)
+	}
+	return true
+}
+
+func (t *Tree) removeZone(z *zone) {
+	delete(t.byKey, z.key)
+	for i, zz := range t.zones {
+		if zz == z {
+			last := len(t.zones) - 1
+			copy(t.zones[i:], t.zones[i+1:])
+			t.zones[last] = nil
+			t.zones = t.zones[:last]
+			return
+		}
+	}
+}

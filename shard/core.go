@@ -1,0 +1,207 @@
+// Package shard owns per-node state. Every node entry lives in exactly one
+// shard; a shard's state is touched only by the goroutine that owns it.
+//
+// Core is the deterministic, single-threaded state machine (tested directly);
+// Shard is the goroutine around it, reached only over channels.
+package shard
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/schedcache/schedcache/framework"
+)
+
+// Kind names a mutation of one node entry.
+type Kind uint8
+
+const (
+	// Create makes a new, empty, nodeless entry at Slot.
+	Create Kind = iota + 1
+	// Delete drops the entry at Slot.
+	Delete
+	// AddPod aggregates Pod into the entry.
+	AddPod
+	// RemovePod removes the pod with Key; Affinity and AntiAffinity say
+	// whether the affinity sub-lists are searched (upstream uses the pod
+	// object passed to the removal for that decision).
+	RemovePod
+	// SetNode stores Node and recomputes Allocatable.
+	SetNode
+	// ClearNode drops the node object (RemoveNode); pods stay.
+	ClearNode
+	// SetImages replaces the entry's image summaries with Images.
+	SetImages
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Create:
+		return "Create"
+	case Delete:
+		return "Delete"
+	case AddPod:
+		return "AddPod"
+	case RemovePod:
+		return "RemovePod"
+	case SetNode:
+		return "SetNode"
+	case ClearNode:
+		return "ClearNode"
+	case SetImages:
+		return "SetImages"
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// Mutation is one change to one node entry, sent by the coordinator. It is
+// a plain value; the objects it points to are immutable.
+type Mutation struct {
+	Kind         Kind
+	Slot         int32
+	Pod          *framework.PodInfo                     // AddPod
+	Key          string                                 // RemovePod
+	Affinity     bool                                   // RemovePod
+	AntiAffinity bool                                   // RemovePod
+	Node         *v1.Node                               // SetNode
+	Images       map[string]framework.ImageStateSummary // SetImages; immutable once sent
+}
+
+// Frozen is a published copy of one entry: Info is nil when the entry was
+// deleted or has no node object (such entries never reach snapshots).
+type Frozen struct {
+	Slot int32
+	Info *framework.NodeInfo
+}
+
+// InvariantError reports a mutation that contradicts the entry's state: the
+// coordinator predicted every outcome, so this means the cache is corrupted.
+type InvariantError struct {
+	Mutation Kind
+	Slot     int32
+	Err      error
+}
+
+func (e *InvariantError) Error() string {
+	return fmt.Sprintf("shard: %s on slot %d: %v", e.Mutation, e.Slot, e.Err)
+}
+
+func (e *InvariantError) Unwrap() error { return e.Err }
+
+// Core is the state of one shard. Contract: not safe for concurrent use; it
+// is owned by one goroutine (the Shard's, or a test's). Apply never blocks.
+type Core struct {
+	nodes   map[int32]*framework.NodeState // owned by the shard goroutine
+	dirty   []int32                        // slots changed since the last Flush
+	isDirty map[int32]struct{}             // set form of dirty
+	nextGen func() int64                   // the cache's generation source (atomic; shared)
+	frozen  []Frozen                       // reused Flush result; valid until the next Flush
+}
+
+// NewCore returns an empty shard core drawing generations from nextGen.
+func NewCore(nextGen func() int64) *Core {
+	return &Core{
+		nodes:   make(map[int32]*framework.NodeState),
+		isDirty: make(map[int32]struct{}),
+		nextGen: nextGen,
+	}
+}
+
+// Len returns the number of entries the shard holds.
+func (c *Core) Len() int { return len(c.nodes) }
+
+// Apply applies muts in order. It stops at the first mutation that
+// contradicts the state and returns an *InvariantError; the mutations before
+// it stay applied.
+func (c *Core) Apply(muts []Mutation) error {
+	for i := range muts {
+		if err := c.apply(&muts[i]); err != nil {
+			return &InvariantError{Mutation: muts[i].Kind, Slot: muts[i].Slot, Err: err}
+		}
+	}
+	return nil
+}
+
+var (
+	errExists  = fmt.Errorf("entry already exists")
+	errMissing = fmt.Errorf("no such entry")
+)
+
+func (c *Core) apply(m *Mutation) error {
+	if m.Kind == Create {
+		if _, ok := c.nodes[m.Slot]; ok {
+			return errExists
+		}
+		c.nodes[m.Slot] = framework.NewNodeState(c.nextGen)
+		c.markDirty(m.Slot)
+		return nil
+	}
+	s, ok := c.nodes[m.Slot]
+	if !ok {
+		return errMissing
+	}
+	switch m.Kind {
+	case Delete:
+		delete(c.nodes, m.Slot)
+	case AddPod:
+		s.AddPod(m.Pod)
+	case RemovePod:
+		if err := s.RemovePod(m.Key, m.Affinity, m.AntiAffinity); err != nil {
+			return err
+		}
+	case SetNode:
+		s.SetNode(m.Node)
+	case ClearNode:
+		s.ClearNode()
+	case SetImages:
+		s.SetImageStates(m.Images)
+	default:
+		return fmt.Errorf("unknown mutation %v", m.Kind)
+	}
+	c.markDirty(m.Slot)
+	return nil
+}
+
+func (c *Core) markDirty(slot int32) {
+	if _, ok := c.isDirty[slot]; ok {
+		return
+	}
+	c.isDirty[slot] = struct{}{}
+	c.dirty = append(c.dirty, slot)
+}
+
+// Flush freezes every entry changed since the previous Flush and returns
+// them in the order they were first changed. The returned slice is reused by
+// the next Flush; the NodeInfos in it are immutable and may be kept.
+func (c *Core) Flush() []Frozen {
+	c.frozen = c.frozen[:0]
+	for _, slot := range c.dirty {
+		f := Frozen{Slot: slot}
+		if s, ok := c.nodes[slot]; ok && s.Node() != nil {
+			f.Info = s.Freeze()
+		}
+		c.frozen = append(c.frozen, f)
+		delete(c.isDirty, slot)
+	}
+	c.dirty = c.dirty[:0]
+	return c.frozen
+}
+
+// Get returns an immutable clone of the entry at slot, nodeless entries
+// included, or nil if there is none.
+func (c *Core) Get(slot int32) *framework.NodeInfo {
+	if s, ok := c.nodes[slot]; ok {
+		return s.Clone()
+	}
+	return nil
+}
+
+// Dump returns immutable clones of every entry, nodeless ones included.
+func (c *Core) Dump() map[int32]*framework.NodeInfo {
+	out := make(map[int32]*framework.NodeInfo, len(c.nodes))
+	for slot, s := range c.nodes {
+		out[slot] = s.Clone()
+	}
+	return out
+}

@@ -1,0 +1,162 @@
+package shard
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/schedcache/schedcache/framework"
+)
+
+// ErrStopped is returned for requests to a shard that has stopped.
+var ErrStopped = errors.New("shard: stopped")
+
+// PanicError reports a panic recovered inside a shard or the coordinator.
+// The actor that panicked refuses every later request with the same error.
+type PanicError struct {
+	Actor string // "shard 3", "coordinator"
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("schedcache: panic in %s: %v", e.Actor, e.Value)
+}
+
+// Request is one message from the coordinator to a shard. The shard applies
+// Muts, then serves at most one of Flush, Dump or Get. The coordinator must
+// not touch Muts until the Response arrives.
+type Request struct {
+	Muts  []Mutation
+	Flush bool
+	Dump  bool
+	Get   bool
+	Slot  int32 // for Get
+}
+
+// Response answers one Request. Frozen is owned by the shard and valid until
+// the next Request; the NodeInfos are immutable and may be kept for ever.
+type Response struct {
+	Frozen []Frozen
+	Dump   map[int32]*framework.NodeInfo
+	Node   *framework.NodeInfo
+	Err    error
+}
+
+// Shard is the goroutine that owns one Core. Contract: exactly one goroutine
+// (the coordinator) calls Do; Stop may be called once by the same owner.
+// Requests are served in order; Do blocks until the reply or until stop.
+type Shard struct {
+	name  string
+	reqc  chan Request  // coordinator -> shard
+	respc chan Response // shard -> coordinator; buffered 1
+	stopc chan struct{} // closed by Stop
+	done  chan struct{} // closed when the goroutine exits
+	core  *Core         // owned by the shard goroutine
+	err   error         // owned by the shard goroutine; sticky once set
+	// Hook, when non-nil, runs on the shard goroutine before each request
+	// is applied. Tests use it to inject panics.
+	Hook func(Request)
+}
+
+// Start launches the goroutine that owns core. The caller owns the returned
+// Shard and must call Stop.
+func Start(name string, core *Core, hook func(Request)) *Shard {
+	s := &Shard{
+		name:  name,
+		reqc:  make(chan Request),
+		respc: make(chan Response, 1),
+		stopc: make(chan struct{}),
+		done:  make(chan struct{}),
+		core:  core,
+		Hook:  hook,
+	}
+	go s.run()
+	return s
+}
+
+func (s *Shard) run() {
+	defer close(s.done)
+	for {
+		select {
+		case req := <-s.reqc:
+			s.respc <- s.serve(req)
+		case <-s.stopc:
+			return
+		}
+	}
+}
+
+func (s *Shard) serve(req Request) (resp Response) {
+	if s.err != nil {
+		return Response{Err: s.err}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s.err = &PanicError{Actor: s.name, Value: r, Stack: debug.Stack()}
+			resp = Response{Err: s.err}
+		}
+	}()
+	if s.Hook != nil {
+		s.Hook(req)
+	}
+	if err := s.core.Apply(req.Muts); err != nil {
+		s.err = err
+		return Response{Err: err}
+	}
+	switch {
+	case req.Flush:
+		resp.Frozen = s.core.Flush()
+	case req.Dump:
+		resp.Dump = s.core.Dump()
+	case req.Get:
+		resp.Node = s.core.Get(req.Slot)
+	}
+	return resp
+}
+
+// Send hands req to the shard without waiting for the reply. Every Send
+// must be followed by exactly one Recv.
+func (s *Shard) Send(req Request) error {
+	select {
+	case s.reqc <- req:
+		return nil
+	case <-s.done:
+		return ErrStopped
+	}
+}
+
+// Recv waits for the reply to the last Send.
+func (s *Shard) Recv() Response {
+	select {
+	case r := <-s.respc:
+		return r
+	case <-s.done:
+		// The goroutine may have replied just before exiting.
+		select {
+		case r := <-s.respc:
+			return r
+		default:
+			return Response{Err: ErrStopped}
+		}
+	}
+}
+
+// Do sends req and waits for its reply.
+func (s *Shard) Do(req Request) Response {
+	if err := s.Send(req); err != nil {
+		return Response{Err: err}
+	}
+	return s.Recv()
+}
+
+// Stop stops the goroutine and waits for it to exit. It is a handshake:
+// when Stop returns, the shard touches nothing any more.
+func (s *Shard) Stop() {
+	select {
+	case <-s.stopc:
+	default:
+		close(s.stopc)
+	}
+	<-s.done
+}

@@ -1,0 +1,100 @@
+package snapshot
+
+import (
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/schedcache/schedcache/framework"
+)
+
+// NewSnapshot builds a standalone snapshot from pods and nodes, independent
+// of any cache, with upstream's NewSnapshot semantics: every pod is
+// aggregated into the entry named by its spec.nodeName (created on demand,
+// "" included); every entry is listed, nodeless ones too, so NumNodes counts
+// them while Get fails for them; image sizes are per node and NumNodes
+// counts the distinct nodes listing a name; the used-PVC set holds the claims
+// of every pod with a node name. The list order, unspecified upstream (Go map
+// order), is by name here. Pods with an empty UID, and nil pods and nodes,
+// are skipped.
+func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
+	var gen int64
+	nextGen := func() int64 { gen++; return gen }
+	states := make(map[string]*framework.NodeState)
+	entry := func(name string) *framework.NodeState {
+		s, ok := states[name]
+		if !ok {
+			s = framework.NewNodeState(nextGen)
+			states[name] = s
+		}
+		return s
+	}
+	b := NewBuilder()
+	for _, p := range pods {
+		pi, err := framework.NewPodInfo(p)
+		if err != nil {
+			continue
+		}
+		entry(p.Spec.NodeName).AddPod(pi)
+		b.SetPod(pi.Key(), PodEntry{Pod: p})
+		if p.Spec.NodeName != "" {
+			for _, k := range pi.PVCKeys() {
+				b.SetPVC(k, true)
+			}
+		}
+	}
+	imageNodes := make(map[string]map[string]struct{})
+	for _, n := range nodes {
+		if n == nil {
+			continue
+		}
+		for _, img := range n.Status.Images {
+			for _, name := range img.Names {
+				if imageNodes[name] == nil {
+					imageNodes[name] = make(map[string]struct{})
+				}
+				imageNodes[name][n.Name] = struct{}{}
+			}
+		}
+	}
+	for _, n := range nodes {
+		if n == nil {
+			continue
+		}
+		s := entry(n.Name)
+		s.SetNode(n)
+		images := make(map[string]framework.ImageStateSummary)
+		for _, img := range n.Status.Images {
+			for _, name := range img.Names {
+				images[name] = framework.ImageStateSummary{Size: img.SizeBytes, NumNodes: len(imageNodes[name])}
+			}
+		}
+		s.SetImageStates(images)
+	}
+	names := make([]string, 0, len(states))
+	for name := range states {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	order := make([]int32, len(names))
+	var aff, anti []int32
+	for i, name := range names {
+		slot := int32(i)
+		ni := states[name].Clone()
+		b.SetNode(slot, ni)
+		if ni.Node() != nil {
+			b.SetIndex(name, slot)
+		}
+		order[i] = slot
+		if ni.NumPodsWithAffinity() > 0 {
+			aff = append(aff, slot)
+		}
+		if ni.NumPodsWithRequiredAntiAffinity() > 0 {
+			anti = append(anti, slot)
+		}
+	}
+	b.SetLists(order, aff, anti, nil)
+	s := b.Commit(0, len(states))
+	s.published = false
+	return s
+}

@@ -1,0 +1,200 @@
+// Package snapshot holds the immutable, consistent views of the cache that
+// the coordinator publishes through an atomic.Pointer.
+//
+// A Snapshot is a value built once and never changed: node entries live in a
+// persistent vector indexed by slot, names map to slots through a persistent
+// hash trie, and pods through another. Publishing after a change path-copies
+// only what changed, so old snapshots stay valid and cheap to keep.
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/internal/persist"
+)
+
+var (
+	// ErrNodeInfoNotFound is returned by Get for a name that has no node
+	// object in the snapshot (as upstream's lister).
+	ErrNodeInfoNotFound = errors.New("schedcache: nodeinfo not found")
+	// ErrInconsistentList means the node list did not have as many entries
+	// as the zone tree has nodes (upstream UpdateSnapshot reports the same).
+	ErrInconsistentList = errors.New("schedcache: snapshot node list does not match the node tree")
+	// ErrPublished is returned by operations that would change a snapshot
+	// obtained from Cache.Snapshot; published snapshots are read-only.
+	ErrPublished = errors.New("schedcache: published snapshots are read-only")
+)
+
+// NotFoundError is the error Get returns; it wraps ErrNodeInfoNotFound.
+type NotFoundError struct{ Name string }
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("nodeinfo not found for node name %q", e.Name)
+}
+func (e *NotFoundError) Unwrap() error { return ErrNodeInfoNotFound }
+
+// InconsistentListError describes a node list whose length differs from the
+// zone tree's node count. It wraps ErrInconsistentList.
+type InconsistentListError struct {
+	ListLen, TreeNodes, MapLen, CacheEntries int
+}
+
+func (e *InconsistentListError) Error() string {
+	return fmt.Sprintf("snapshot state is not consistent: length of NodeInfoList=%d not equal to length of nodes in tree=%d, length of NodeInfoMap=%d, length of nodes in cache=%d",
+		e.ListLen, e.TreeNodes, e.MapLen, e.CacheEntries)
+}
+func (e *InconsistentListError) Unwrap() error { return ErrInconsistentList }
+
+// PodEntry is what a snapshot records of a pod: the stored object and
+// whether it is assumed.
+type PodEntry struct {
+	Pod     *v1.Pod
+	Assumed bool
+}
+
+// Snapshot is a consistent, immutable view of the cache: it reflects exactly
+// a prefix of the coordinator's operation order (up to Epoch).
+//
+// Contract: a Snapshot obtained from Cache.Snapshot is never modified by
+// anyone and may be read by any number of goroutines for as long as they
+// like; no method blocks or allocates except where it says it copies. A
+// Snapshot made with NewEmptySnapshot is owned by its creator, who may
+// refresh it with Cache.UpdateSnapshot (not concurrently with its readers,
+// exactly as upstream).
+type Snapshot struct {
+	epoch     uint64
+	nodes     persist.Vector[*framework.NodeInfo] // by slot; nil for nodeless or free slots
+	index     persist.Map[int32]                  // name -> slot, entries with a node object
+	order     []int32                             // slots in zone-tree order; shared, never written
+	aff       []int32                             // order filtered to nodes with affinity pods
+	anti      []int32                             // order filtered to nodes with required anti-affinity pods
+	pvc       persist.Map[struct{}]               // used PVC keys "namespace/name"
+	pods      persist.Map[PodEntry]               // pod key (UID) -> entry
+	nodeCount int                                 // NodeInfo entries, ghosts and nodeless included
+	err       error                               // list/tree inconsistency, reported by UpdateSnapshot
+	published bool                                // true for snapshots handed out by the cache
+}
+
+// NewEmptySnapshot returns an empty snapshot owned by the caller.
+func NewEmptySnapshot() *Snapshot { return &Snapshot{} }
+
+// Epoch returns the sequence number of the last operation this snapshot
+// includes. Later snapshots have larger or equal epochs.
+func (s *Snapshot) Epoch() uint64 { return s.epoch }
+
+// Err reports the node-list inconsistency upstream's UpdateSnapshot would
+// have returned for this state, or nil.
+func (s *Snapshot) Err() error { return s.err }
+
+// CopyFrom makes s an independent copy of src in O(1) (structure is shared,
+// nothing is mutable). It fails with ErrPublished if s is a published snapshot.
+func (s *Snapshot) CopyFrom(src *Snapshot) error {
+	if s.published {
+		return ErrPublished
+	}
+	*s = *src
+	s.published = false
+	return nil
+}
+
+// NodeInfos returns s; it exists for upstream's SharedLister shape.
+func (s *Snapshot) NodeInfos() *Snapshot { return s }
+
+// StorageInfos returns s; it exists for upstream's SharedLister shape.
+func (s *Snapshot) StorageInfos() *Snapshot { return s }
+
+// NumNodes returns the length of the node list.
+func (s *Snapshot) NumNodes() int { return len(s.order) }
+
+// At returns the i-th node of the list (zone-tree order), or nil when i is
+// out of range. It does not allocate.
+func (s *Snapshot) At(i int) *framework.NodeInfo {
+	if i < 0 || i >= len(s.order) {
+		return nil
+	}
+	return s.nodes.Get(int(s.order[i]))
+}
+
+// Range calls fn for each node of the list in order until fn returns false.
+func (s *Snapshot) Range(fn func(i int, n *framework.NodeInfo) bool) {
+	for i, slot := range s.order {
+		if !fn(i, s.nodes.Get(int(slot))) {
+			return
+		}
+	}
+}
+
+func (s *Snapshot) resolve(slots []int32) []*framework.NodeInfo {
+	if slots == nil {
+		return nil
+	}
+	out := make([]*framework.NodeInfo, len(slots))
+	for i, slot := range slots {
+		out[i] = s.nodes.Get(int(slot))
+	}
+	return out
+}
+
+// List returns a new slice of the nodes in zone-tree order. It costs
+// O(nodes); use At or Range to read without copying. The error is nil.
+func (s *Snapshot) List() ([]*framework.NodeInfo, error) { return s.resolve(s.order), nil }
+
+// HavePodsWithAffinityList returns a new slice of the nodes, in list order,
+// that hold at least one pod with pod affinity or anti-affinity.
+func (s *Snapshot) HavePodsWithAffinityList() ([]*framework.NodeInfo, error) {
+	return s.resolve(s.aff), nil
+}
+
+// HavePodsWithRequiredAntiAffinityList returns a new slice of the nodes, in
+// list order, that hold at least one pod with required anti-affinity.
+func (s *Snapshot) HavePodsWithRequiredAntiAffinityList() ([]*framework.NodeInfo, error) {
+	return s.resolve(s.anti), nil
+}
+
+// NumNodesWithAffinity and NumNodesWithRequiredAntiAffinity return the
+// lengths of the two lists without copying them.
+func (s *Snapshot) NumNodesWithAffinity() int             { return len(s.aff) }
+func (s *Snapshot) NumNodesWithRequiredAntiAffinity() int { return len(s.anti) }
+
+// Get returns the node named name if it has a node object, else a
+// *NotFoundError.
+func (s *Snapshot) Get(name string) (*framework.NodeInfo, error) {
+	if slot, ok := s.index.Get(name); ok {
+		if ni := s.nodes.Get(int(slot)); ni != nil {
+			return ni, nil
+		}
+	}
+	return nil, &NotFoundError{Name: name}
+}
+
+// IsPVCUsedByPods reports whether a pod on a listed node uses the claim key
+// ("namespace/name").
+func (s *Snapshot) IsPVCUsedByPods(key string) bool {
+	_, ok := s.pvc.Get(key)
+	return ok
+}
+
+// NumUsedPVCs returns the size of the used-PVC set.
+func (s *Snapshot) NumUsedPVCs() int { return s.pvc.Len() }
+
+// RangeUsedPVCs calls fn for each used PVC key until fn returns false.
+func (s *Snapshot) RangeUsedPVCs(fn func(key string) bool) {
+	s.pvc.Range(func(k string, _ struct{}) bool { return fn(k) })
+}
+
+// Pod returns the entry for pod key (the UID).
+func (s *Snapshot) Pod(key string) (PodEntry, bool) { return s.pods.Get(key) }
+
+// PodCount returns the number of pods the cache held (assumed included).
+func (s *Snapshot) PodCount() int { return s.pods.Len() }
+
+// RangePods calls fn for each pod until fn returns false, in no set order.
+func (s *Snapshot) RangePods(fn func(key string, e PodEntry) bool) { s.pods.Range(fn) }
+
+// NodeCount returns the number of node entries the cache held, ghosts and
+// nodeless entries included (upstream's Cache.NodeCount).
+func (s *Snapshot) NodeCount() int { return s.nodeCount }
