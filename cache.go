@@ -75,7 +75,9 @@ func NewEmptySnapshot() *Snapshot { return snapshot.NewEmptySnapshot() }
 
 // NewSnapshot builds a standalone snapshot from pods and nodes, as
 // upstream's cache.NewSnapshot.
-func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot { return snapshot.NewSnapshot(pods, nodes) }
+func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
+	return snapshot.NewSnapshot(pods, nodes)
+}
 
 // Option configures New.
 type Option func(*actor.Options)
@@ -173,30 +175,28 @@ func (c *Cache) Err() error { return c.a.Failed() }
 
 func (c *Cache) do(op *actor.Op) actor.Result {
 	r := c.a.Do(op)
-	if r.Err != ErrClosed || op == nil {
-		actor.PutOp(op)
-	}
+	c.a.PutOp(op) // Do has returned: the coordinator no longer holds op
 	return r
 }
 
 // podOp validates pod and builds an op keyed by its UID.
-func podOp(kind actor.OpKind, pod *v1.Pod) (*actor.Op, error) {
+func (c *Cache) podOp(kind actor.OpKind, pod *v1.Pod) (*actor.Op, error) {
 	key, err := framework.PodKey(pod)
 	if err != nil {
 		return nil, err
 	}
-	op := actor.NewOp()
+	op := c.a.NewOp()
 	op.Kind, op.Pod, op.Key = kind, pod, key
 	return op, nil
 }
 
 // infoOp precomputes the PodInfo of pod on the caller's goroutine.
-func infoOp(kind actor.OpKind, pod *v1.Pod) (*actor.Op, error) {
+func (c *Cache) infoOp(kind actor.OpKind, pod *v1.Pod) (*actor.Op, error) {
 	info, err := framework.NewPodInfo(pod)
 	if err != nil {
 		return nil, err
 	}
-	op := actor.NewOp()
+	op := c.a.NewOp()
 	op.Kind, op.Info, op.Key = kind, info, info.Key()
 	return op, nil
 }
@@ -204,12 +204,12 @@ func infoOp(kind actor.OpKind, pod *v1.Pod) (*actor.Op, error) {
 // AssumePod marks pod as scheduled to pod.Spec.NodeName before binding
 // and aggregates it into that node. The pod must not be cached.
 func (c *Cache) AssumePod(logger klog.Logger, pod *v1.Pod) error {
-	op, err := infoOp(actor.OpAssumePod, pod)
+	op, err := c.infoOp(actor.OpAssumePod, pod)
 	if err != nil {
 		return err
 	}
 	if pod.Spec.NodeName == "" {
-		actor.PutOp(op)
+		c.a.PutOp(op)
 		return &PodError{Op: "AssumePod", Key: string(pod.UID), Err: ErrEmptyNodeName}
 	}
 	return c.do(op).Err
@@ -218,7 +218,7 @@ func (c *Cache) AssumePod(logger klog.Logger, pod *v1.Pod) error {
 // FinishBinding starts the TTL of an assumed pod; for other pods it does
 // nothing.
 func (c *Cache) FinishBinding(logger klog.Logger, pod *v1.Pod) error {
-	op, err := podOp(actor.OpFinishBinding, pod)
+	op, err := c.podOp(actor.OpFinishBinding, pod)
 	if err != nil {
 		return err
 	}
@@ -227,7 +227,7 @@ func (c *Cache) FinishBinding(logger klog.Logger, pod *v1.Pod) error {
 
 // ForgetPod removes an assumed pod (binding failed).
 func (c *Cache) ForgetPod(logger klog.Logger, pod *v1.Pod) error {
-	op, err := podOp(actor.OpForgetPod, pod)
+	op, err := c.podOp(actor.OpForgetPod, pod)
 	if err != nil {
 		return err
 	}
@@ -237,18 +237,18 @@ func (c *Cache) ForgetPod(logger klog.Logger, pod *v1.Pod) error {
 // AddPod confirms an assumed pod (on its node or another), or adds a pod
 // that is not cached (new, or expired).
 func (c *Cache) AddPod(logger klog.Logger, pod *v1.Pod) error {
-	op, err := infoOp(actor.OpAddPod, pod)
+	op, err := c.infoOp(actor.OpAddPod, pod)
 	if err != nil {
 		return err
 	}
 	return c.do(op).Err
 }
 
-func updatePodOp(oldPod, newPod *v1.Pod) (*actor.Op, error) {
+func (c *Cache) updatePodOp(oldPod, newPod *v1.Pod) (*actor.Op, error) {
 	if _, err := framework.PodKey(oldPod); err != nil {
 		return nil, err
 	}
-	op, err := infoOp(actor.OpUpdatePod, newPod)
+	op, err := c.infoOp(actor.OpUpdatePod, newPod)
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +258,7 @@ func updatePodOp(oldPod, newPod *v1.Pod) (*actor.Op, error) {
 
 // UpdatePod replaces an added pod with newPod.
 func (c *Cache) UpdatePod(logger klog.Logger, oldPod, newPod *v1.Pod) error {
-	op, err := updatePodOp(oldPod, newPod)
+	op, err := c.updatePodOp(oldPod, newPod)
 	if err != nil {
 		return err
 	}
@@ -267,7 +267,7 @@ func (c *Cache) UpdatePod(logger klog.Logger, oldPod, newPod *v1.Pod) error {
 
 // RemovePod removes a cached pod, assumed or added.
 func (c *Cache) RemovePod(logger klog.Logger, pod *v1.Pod) error {
-	op, err := podOp(actor.OpRemovePod, pod)
+	op, err := c.podOp(actor.OpRemovePod, pod)
 	if err != nil {
 		return err
 	}
@@ -312,7 +312,7 @@ func (c *Cache) AddNode(logger klog.Logger, node *v1.Node) (*NodeInfo, error) {
 	if node == nil {
 		return nil, ErrNilNode
 	}
-	op := actor.NewOp()
+	op := c.a.NewOp()
 	op.Kind, op.Node = actor.OpAddNode, node
 	r := c.do(op)
 	return r.Node, r.Err
@@ -328,7 +328,7 @@ func (c *Cache) UpdateNode(logger klog.Logger, oldNode, newNode *v1.Node) (*Node
 	if oldNode.Name != newNode.Name {
 		return nil, &NodeError{Op: "UpdateNode", Name: newNode.Name, Err: ErrNodeNameMismatch}
 	}
-	op := actor.NewOp()
+	op := c.a.NewOp()
 	op.Kind, op.Node, op.OldNode = actor.OpUpdateNode, newNode, oldNode
 	r := c.do(op)
 	return r.Node, r.Err
@@ -340,7 +340,7 @@ func (c *Cache) RemoveNode(logger klog.Logger, node *v1.Node) error {
 	if node == nil {
 		return ErrNilNode
 	}
-	op := actor.NewOp()
+	op := c.a.NewOp()
 	op.Kind, op.Node = actor.OpRemoveNode, node
 	return c.do(op).Err
 }
@@ -348,7 +348,7 @@ func (c *Cache) RemoveNode(logger klog.Logger, node *v1.Node) error {
 // GetNode returns a copy of the entry named name, ghosts and nodeless
 // entries included.
 func (c *Cache) GetNode(name string) (*NodeInfo, error) {
-	op := actor.NewOp()
+	op := c.a.NewOp()
 	op.Kind, op.Name = actor.OpGetNode, name
 	r := c.do(op)
 	return r.Node, r.Err
@@ -357,7 +357,7 @@ func (c *Cache) GetNode(name string) (*NodeInfo, error) {
 // Dump returns a copy of every entry and the set of assumed pod keys.
 // It costs O(nodes + pods).
 func (c *Cache) Dump() (*Dump, error) {
-	op := actor.NewOp()
+	op := c.a.NewOp()
 	op.Kind = actor.OpDump
 	r := c.do(op)
 	return r.Dump, r.Err
@@ -366,7 +366,7 @@ func (c *Cache) Dump() (*Dump, error) {
 // Sync waits until every operation submitted before it (Async ones
 // included) is applied and published.
 func (c *Cache) Sync() error {
-	op := actor.NewOp()
+	op := c.a.NewOp()
 	op.Kind = actor.OpSync
 	return c.do(op).Err
 }
@@ -394,7 +394,7 @@ func (c *Cache) UpdateSnapshot(logger klog.Logger, dst *Snapshot) error {
 
 func (c *Cache) submit(op *actor.Op) error {
 	if err := c.a.Submit(op); err != nil {
-		actor.PutOp(op)
+		c.a.PutOp(op)
 		return err
 	}
 	return nil
@@ -403,7 +403,7 @@ func (c *Cache) submit(op *actor.Op) error {
 // AddPodAsync submits AddPod without waiting for its result. Events are
 // applied in submission order; failures go to the async error handler.
 func (c *Cache) AddPodAsync(pod *v1.Pod) error {
-	op, err := infoOp(actor.OpAddPod, pod)
+	op, err := c.infoOp(actor.OpAddPod, pod)
 	if err != nil {
 		return err
 	}
@@ -412,7 +412,7 @@ func (c *Cache) AddPodAsync(pod *v1.Pod) error {
 
 // UpdatePodAsync submits UpdatePod without waiting for its result.
 func (c *Cache) UpdatePodAsync(oldPod, newPod *v1.Pod) error {
-	op, err := updatePodOp(oldPod, newPod)
+	op, err := c.updatePodOp(oldPod, newPod)
 	if err != nil {
 		return err
 	}
@@ -421,7 +421,7 @@ func (c *Cache) UpdatePodAsync(oldPod, newPod *v1.Pod) error {
 
 // RemovePodAsync submits RemovePod without waiting for its result.
 func (c *Cache) RemovePodAsync(pod *v1.Pod) error {
-	op, err := podOp(actor.OpRemovePod, pod)
+	op, err := c.podOp(actor.OpRemovePod, pod)
 	if err != nil {
 		return err
 	}
@@ -433,7 +433,7 @@ func (c *Cache) AddNodeAsync(node *v1.Node) error {
 	if node == nil {
 		return ErrNilNode
 	}
-	op := actor.NewOp()
+	op := c.a.NewOp()
 	op.Kind, op.Node = actor.OpAddNode, node
 	return c.submit(op)
 }
@@ -446,7 +446,7 @@ func (c *Cache) UpdateNodeAsync(oldNode, newNode *v1.Node) error {
 	if oldNode.Name != newNode.Name {
 		return &NodeError{Op: "UpdateNode", Name: newNode.Name, Err: ErrNodeNameMismatch}
 	}
-	op := actor.NewOp()
+	op := c.a.NewOp()
 	op.Kind, op.Node, op.OldNode = actor.OpUpdateNode, newNode, oldNode
 	return c.submit(op)
 }
@@ -456,7 +456,7 @@ func (c *Cache) RemoveNodeAsync(node *v1.Node) error {
 	if node == nil {
 		return ErrNilNode
 	}
-	op := actor.NewOp()
+	op := c.a.NewOp()
 	op.Kind, op.Node = actor.OpRemoveNode, node
 	return c.submit(op)
 }

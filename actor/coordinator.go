@@ -96,17 +96,16 @@ type AsyncError struct {
 	Err     error
 }
 
-var opPool = sync.Pool{New: func() any { return &Op{reply: make(chan Result, 1)} }}
-
-// NewOp returns a cleared Op from a pool. Release it with PutOp after its
-// reply arrived, or never (an Op given up on is left to the collector).
-func NewOp() *Op { return opPool.Get().(*Op) }
+// NewOp returns a cleared Op from the coordinator's pool. Release it with
+// PutOp once its reply arrived (Do returned). The pool is per coordinator so
+// that reply channels never cross a testing/synctest bubble.
+func (a *Coordinator) NewOp() *Op { return a.ops.Get().(*Op) }
 
 // PutOp returns op to the pool.
-func PutOp(op *Op) {
+func (a *Coordinator) PutOp(op *Op) {
 	reply := op.reply
 	*op = Op{reply: reply}
-	opPool.Put(op)
+	a.ops.Put(op)
 }
 
 // Options configure a Coordinator.
@@ -148,6 +147,7 @@ type Coordinator struct {
 	stopOnce  sync.Once
 	done      chan struct{} // closed when run and the notifier have exited
 	ctx       context.Context
+	ops       sync.Pool // *Op with their reply channels
 }
 
 // Start launches the coordinator, its shards and (if OnAsyncError is set)
@@ -178,6 +178,7 @@ func Start(ctx context.Context, o Options) *Coordinator {
 		done:    make(chan struct{}),
 		ctx:     ctx,
 	}
+	a.ops.New = func() any { return &Op{reply: make(chan Result, 1)} }
 	nextGen := func() int64 { return a.gen.Add(1) }
 	for i := 0; i < o.Shards; i++ {
 		var hook func(shard.Request)
@@ -356,7 +357,7 @@ func (a *Coordinator) handle(op *Op) {
 		if err != nil {
 			a.asyncErrs = append(a.asyncErrs, AsyncError{Kind: op.Kind, Pod: asyncPod(op), OldPod: asyncOldPod(op), Node: op.Node, OldNode: op.OldNode, Err: err})
 		}
-		PutOp(op)
+		a.PutOp(op)
 		return
 	}
 	op.res = Result{Err: err}
@@ -511,7 +512,7 @@ func (a *Coordinator) finish(op *Op, r Result) {
 		if r.Err != nil {
 			a.asyncErrs = append(a.asyncErrs, AsyncError{Kind: op.Kind, Pod: asyncPod(op), OldPod: asyncOldPod(op), Node: op.Node, OldNode: op.OldNode, Err: r.Err})
 		}
-		PutOp(op)
+		a.PutOp(op)
 		return
 	}
 	op.reply <- r

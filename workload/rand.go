@@ -1,27 +1,32 @@
 package workload
 
-import "math/rand/v2"
+import (
+	"math/rand/v2"
+	"strconv"
+)
 
-// NewRand returns a generator seeded from seed, as used by every function of
-// this package that takes a seed.
+// NewRand returns a generator seeded from seed. Every function of this
+// package that takes a seed derives its generators the same way.
 func NewRand(seed int64) *rand.Rand {
 	return rand.New(newPCG(seed, 0))
 }
 
-// newPCG returns a PCG source for the independent stream number stream of
-// seed. The two words are mixed so that neighbouring seeds and streams give
+// newPCG returns a PCG source for stream number stream of seed. Seed and
+// stream go through SplitMix64, so neighbouring seeds and streams give
 // unrelated sequences.
 func newPCG(seed int64, stream uint64) *rand.PCG {
-	a, b := streamSeeds(seed, stream)
-	return rand.NewPCG(a, b)
+	p := &rand.PCG{}
+	seedPCG(p, seed, stream)
+	return p
 }
 
-func streamSeeds(seed int64, stream uint64) (uint64, uint64) {
+// seedPCG reseeds p as newPCG(seed, stream) would.
+func seedPCG(p *rand.PCG, seed int64, stream uint64) {
 	x := uint64(seed)
-	a := splitmix64(&x)
-	x ^= stream * 0xd1b54a32d192ed03
-	b := splitmix64(&x)
-	return a ^ splitmix64(&x), b
+	y := splitmix64(&x) ^ stream
+	a := splitmix64(&y)
+	b := splitmix64(&y)
+	p.Seed(a, b)
 }
 
 // splitmix64 advances *x and returns the next output of SplitMix64.
@@ -35,7 +40,7 @@ func splitmix64(x *uint64) uint64 {
 
 // indexName returns prefix followed by n in decimal, zero-padded to width.
 func indexName(prefix string, n, width int) string {
-	var buf [32]byte
+	var buf [40]byte
 	b := append(buf[:0], prefix...)
 	digits := 1
 	for v := n; v >= 10; v /= 10 {
@@ -44,20 +49,5 @@ func indexName(prefix string, n, width int) string {
 	for ; digits < width; digits++ {
 		b = append(b, '0')
 	}
-	b = appendUint(b, uint64(n))
-	return string(b)
-}
-
-func appendUint(b []byte, v uint64) []byte {
-	var tmp [20]byte
-	i := len(tmp)
-	for {
-		i--
-		tmp[i] = byte('0' + v%10)
-		v /= 10
-		if v == 0 {
-			break
-		}
-	}
-	return append(b, tmp[i:]...)
+	return string(strconv.AppendUint(b, uint64(n), 10))
 }

@@ -1,0 +1,325 @@
+package framework
+
+import (
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// generation is the fallback process-wide generation counter (4.9).
+var generation atomic.Int64
+
+// NextGeneration returns the next value of a process-wide counter starting
+// at 1 (upstream nextGeneration). Safe for concurrent use. Caches normally
+// pass their own source to NewNodeState; this one backs NewNodeInfoForTest
+// and a nil source.
+func NextGeneration() int64 { return generation.Add(1) }
+
+// Dirty bits: which parts changed since the last Freeze. Parts not dirty
+// are shared with the previous frozen NodeInfo instead of copied.
+const (
+	dirtyAny     uint8 = 1 << iota // anything at all: the last NodeInfo is stale
+	dirtyPods                      // pods or an affinity sub-list
+	dirtyScalars                   // the requested scalars
+	dirtyPorts                     // used ports
+	dirtyPVCs                      // PVC reference counts
+	dirtyAll     = dirtyAny | dirtyPods | dirtyScalars | dirtyPorts | dirtyPVCs
+)
+
+// NodeState is the mutable aggregate for one node name (upstream
+// framework.NodeInfo inside the cache). Contract: owned by exactly one
+// goroutine (a shard); not safe for concurrent use and never shared. No
+// method blocks. What it publishes, through Freeze, is immutable.
+type NodeState struct {
+	// All fields are owned by the goroutine that owns the NodeState. No
+	// slice or map below is ever shared with a NodeInfo, except allocatable
+	// and imageStates, which are immutable.
+	nextGen    func() int64 // the cache's generation source
+	generation int64
+
+	node        *v1.Node
+	allocatable Resource                     // immutable, rebuilt by SetNode
+	imageStates map[string]ImageStateSummary // immutable, replaced by SetImageStates
+
+	// Pod lists. Emptied slices keep their capacity (Freeze publishes nil).
+	pods                         []*PodInfo
+	podsWithAffinity             []*PodInfo
+	podsWithRequiredAntiAffinity []*PodInfo
+
+	requested        Resource         // scalars unused: see reqScalars
+	reqScalars       []ScalarQuantity // sorted by name, mutable, keys never deleted
+	nonZeroRequested Resource         // MilliCPU and Memory only
+	usedPorts        []HostPort       // a set
+	pvcRefs          []pvcRef         // sorted by key, counts > 0
+
+	last  *NodeInfo // the previous Freeze result, nil before the first
+	dirty uint8     // dirty* bits since last
+}
+
+// NewNodeState returns an empty, nodeless aggregate whose creation takes a
+// generation from nextGen (4.9). A nil nextGen means NextGeneration.
+func NewNodeState(nextGen func() int64) *NodeState {
+	if nextGen == nil {
+		nextGen = NextGeneration
+	}
+	s := &NodeState{nextGen: nextGen, dirty: dirtyAll}
+	s.generation = nextGen()
+	return s
+}
+
+// Node returns the node object, nil if nodeless.
+func (s *NodeState) Node() *v1.Node { return s.node }
+
+// NumPods returns the number of pods on the entry.
+func (s *NodeState) NumPods() int { return len(s.pods) }
+
+// Generation returns the entry's current generation.
+func (s *NodeState) Generation() int64 { return s.generation }
+
+func (s *NodeState) bump() { s.generation = s.nextGen() }
+
+// AddPod aggregates p (4.5): appends it to the pod list and the sub-lists
+// it qualifies for, adds its requests, non-zero requests, host ports (a
+// set) and PVC references, and bumps the generation. A nil p is ignored. It
+// allocates only to grow the lists or for scalars, ports and PVCs.
+func (s *NodeState) AddPod(p *PodInfo) {
+	if p == nil {
+		return
+	}
+	s.pods = append(s.pods, p)
+	if p.affinity {
+		s.podsWithAffinity = append(s.podsWithAffinity, p)
+	}
+	if p.antiAffinity {
+		s.podsWithRequiredAntiAffinity = append(s.podsWithRequiredAntiAffinity, p)
+	}
+	s.update(p, 1)
+	s.dirty |= dirtyAny | dirtyPods
+}
+
+// RemovePod removes the pod with key exactly as upstream NodeInfo.RemovePod
+// given a removal pod object whose classification is (affinity,
+// antiAffinity): if affinity, key is removed from PodsWithAffinity (the last
+// element moves into its slot); if antiAffinity, likewise from
+// PodsWithRequiredAntiAffinity; then from Pods. Found: its own PodInfo's
+// contribution is subtracted and the generation bumped. Not found: an error
+// wrapping ErrPodNotOnNode; totals and generation are unchanged, though the
+// sub-list removals above stand (as upstream). An empty key returns
+// ErrEmptyUID and changes nothing.
+func (s *NodeState) RemovePod(key string, affinity, antiAffinity bool) error {
+	if key == "" {
+		return ErrEmptyUID
+	}
+	var ok bool
+	if affinity {
+		if s.podsWithAffinity, ok = removePodFromSlice(s.podsWithAffinity, key); ok {
+			s.dirty |= dirtyAny | dirtyPods
+		}
+	}
+	if antiAffinity {
+		if s.podsWithRequiredAntiAffinity, ok = removePodFromSlice(s.podsWithRequiredAntiAffinity, key); ok {
+			s.dirty |= dirtyAny | dirtyPods
+		}
+	}
+	i := indexOfPod(s.pods, key)
+	if i < 0 {
+		name := "<no node>"
+		if s.node != nil {
+			name = s.node.Name
+		}
+		return fmt.Errorf("%w: pod %q, node %q", ErrPodNotOnNode, key, name)
+	}
+	p := s.pods[i]
+	s.pods = removePodAt(s.pods, i)
+	s.update(p, -1)
+	s.dirty |= dirtyAny | dirtyPods
+	return nil
+}
+
+// indexOfPod returns the index of the first PodInfo with key, skipping
+// entries with an empty key (upstream skips pods whose key errors).
+func indexOfPod(s []*PodInfo, key string) int {
+	for i, p := range s {
+		if p.key == key && p.key != "" {
+			return i
+		}
+	}
+	return -1
+}
+
+// removePodFromSlice removes the first PodInfo with key by moving the last
+// element into its slot; the slice keeps its capacity.
+func removePodFromSlice(s []*PodInfo, key string) ([]*PodInfo, bool) {
+	i := indexOfPod(s, key)
+	if i < 0 {
+		return s, false
+	}
+	return removePodAt(s, i), true
+}
+
+// removePodAt moves the last element into slot i and truncates.
+func removePodAt(s []*PodInfo, i int) []*PodInfo {
+	last := len(s) - 1
+	s[i] = s[last]
+	s[last] = nil
+	return s[:last]
+}
+
+// update adds (sign 1) or subtracts (sign -1) p's contribution and bumps
+// the generation. Totals use two's-complement arithmetic, so a removal
+// exactly undoes its add.
+func (s *NodeState) update(p *PodInfo, sign int64) {
+	s.requested.MilliCPU += sign * p.requests.MilliCPU
+	s.requested.Memory += sign * p.requests.Memory
+	s.requested.EphemeralStorage += sign * p.requests.EphemeralStorage
+	for _, sq := range p.requests.scalars {
+		i, ok := findScalar(s.reqScalars, sq.Name)
+		if ok {
+			s.reqScalars[i].Value += sign * sq.Value
+		} else {
+			s.reqScalars = slices.Insert(s.reqScalars, i, ScalarQuantity{Name: sq.Name, Value: sign * sq.Value})
+		}
+	}
+	if len(p.requests.scalars) > 0 {
+		s.dirty |= dirtyScalars
+	}
+	s.nonZeroRequested.MilliCPU += sign * p.non0CPU
+	s.nonZeroRequested.Memory += sign * p.non0Mem
+
+	for _, hp := range p.hostPorts {
+		j := slices.Index(s.usedPorts, hp)
+		if sign > 0 && j < 0 {
+			s.usedPorts = append(s.usedPorts, hp)
+		} else if sign < 0 && j >= 0 {
+			last := len(s.usedPorts) - 1
+			s.usedPorts[j] = s.usedPorts[last]
+			s.usedPorts[last] = HostPort{}
+			s.usedPorts = s.usedPorts[:last]
+		}
+	}
+	if len(p.hostPorts) > 0 {
+		s.dirty |= dirtyPorts
+	}
+
+	for _, key := range p.pvcKeys {
+		i, ok := findPVC(s.pvcRefs, key)
+		switch {
+		case sign > 0 && ok:
+			s.pvcRefs[i].count++
+		case sign > 0:
+			s.pvcRefs = slices.Insert(s.pvcRefs, i, pvcRef{key: key, count: 1})
+		case ok:
+			s.pvcRefs[i].count--
+			if s.pvcRefs[i].count <= 0 {
+				s.pvcRefs = slices.Delete(s.pvcRefs, i, i+1)
+			}
+		}
+	}
+	if len(p.pvcKeys) > 0 {
+		s.dirty |= dirtyPVCs
+	}
+	s.bump()
+}
+
+// SetNode stores node, recomputes Allocatable from scratch from
+// node.Status.Allocatable (4.4) and bumps the generation. A nil node is
+// stored as nil with a zero Allocatable (upstream would panic).
+func (s *NodeState) SetNode(node *v1.Node) {
+	s.node = node
+	if node != nil {
+		s.allocatable = NewResource(node.Status.Allocatable)
+	} else {
+		s.allocatable = Resource{}
+	}
+	s.bump()
+	s.dirty |= dirtyAny
+}
+
+// ClearNode drops the node object (upstream RemoveNode) and bumps the
+// generation; Allocatable and image states stay, invisible.
+func (s *NodeState) ClearNode() {
+	s.node = nil
+	s.bump()
+	s.dirty |= dirtyAny
+}
+
+// SetImageStates replaces the image summaries with m, which the caller
+// hands over: it becomes shared with frozen NodeInfos and must never be
+// mutated afterwards. It does not bump the generation (4.9).
+func (s *NodeState) SetImageStates(m map[string]ImageStateSummary) {
+	s.imageStates = m
+	s.dirty |= dirtyAny
+}
+
+// Freeze returns an immutable copy of the entry (3.6). Parts unchanged
+// since the previous Freeze are shared with the previous result, and if
+// nothing changed at all the previous result itself is returned. Nothing the
+// NodeState does afterwards changes a returned NodeInfo.
+func (s *NodeState) Freeze() *NodeInfo {
+	if s.last != nil && s.dirty&dirtyAny == 0 {
+		return s.last
+	}
+	prev := s.last
+	if prev == nil {
+		s.dirty = dirtyAll
+	}
+	n := &NodeInfo{
+		node:             s.node,
+		requested:        s.requested,
+		nonZeroRequested: s.nonZeroRequested,
+		allocatable:      s.allocatable,
+		imageStates:      s.imageStates,
+		generation:       s.generation,
+	}
+	if s.dirty&dirtyPods != 0 {
+		np, na, nr := len(s.pods), len(s.podsWithAffinity), len(s.podsWithRequiredAntiAffinity)
+		if total := np + na + nr; total > 0 {
+			buf := make([]*PodInfo, total)
+			n.pods = clipOrNil(buf[:np:np], s.pods)
+			n.podsWithAffinity = clipOrNil(buf[np:np+na:np+na], s.podsWithAffinity)
+			n.podsWithRequiredAntiAffinity = clipOrNil(buf[np+na:total:total], s.podsWithRequiredAntiAffinity)
+		}
+	} else {
+		n.pods, n.podsWithAffinity, n.podsWithRequiredAntiAffinity =
+			prev.pods, prev.podsWithAffinity, prev.podsWithRequiredAntiAffinity
+	}
+	if s.dirty&dirtyScalars != 0 {
+		if len(s.reqScalars) > 0 {
+			n.requested.scalars = slices.Clone(s.reqScalars)
+		}
+	} else {
+		n.requested.scalars = prev.requested.scalars
+	}
+	if s.dirty&dirtyPorts != 0 {
+		if len(s.usedPorts) > 0 {
+			n.usedPorts = slices.Clone(s.usedPorts)
+		}
+	} else {
+		n.usedPorts = prev.usedPorts
+	}
+	if s.dirty&dirtyPVCs != 0 {
+		if len(s.pvcRefs) > 0 {
+			n.pvcRefs = slices.Clone(s.pvcRefs)
+		}
+	} else {
+		n.pvcRefs = prev.pvcRefs
+	}
+	s.last = n
+	s.dirty = 0
+	return n
+}
+
+// Clone is Freeze (upstream Dump clones).
+func (s *NodeState) Clone() *NodeInfo { return s.Freeze() }
+
+// clipOrNil copies src into dst (same length) and returns dst, or nil when
+// src is empty.
+func clipOrNil(dst, src []*PodInfo) []*PodInfo {
+	if len(src) == 0 {
+		return nil
+	}
+	copy(dst, src)
+	return dst
+}

@@ -1,0 +1,25 @@
+// Package persist provides persistent (immutable, structurally shared) data
+// structures for publishing copy-on-write snapshots in time proportional to
+// what changed.
+//
+// A version (a Vector or a Map value) never changes once it exists: any
+// number of goroutines may read it while one owner goroutine builds the next
+// version with an editor. An editor (VectorEditor, MapEditor) mutates in
+// place only the nodes it created itself and copies, once, every node it
+// shares with earlier versions before changing it. Done ends the edit: the
+// editor's nodes become part of the returned version and are never mutated
+// again.
+//
+// Publishing a version to other goroutines needs a happens-before edge (a
+// channel send, an atomic store, a mutex), as for any Go value.
+package persist
+
+const (
+	levelBits = 5
+	width     = 1 << levelBits
+	levelMask = width - 1
+)
+
+// editToken marks the nodes created by one editor. It has non-zero size so
+// that every token has its own address (zero-size allocations may share one).
+type editToken struct{ _ byte }

@@ -1,0 +1,499 @@
+package schedcache_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodetree"
+)
+
+// model is a deliberately simple, single-goroutine statement of the
+// upstream cache semantics (../shared/docs/upstream-cache-semantics.md)
+// plus schedcache's documented deviations. Everything is recomputed from
+// scratch; nothing is incremental except what upstream makes history
+// dependent (pod order, host-port sets, image registry, affinity sub-lists).
+type model struct {
+	ttl      time.Duration
+	pods     map[string]*mPod
+	entries  map[string]*mEntry
+	zones    map[string][]string // zone key -> names, in insertion order
+	zoneList []string
+	images   map[string]*mImage
+	touched  map[string]bool // entries changed by the current op
+}
+
+type mPod struct {
+	info        *framework.PodInfo
+	assumed     bool
+	finished    bool
+	deadline    time.Time
+	hasDeadline bool
+}
+
+type mEntry struct {
+	node      *v1.Node
+	pods      []*framework.PodInfo
+	aff, anti []*framework.PodInfo
+	ports     map[string]map[framework.ProtocolPort]bool
+	images    map[string]framework.ImageStateSummary // as of the entry's last change
+}
+
+type mImage struct {
+	size  int64
+	nodes map[string]bool
+}
+
+func newModel(ttl time.Duration) *model {
+	return &model{
+		ttl:     ttl,
+		pods:    map[string]*mPod{},
+		entries: map[string]*mEntry{},
+		zones:   map[string][]string{},
+		images:  map[string]*mImage{},
+		touched: map[string]bool{},
+	}
+}
+
+func (m *model) entry(name string) *mEntry {
+	e := m.entries[name]
+	if e == nil {
+		e = &mEntry{ports: map[string]map[framework.ProtocolPort]bool{}}
+		m.entries[name] = e
+	}
+	m.touched[name] = true
+	return e
+}
+
+func (m *model) agg(info *framework.PodInfo, assumed bool) {
+	e := m.entry(info.NodeName())
+	e.pods = append(e.pods, info)
+	if info.HasAffinity() {
+		e.aff = append(e.aff, info)
+	}
+	if info.HasRequiredAntiAffinity() {
+		e.anti = append(e.anti, info)
+	}
+	for _, hp := range info.HostPorts() {
+		if e.ports[hp.IP] == nil {
+			e.ports[hp.IP] = map[framework.ProtocolPort]bool{}
+		}
+		e.ports[hp.IP][framework.ProtocolPort{Protocol: string(hp.Protocol), Port: hp.Port}] = true
+	}
+	m.pods[info.Key()] = &mPod{info: info, assumed: assumed}
+}
+
+func swapRemove(s []*framework.PodInfo, key string) []*framework.PodInfo {
+	for i := range s {
+		if s[i].Key() == key {
+			s[i] = s[len(s)-1]
+			s = s[:len(s)-1]
+			break
+		}
+	}
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+func (m *model) sub(p *mPod, aff, anti bool) {
+	name := p.info.NodeName()
+	e := m.entry(name)
+	key := p.info.Key()
+	if aff {
+		e.aff = swapRemove(e.aff, key)
+	}
+	if anti {
+		e.anti = swapRemove(e.anti, key)
+	}
+	e.pods = swapRemove(e.pods, key)
+	for _, hp := range p.info.HostPorts() {
+		delete(e.ports[hp.IP], framework.ProtocolPort{Protocol: string(hp.Protocol), Port: hp.Port})
+		if len(e.ports[hp.IP]) == 0 {
+			delete(e.ports, hp.IP)
+		}
+	}
+	delete(m.pods, key)
+	if len(e.pods) == 0 && e.node == nil {
+		delete(m.entries, name)
+	}
+}
+
+func (m *model) assume(info *framework.PodInfo) error {
+	if info.NodeName() == "" {
+		return schedcache.ErrEmptyNodeName
+	}
+	if m.pods[info.Key()] != nil {
+		return schedcache.ErrPodAlreadyCached
+	}
+	m.agg(info, true)
+	return nil
+}
+
+func (m *model) finish(key string, now time.Time) {
+	p := m.pods[key]
+	if p == nil || !p.assumed {
+		return
+	}
+	p.finished = true
+	if m.ttl > 0 {
+		p.deadline, p.hasDeadline = now.Add(m.ttl), true
+	}
+}
+
+func (m *model) forget(pod *v1.Pod) error {
+	p := m.pods[string(pod.UID)]
+	switch {
+	case p == nil:
+		return nil
+	case p.info.NodeName() != pod.Spec.NodeName:
+		return schedcache.ErrPodNodeMismatch
+	case !p.assumed:
+		return schedcache.ErrPodNotAssumed
+	}
+	m.sub(p, framework.PodHasAffinity(pod), framework.PodHasRequiredAntiAffinity(pod))
+	return nil
+}
+
+func (m *model) add(info *framework.PodInfo) error {
+	p := m.pods[info.Key()]
+	switch {
+	case p == nil:
+		m.agg(info, false)
+	case p.assumed:
+		m.sub(p, p.info.HasAffinity(), p.info.HasRequiredAntiAffinity())
+		m.agg(info, false)
+	default:
+		return schedcache.ErrPodAlreadyAdded
+	}
+	return nil
+}
+
+func (m *model) update(oldPod *v1.Pod, info *framework.PodInfo) error {
+	p := m.pods[string(oldPod.UID)]
+	switch {
+	case p == nil:
+		return schedcache.ErrPodNotFound
+	case p.assumed:
+		return schedcache.ErrPodAssumed
+	case info.NodeName() != p.info.NodeName():
+		return schedcache.ErrCorrupted
+	case oldPod.Spec.NodeName != p.info.NodeName():
+		return schedcache.ErrPodNodeMismatch
+	case info.Key() != string(oldPod.UID):
+		return schedcache.ErrUIDMismatch
+	}
+	m.sub(p, framework.PodHasAffinity(oldPod), framework.PodHasRequiredAntiAffinity(oldPod))
+	m.agg(info, false)
+	return nil
+}
+
+func (m *model) remove(pod *v1.Pod) error {
+	p := m.pods[string(pod.UID)]
+	if p == nil {
+		return schedcache.ErrPodNotFound
+	}
+	if pod.Spec.NodeName != "" && pod.Spec.NodeName != p.info.NodeName() {
+		return schedcache.ErrCorrupted
+	}
+	m.sub(p, p.info.HasAffinity(), p.info.HasRequiredAntiAffinity())
+	return nil
+}
+
+// expire runs one upstream expiry pass at now.
+func (m *model) expire(now time.Time) {
+	var keys []string
+	for k, p := range m.pods {
+		if p.assumed && p.finished && p.hasDeadline && now.After(p.deadline) {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		p := m.pods[k]
+		m.sub(p, p.info.HasAffinity(), p.info.HasRequiredAntiAffinity())
+	}
+}
+
+// ---- tree (naive) ----
+
+func (m *model) treeAdd(n *v1.Node) {
+	z := nodetree.ZoneKey(n)
+	for _, name := range m.zones[z] {
+		if name == n.Name {
+			return
+		}
+	}
+	if _, ok := m.zones[z]; !ok {
+		m.zoneList = append(m.zoneList, z)
+	}
+	m.zones[z] = append(m.zones[z], n.Name)
+}
+
+func (m *model) treeRemove(n *v1.Node) bool {
+	z := nodetree.ZoneKey(n)
+	for i, name := range m.zones[z] {
+		if name == n.Name {
+			m.zones[z] = append(m.zones[z][:i:i], m.zones[z][i+1:]...)
+			if len(m.zones[z]) == 0 {
+				delete(m.zones, z)
+				for j, k := range m.zoneList {
+					if k == z {
+						m.zoneList = append(m.zoneList[:j:j], m.zoneList[j+1:]...)
+						break
+					}
+				}
+			}
+			return true
+		}
+	}
+	return false
+}
+
+func (m *model) treeList() []string {
+	var out []string
+	for i := 0; ; i++ {
+		any := false
+		for _, z := range m.zoneList {
+			if i < len(m.zones[z]) {
+				out = append(out, m.zones[z][i])
+				any = true
+			}
+		}
+		if !any {
+			return out
+		}
+	}
+}
+
+func (m *model) treeCount() int {
+	n := 0
+	for _, z := range m.zoneList {
+		n += len(m.zones[z])
+	}
+	return n
+}
+
+// ---- images ----
+
+func (m *model) register(n *v1.Node) {
+	for _, img := range n.Status.Images {
+		for _, name := range img.Names {
+			st := m.images[name]
+			if st == nil {
+				st = &mImage{size: img.SizeBytes, nodes: map[string]bool{}}
+				m.images[name] = st
+			}
+			st.nodes[n.Name] = true
+		}
+	}
+}
+
+func (m *model) unregister(n *v1.Node) {
+	for _, img := range n.Status.Images {
+		for _, name := range img.Names {
+			if st := m.images[name]; st != nil {
+				delete(st.nodes, n.Name)
+				if len(st.nodes) == 0 {
+					delete(m.images, name)
+				}
+			}
+		}
+	}
+}
+
+// ---- nodes ----
+
+func (m *model) addNode(n *v1.Node) {
+	e := m.entry(n.Name)
+	if e.node != nil {
+		m.unregister(e.node)
+	}
+	m.treeAdd(n)
+	m.register(n)
+	e.node = n
+}
+
+func (m *model) updateNode(old, n *v1.Node) {
+	e, ok := m.entries[n.Name]
+	if !ok {
+		e = m.entry(n.Name)
+		m.treeAdd(n)
+	} else {
+		m.touched[n.Name] = true
+		if e.node != nil {
+			m.unregister(e.node)
+		}
+	}
+	if nodetree.ZoneKey(old) != nodetree.ZoneKey(n) {
+		m.treeRemove(old)
+		m.treeAdd(n)
+	}
+	m.register(n)
+	e.node = n
+}
+
+func (m *model) removeNode(n *v1.Node) error {
+	e, ok := m.entries[n.Name]
+	if !ok {
+		return schedcache.ErrNodeNotFound
+	}
+	m.touched[n.Name] = true
+	e.node = nil
+	if len(e.pods) == 0 {
+		delete(m.entries, n.Name)
+	}
+	if !m.treeRemove(n) {
+		return schedcache.ErrNodeNotInZone
+	}
+	m.unregister(n)
+	return nil
+}
+
+// endOp refreshes the image summaries of the entries the op touched, as a
+// publication clones exactly those.
+func (m *model) endOp() {
+	for name := range m.touched {
+		e := m.entries[name]
+		if e == nil || e.node == nil {
+			continue
+		}
+		e.images = map[string]framework.ImageStateSummary{}
+		for _, img := range e.node.Status.Images {
+			for _, in := range img.Names {
+				st := m.images[in]
+				if st == nil {
+					e.images[in] = framework.ImageStateSummary{Size: img.SizeBytes}
+					continue
+				}
+				e.images[in] = framework.ImageStateSummary{Size: st.size, NumNodes: len(st.nodes)}
+			}
+		}
+	}
+	clear(m.touched)
+}
+
+// ---- expectations derived from scratch ----
+
+type aggregate struct {
+	requested, nonZero framework.Resource
+	pvc                map[string]int
+}
+
+func (e *mEntry) aggregate() aggregate {
+	var a aggregate
+	a.pvc = map[string]int{}
+	scalars := map[v1.ResourceName]int64{}
+	anyScalar := false
+	for _, p := range e.pods {
+		r := p.Requests()
+		a.requested.MilliCPU += r.MilliCPU
+		a.requested.Memory += r.Memory
+		a.requested.EphemeralStorage += r.EphemeralStorage
+		for _, s := range r.Scalars() {
+			scalars[s.Name] += s.Value
+			anyScalar = true
+		}
+		a.nonZero.MilliCPU += p.NonZeroCPU()
+		a.nonZero.Memory += p.NonZeroMemory()
+		for _, k := range p.PVCKeys() {
+			a.pvc[k]++
+		}
+	}
+	_ = anyScalar
+	return a
+}
+
+func keys(ps []*framework.PodInfo) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Key())
+	}
+	return out
+}
+
+// ---- random objects ----
+
+var (
+	modelZones = []map[string]string{
+		nil,
+		{"topology.kubernetes.io/region": "r1", "topology.kubernetes.io/zone": "a"},
+		{"topology.kubernetes.io/region": "r1", "topology.kubernetes.io/zone": "b"},
+		{"topology.kubernetes.io/zone": "c"},
+	}
+	modelImages = [][]string{{"img-a"}, {"img-b", "img-b:v1"}, {"img-c"}, {"img-d"}}
+)
+
+func randNode(r *rand.Rand, name string) *v1.Node {
+	n := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: modelZones[r.Intn(len(modelZones))]},
+		Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+			v1.ResourceCPU:    *resource.NewQuantity(int64(4+r.Intn(4)), resource.DecimalSI),
+			v1.ResourceMemory: *resource.NewQuantity(int64(8+r.Intn(8))<<30, resource.BinarySI),
+			v1.ResourcePods:   *resource.NewQuantity(110, resource.DecimalSI),
+		}},
+	}
+	for i, names := range modelImages {
+		if r.Intn(2) == 0 {
+			n.Status.Images = append(n.Status.Images, v1.ContainerImage{Names: names, SizeBytes: int64(100*(i+1) + r.Intn(3))})
+		}
+	}
+	return n
+}
+
+func randPod(r *rand.Rand, uid, node string) *v1.Pod {
+	c := v1.Container{Name: "c", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{}}}
+	if r.Intn(5) > 0 {
+		c.Resources.Requests[v1.ResourceCPU] = *resource.NewMilliQuantity(int64(50+r.Intn(500)), resource.DecimalSI)
+		c.Resources.Requests[v1.ResourceMemory] = *resource.NewQuantity(int64(1+r.Intn(64))<<20, resource.BinarySI)
+	}
+	if r.Intn(6) == 0 {
+		c.Resources.Requests["example.com/gpu"] = *resource.NewQuantity(int64(r.Intn(3)), resource.DecimalSI)
+	}
+	if r.Intn(5) == 0 {
+		c.Ports = []v1.ContainerPort{{HostPort: int32(8000 + r.Intn(2)), ContainerPort: 80}}
+	}
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p-" + uid, Namespace: "ns", UID: types.UID(uid), ResourceVersion: fmt.Sprint(r.Int())},
+		Spec:       v1.PodSpec{NodeName: node, Containers: []v1.Container{c}},
+	}
+	if r.Intn(4) == 0 {
+		p.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: fmt.Sprintf("claim-%d", r.Intn(3))}}}}
+	}
+	switch r.Intn(6) {
+	case 0:
+		p.Spec.Affinity = &v1.Affinity{PodAffinity: &v1.PodAffinity{}}
+	case 1:
+		p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname"}}}}
+	}
+	return p
+}
+
+func sortedKeys[V any](mp map[string]V) []string {
+	out := make([]string, 0, len(mp))
+	for k := range mp {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func errClass(err error) error {
+	for _, s := range []error{schedcache.ErrEmptyNodeName, schedcache.ErrPodAlreadyCached, schedcache.ErrPodAlreadyAdded,
+		schedcache.ErrPodNotFound, schedcache.ErrPodAssumed, schedcache.ErrPodNotAssumed, schedcache.ErrPodNodeMismatch,
+		schedcache.ErrCorrupted, schedcache.ErrUIDMismatch, schedcache.ErrNodeNotFound, schedcache.ErrNodeNotInZone} {
+		if errors.Is(err, s) {
+			return s
+		}
+	}
+	return err
+}
