@@ -108,8 +108,10 @@ func WithMaxBatch(n int) Option { return func(o *actor.Options) { o.MaxBatch = n
 func WithExpiryChunk(n int) Option { return func(o *actor.Options) { o.ExpiryChunk = n } }
 
 // WithAsyncErrorHandler receives the failures of operations submitted with
-// the Async methods. It runs on a goroutine of its own, one error at a
-// time, in submission order; it may call the cache.
+// the Async methods (ErrClosed included, for events accepted just before
+// Close). It runs on a goroutine of its own, one error at a time, in
+// submission order; it may call the cache. The default logs each failure
+// with klog.
 func WithAsyncErrorHandler(fn func(AsyncError)) Option {
 	return func(o *actor.Options) { o.OnAsyncError = fn }
 }
@@ -155,6 +157,9 @@ func New(ctx context.Context, opts ...Option) (*Cache, error) {
 	}
 	if o.Clock == nil {
 		o.Clock = RealClock{}
+	}
+	if o.OnAsyncError == nil {
+		o.OnAsyncError = logAsyncError
 	}
 	return &Cache{a: actor.Start(ctx, o)}, nil
 }
@@ -459,6 +464,10 @@ func (c *Cache) RemoveNodeAsync(node *v1.Node) error {
 	op := c.a.NewOp()
 	op.Kind, op.Node = actor.OpRemoveNode, node
 	return c.submit(op)
+}
+
+func logAsyncError(e AsyncError) {
+	klog.Background().Error(e.Err, "schedcache: asynchronous operation failed", "op", e.Kind.String())
 }
 
 // RealClock is the default Clock: the time package.

@@ -3,6 +3,7 @@ package actor
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -148,6 +149,12 @@ type Coordinator struct {
 	done      chan struct{} // closed when run and the notifier have exited
 	ctx       context.Context
 	ops       sync.Pool // *Op with their reply channels
+	// closing is set when shutdown starts; submitters counts callers
+	// between their closing check and the end of their mailbox send.
+	// Shutdown drains the mailbox until no submitter is left, so an op
+	// either gets a reply (or reaches OnAsyncError) or is refused.
+	closing    atomic.Bool
+	submitters atomic.Int64
 }
 
 // Start launches the coordinator, its shards and (if OnAsyncError is set)
@@ -190,7 +197,7 @@ func Start(ctx context.Context, o Options) *Coordinator {
 	}
 	a.published.Store(a.core.Last())
 	var notifierDone chan struct{}
-	if o.OnAsyncError != nil {
+	if a.opts.OnAsyncError != nil {
 		notifierDone = make(chan struct{})
 		go a.notify(notifierDone)
 	}
@@ -216,12 +223,8 @@ func (a *Coordinator) Done() <-chan struct{} { return a.done }
 // published. It returns ErrClosed if the coordinator stopped first.
 func (a *Coordinator) Do(op *Op) Result {
 	op.async = false
-	select {
-	case a.mailbox <- op:
-	case <-a.stopc:
-		return Result{Err: ErrClosed}
-	case <-a.done:
-		return Result{Err: ErrClosed}
+	if err := a.enqueue(op); err != nil {
+		return Result{Err: err}
 	}
 	select {
 	case r := <-op.reply:
@@ -245,14 +248,17 @@ func (a *Coordinator) Submit(op *Op) error {
 		return err
 	}
 	op.async = true
-	select {
-	case a.mailbox <- op:
-		return nil
-	case <-a.stopc:
-		return ErrClosed
-	case <-a.done:
+	return a.enqueue(op)
+}
+
+func (a *Coordinator) enqueue(op *Op) error {
+	a.submitters.Add(1)
+	defer a.submitters.Add(-1)
+	if a.closing.Load() {
 		return ErrClosed
 	}
+	a.mailbox <- op // shutdown keeps draining while submitters > 0
+	return nil
 }
 
 // Stop stops every goroutine and waits for them (a handshake). Operations
@@ -546,6 +552,7 @@ func (a *Coordinator) expireStep() (more bool) {
 // shutdown publishes what was applied, refuses what is queued, and stops
 // the shards. It runs on the coordinator goroutine.
 func (a *Coordinator) shutdown() {
+	a.closing.Store(true)
 	a.flush()
 	for {
 		select {
@@ -554,7 +561,10 @@ func (a *Coordinator) shutdown() {
 			continue
 		default:
 		}
-		break
+		if a.submitters.Load() == 0 && len(a.mailbox) == 0 {
+			break
+		}
+		runtime.Gosched()
 	}
 	for _, s := range a.shards {
 		s.Stop()

@@ -397,14 +397,18 @@ func TestMapConcurrentReaders(t *testing.T) {
 	var latest atomic.Pointer[published]
 	latest.Store(&published{model: map[string]int{}})
 	var done atomic.Bool
-	var wg sync.WaitGroup
+	var reads atomic.Int64
+	var wg, started sync.WaitGroup
 	errs := make(chan error, 4)
 	for r := range 3 {
 		wg.Add(1)
+		started.Add(1)
 		go func() {
 			defer wg.Done()
+			started.Done()
 			first := latest.Load()
 			for i := 0; !done.Load(); i++ {
+				reads.Add(1)
 				for _, p := range []*published{first, latest.Load()} {
 					if p.m.Len() != len(p.model) {
 						errs <- fmt.Errorf("reader %d: len %d, want %d", r, p.m.Len(), len(p.model))
@@ -430,6 +434,7 @@ func TestMapConcurrentReaders(t *testing.T) {
 		}()
 	}
 	rng := rand.New(rand.NewPCG(5, 5))
+	started.Wait()
 	cur := latest.Load()
 	for range 400 {
 		model := maps.Clone(cur.model)
@@ -454,6 +459,7 @@ func TestMapConcurrentReaders(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+	require.Positive(t, reads.Load())
 }
 
 var benchSizes = []int{5000, 50000, 150000}
