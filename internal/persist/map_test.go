@@ -93,7 +93,7 @@ func checkMap(t testing.TB, m Map[int]) {
 		j := 0
 		for slot := range uint64(width) {
 			if n.nodemap&(1<<slot) != 0 {
-				walk(n.kids[j], shift+levelBits, prefix|slot<<shift, false)
+				walk(&n.kids[j], shift+levelBits, prefix|slot<<shift, false)
 				j++
 			}
 		}
@@ -328,7 +328,7 @@ func TestMapCollisionNodeShape(t *testing.T) {
 	n := m.root
 	depth := 0
 	for len(n.kids) == 1 {
-		n = n.kids[0]
+		n = &n.kids[0]
 		depth++
 	}
 	require.Equal(t, 13, depth)
@@ -490,10 +490,7 @@ func BenchmarkMapGet(b *testing.B) {
 			for b.Loop() {
 				v, _ := m.Get(keys[i])
 				sink += v
-				i += 7919
-				if i >= n {
-					i -= n
-				}
+				i = (i + 7919) % n
 			}
 			_ = sink
 		})
@@ -513,10 +510,7 @@ func BenchmarkGoMapGet(b *testing.B) {
 			i, sink := 0, 0
 			for b.Loop() {
 				sink += m[keys[i]]
-				i += 7919
-				if i >= n {
-					i -= n
-				}
+				i = (i + 7919) % n
 			}
 			_ = sink
 		})
@@ -536,10 +530,7 @@ func BenchmarkMapSet(b *testing.B) {
 				e := m.Edit()
 				e.Set(keys[i], i)
 				m = e.Done()
-				i += 7919
-				if i >= n {
-					i -= n
-				}
+				i = (i + 7919) % n
 			}
 		})
 	}
@@ -556,10 +547,7 @@ func BenchmarkMapSetTransient(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				e.Set(keys[i], i)
-				i += 7919
-				if i >= n {
-					i -= n
-				}
+				i = (i + 7919) % n
 			}
 		})
 	}
@@ -579,10 +567,7 @@ func BenchmarkMapBatchEdit(b *testing.B) {
 				e := m.Edit()
 				for range k {
 					e.Set(keys[i], i)
-					i += 7919
-					if i >= n {
-						i -= n
-					}
+					i = (i + 7919) % n
 				}
 				m = e.Done()
 			}

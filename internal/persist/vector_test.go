@@ -401,10 +401,7 @@ func BenchmarkVectorGet(b *testing.B) {
 			i, sink := 0, 0
 			for b.Loop() {
 				sink += v.Get(i)
-				i += 7919
-				if i >= n {
-					i -= n
-				}
+				i = (i + 7919) % n
 			}
 			_ = sink
 		})
@@ -423,10 +420,7 @@ func BenchmarkVectorSet(b *testing.B) {
 				e := v.Edit()
 				e.Set(i, i)
 				v = e.Done()
-				i += 7919
-				if i >= n {
-					i -= n
-				}
+				i = (i + 7919) % n
 			}
 		})
 	}
@@ -441,10 +435,7 @@ func BenchmarkVectorSetTransient(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				e.Set(i, i)
-				i += 7919
-				if i >= n {
-					i -= n
-				}
+				i = (i + 7919) % n
 			}
 		})
 	}
@@ -461,10 +452,7 @@ func BenchmarkVectorBatchEdit(b *testing.B) {
 				e := v.Edit()
 				for range k {
 					e.Set(i, i)
-					i += 7919
-					if i >= n {
-						i -= n
-					}
+					i = (i + 7919) % n
 				}
 				v = e.Done()
 			}

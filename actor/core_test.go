@@ -1,0 +1,199 @@
+package actor
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/workload"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func testNode(name, zone string) *v1.Node {
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"topology.kubernetes.io/zone": zone}},
+		Status: v1.NodeStatus{Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("8")}}}
+}
+
+func testPod(t testing.TB, uid, node string, milli int64) *framework.PodInfo {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, UID: types.UID(uid)}, Spec: v1.PodSpec{NodeName: node,
+		Containers: []v1.Container{{Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: *resource.NewMilliQuantity(milli, resource.DecimalSI)}}}}}}
+	pi, err := framework.NewPodInfo(p)
+	require.NoError(t, err)
+	return pi
+}
+
+// The core is deterministic: a scenario as data, applied step by step,
+// with the expected error and the published state after each step.
+func TestCoreScenario(t *testing.T) {
+	l := NewLocal(3, 0)
+	c := l.Core
+	steps := []struct {
+		name     string
+		do       func() error
+		wantErr  error
+		list     []string
+		requests map[string]int64 // node -> millicpu
+		pods     int
+		entries  int
+	}{
+		{"add n1(A)", func() error { c.AddNode(testNode("n1", "A")); return nil }, nil, []string{"n1"}, map[string]int64{"n1": 0}, 0, 1},
+		{"add n2(B)", func() error { c.AddNode(testNode("n2", "B")); return nil }, nil, []string{"n1", "n2"}, nil, 0, 2},
+		{"add n3(A)", func() error { c.AddNode(testNode("n3", "A")); return nil }, nil, []string{"n1", "n2", "n3"}, nil, 0, 3},
+		{"assume p1@n1", func() error { return c.AssumePod(testPod(t, "p1", "n1", 100)) }, nil, nil, map[string]int64{"n1": 100}, 1, 3},
+		{"assume p1 again", func() error { return c.AssumePod(testPod(t, "p1", "n2", 100)) }, ErrPodAlreadyCached, nil, map[string]int64{"n1": 100, "n2": 0}, 1, 3},
+		{"add p1@n2 moves it", func() error { return c.AddPod(testPod(t, "p1", "n2", 300)) }, nil, nil, map[string]int64{"n1": 0, "n2": 300}, 1, 3},
+		{"add p1 again", func() error { return c.AddPod(testPod(t, "p1", "n2", 300)) }, ErrPodAlreadyAdded, nil, nil, 1, 3},
+		{"pod on unknown node", func() error { return c.AddPod(testPod(t, "p2", "ghost", 50)) }, nil, []string{"n1", "n2", "n3"}, nil, 2, 4},
+		{"remove n2 with a pod: ghost", func() error { return c.RemoveNode(testNode("n2", "B")) }, nil, []string{"n1", "n3"}, nil, 2, 4},
+		{"remove ghost again", func() error { return c.RemoveNode(testNode("n2", "B")) }, errNotInZone, []string{"n1", "n3"}, nil, 2, 4},
+		{"last pod leaves the ghost", func() error { return c.RemovePod("p1", &v1.Pod{}) }, nil, nil, nil, 1, 3},
+		{"remove deleted node", func() error { return c.RemoveNode(testNode("n2", "B")) }, ErrNodeNotFound, nil, nil, 1, 3},
+		{"move n1 to zone B", func() error { c.UpdateNode(testNode("n1", "A"), testNode("n1", "B")); return nil }, nil, []string{"n3", "n1"}, nil, 1, 3},
+	}
+	for i, st := range steps {
+		err := st.do()
+		if st.wantErr == errNotInZone {
+			require.Error(t, err, st.name)
+		} else if st.wantErr != nil {
+			require.ErrorIs(t, err, st.wantErr, st.name)
+		} else {
+			require.NoError(t, err, st.name)
+		}
+		s, err := l.Publish()
+		require.NoError(t, err)
+		if st.wantErr == nil {
+			require.Equal(t, uint64(i+1), s.Epoch(), st.name) // the snapshot includes this step
+		} else {
+			require.LessOrEqual(t, s.Epoch(), uint64(i+1), st.name) // a refused step may publish nothing
+		}
+		if st.list != nil {
+			var got []string
+			s.Range(func(_ int, ni *framework.NodeInfo) bool { got = append(got, ni.NodeName()); return true })
+			require.Equal(t, st.list, got, st.name)
+		}
+		for name, want := range st.requests {
+			ni, err := s.Get(name)
+			require.NoError(t, err, st.name)
+			require.Equal(t, want, ni.Requested().MilliCPU, "%s: %s", st.name, name)
+		}
+		require.Equal(t, st.pods, s.PodCount(), st.name)
+		require.Equal(t, st.entries, s.NodeCount(), st.name)
+	}
+}
+
+var errNotInZone = errors.New("any tree error")
+
+// Expiry removes exactly the pods whose binding finished and whose deadline
+// passed, at most `limit` per step.
+func TestCoreExpire(t *testing.T) {
+	l := NewLocal(2, int64(10*time.Second))
+	c := l.Core
+	c.AddNode(testNode("n", "A"))
+	t0 := time.Unix(1000, 0)
+	for i := 0; i < 10; i++ {
+		require.NoError(t, c.AssumePod(testPod(t, fmt.Sprint("p", i), "n", 10)))
+		if i < 7 {
+			require.NoError(t, c.FinishBinding(fmt.Sprint("p", i), t0.Add(time.Duration(i)*time.Second)))
+		}
+	}
+	require.NoError(t, c.FinishBinding("p0", t0.Add(5*time.Second))) // re-armed: deadline t0+15s
+	n, more := c.Expire(t0.Add(10*time.Second), 100)                // nothing strictly after a deadline yet
+	require.Equal(t, 0, n)
+	require.False(t, more)
+	n, more = c.Expire(t0.Add(14*time.Second+1), 3) // p1..p4 due (deadlines 11..14s), limit 3
+	require.Equal(t, 3, n)
+	require.True(t, more)
+	n, more = c.Expire(t0.Add(14*time.Second+1), 3)
+	require.Equal(t, 1, n)
+	require.False(t, more)
+	s, err := l.Publish()
+	require.NoError(t, err)
+	require.Equal(t, 6, s.PodCount()) // p0, p5, p6 (armed), p7..p9 (never finished)
+	ni, _ := s.Get("n")
+	require.Equal(t, int64(60), ni.Requested().MilliCPU)
+	n, _ = c.Expire(t0.Add(time.Hour), 100)
+	require.Equal(t, 3, n) // p0, p5, p6; unfinished bindings never expire
+}
+
+var bench50k = flag.Bool("publish.50k", false, "also run the publication benchmarks on the 50,000-node cluster")
+
+var clusters sync.Map // spec -> *workload.Cluster
+
+func cluster(spec workload.ClusterSpec) *workload.Cluster {
+	if c, ok := clusters.Load(spec); ok {
+		return c.(*workload.Cluster)
+	}
+	c := workload.Build(spec)
+	clusters.Store(spec, c)
+	return c
+}
+
+func loadLocal(b *testing.B, cl *workload.Cluster) *Local {
+	l := NewLocal(1, 0)
+	for _, n := range cl.Nodes {
+		l.Core.AddNode(n)
+	}
+	for _, p := range cl.Pods {
+		pi, err := framework.NewPodInfo(p)
+		require.NoError(b, err)
+		require.NoError(b, l.Core.AddPod(pi))
+	}
+	_, err := l.Publish()
+	require.NoError(b, err)
+	return l
+}
+
+// BenchmarkPublishOneChange measures one pod change plus the publication of
+// the snapshot that includes it, on the loaded standard cluster. Guarantee
+// 5: the cost depends on the changed node and its pods, not on the number
+// of nodes, so nodes=50000 must cost about what nodes=5000 costs.
+func BenchmarkPublishOneChange(b *testing.B) {
+	specs := []workload.ClusterSpec{workload.Standard()}
+	if *bench50k {
+		specs = append(specs, workload.Standard50k())
+	}
+	for _, spec := range specs {
+		b.Run(fmt.Sprintf("nodes=%d", spec.Nodes), func(b *testing.B) {
+			cl := cluster(spec)
+			l := loadLocal(b, cl)
+			r := rand.New(rand.NewPCG(1, 2))
+			infos := make([]*framework.PodInfo, 1024)
+			for i := range infos {
+				infos[i] = testPod(b, fmt.Sprint("bench-", i), cl.Nodes[r.IntN(len(cl.Nodes))].Name, 100)
+			}
+			runtime.GC() // the load's garbage is setup, not the measured work
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				pi := infos[i%len(infos)]
+				if err := l.Core.AddPod(pi); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := l.Publish(); err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Core.RemovePod(pi.Key(), pi.Pod()); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := l.Publish(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/publish")
+		})
+	}
+}

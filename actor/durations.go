@@ -1,0 +1,5 @@
+package actor
+
+import "time"
+
+func durationOf(n int64) time.Duration { return time.Duration(n) }
