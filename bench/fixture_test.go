@@ -1,0 +1,155 @@
+package bench
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/schedcache/schedcache/internal/hist"
+	"github.com/schedcache/schedcache/workload"
+)
+
+var flag50k = flag.Bool("bench.50k", false, "also run the 50,000-node variants of W1, W2 and W4 (slow, several GiB)")
+
+// clusters are built once per process and shared read-only.
+var (
+	clustersMu sync.Mutex
+	clusters   = map[workload.ClusterSpec]*workload.Cluster{}
+)
+
+func clusterFor(spec workload.ClusterSpec) *workload.Cluster {
+	clustersMu.Lock()
+	defer clustersMu.Unlock()
+	c, ok := clusters[spec]
+	if !ok {
+		c = workload.Build(spec)
+		clusters[spec] = c
+	}
+	return c
+}
+
+// specs returns the cluster sizes a benchmark runs: the standard 5k
+// cluster, plus the 50k one when with50k and -bench.50k are set.
+func specs(with50k bool) []workload.ClusterSpec {
+	s := []workload.ClusterSpec{workload.Standard()}
+	if with50k && *flag50k {
+		s = append(s, workload.Standard50k())
+	}
+	return s
+}
+
+func sizeName(spec workload.ClusterSpec) string {
+	if spec.Nodes%1000 == 0 {
+		return fmt.Sprintf("%dk", spec.Nodes/1000)
+	}
+	return fmt.Sprint(spec.Nodes)
+}
+
+// fixture is a loaded cache plus the workload streams that continue from
+// its state. Loading is setup: one fixture is kept alive at a time and
+// reused by consecutive sub-benchmarks with the same key (the same
+// implementation, workload family and options; e.g. every readers=R of W1
+// and every -count repetition), so each (impl, workload) loads the cluster
+// once per process. Streams always continue from the cache's state, so their
+// events stay valid across reuse.
+type fixture struct {
+	key     string
+	impl    Impl
+	cluster *workload.Cluster
+	rng     *rand.Rand
+	churn   *workload.InformerChurn // W1 (W1Mix), W2, W5 (W2Mix)
+	nodes   *workload.NodeChurn     // W4
+	seq     int                     // names of pods the benchmarks create
+	pool    []*v1.Pod               // BenchmarkCycle, W5 storm pods
+}
+
+var current *fixture
+
+// getFixture returns the loaded fixture for key, building it (and releasing
+// the previous one) if needed. Callers reset the timer after their own
+// setup.
+func getFixture(b *testing.B, impl, family string, spec workload.ClusterSpec, o Options) *fixture {
+	b.Helper()
+	key := fmt.Sprintf("%s/%s/%d/%v/%v", impl, family, spec.Nodes, o.TTL, o.Period)
+	if current != nil && current.key == key {
+		return current
+	}
+	releaseFixture()
+	c := clusterFor(spec)
+	im, err := NewImpl(impl, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Now()
+	if err := Load(im, c); err != nil {
+		im.Close()
+		b.Fatalf("load: %v", err)
+	}
+	b.Logf("loaded %s: %d nodes + %d pods in %v", key, len(c.Nodes), len(c.Pods), time.Since(t0).Round(time.Millisecond))
+	current = &fixture{key: key, impl: im, cluster: c, rng: workload.NewRand(int64(len(family)*7919 + spec.Nodes))}
+	runtime.GC()
+	return current
+}
+
+// releaseFixture closes the current fixture.
+func releaseFixture() {
+	if current != nil {
+		current.impl.Close()
+		current = nil
+		runtime.GC()
+	}
+}
+
+// reportHist reports the percentiles of h as <prefix>-p50-ns etc.
+func reportHist(b *testing.B, prefix string, h *hist.Histogram) {
+	if h.Count() == 0 {
+		return
+	}
+	b.ReportMetric(float64(h.Quantile(0.50)), prefix+"-p50-ns")
+	b.ReportMetric(float64(h.Quantile(0.99)), prefix+"-p99-ns")
+	b.ReportMetric(float64(h.Quantile(0.999)), prefix+"-p99.9-ns")
+	b.ReportMetric(float64(h.Max()), prefix+"-max-ns")
+}
+
+func merge(hs []*hist.Histogram) *hist.Histogram {
+	out := hist.New()
+	for _, h := range hs {
+		out.Merge(h)
+	}
+	return out
+}
+
+// podRequest returns the cpu (millicores) and memory (bytes) a scheduler
+// reserves for pod: the sum of its containers' requests plus overhead, or the
+// non-zero defaults when it requests nothing. A scheduling heuristic, the
+// same for both implementations.
+func podRequest(p *v1.Pod) (cpu, mem int64) {
+	for i := range p.Spec.Containers {
+		r := p.Spec.Containers[i].Resources.Requests
+		if q, ok := r[v1.ResourceCPU]; ok {
+			cpu += q.MilliValue()
+		}
+		if q, ok := r[v1.ResourceMemory]; ok {
+			mem += q.Value()
+		}
+	}
+	if q, ok := p.Spec.Overhead[v1.ResourceCPU]; ok {
+		cpu += q.MilliValue()
+	}
+	if q, ok := p.Spec.Overhead[v1.ResourceMemory]; ok {
+		mem += q.Value()
+	}
+	if cpu == 0 {
+		cpu = 100
+	}
+	if mem == 0 {
+		mem = 200 << 20
+	}
+	return cpu, mem
+}
