@@ -66,7 +66,8 @@ type zone struct {
 //
 // Contract: a Tree is not safe for concurrent use. It is owned by one
 // goroutine (the coordinator), which alone may call any method, including
-// the read-only ones. No method blocks. The zero Tree is not usable; call New.
+// the read-only ones. No method blocks. The zero Tree is empty and ready to
+// use.
 type Tree struct {
 	byKey    map[string]*zone
 	zones    []*zone // zone order
@@ -198,10 +199,10 @@ func (t *Tree) Zones() []string {
 	return keys
 }
 
-// Version returns a counter that increases whenever a call changes the tree
-// (a name added or removed, a zone created or deleted), so that the output
-// of List can differ from that at any earlier Version. Calls that change
-// nothing leave it unchanged. A new Tree has Version 0.
+// Version returns a counter that increases on every call that changes the
+// tree (adds or removes a name, and with it possibly a zone). The output of
+// List changes only when Version does, so the owner may cache it by Version.
+// Calls that change nothing leave Version unchanged. A new Tree has Version 0.
 func (t *Tree) Version() uint64 {
 	return t.version
 }
@@ -210,6 +211,9 @@ func (t *Tree) Version() uint64 {
 func (t *Tree) add(name, zoneKey string) bool {
 	z, ok := t.byKey[zoneKey]
 	if !ok {
+		if t.byKey == nil {
+			t.byKey = make(map[string]*zone)
+		}
 		z = &zone{key: zoneKey, members: make(map[string]struct{})}
 		t.byKey[zoneKey] = z
 		t.zones = append(t.zones, z)

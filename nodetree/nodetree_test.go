@@ -627,6 +627,21 @@ func TestAppendListNoAlloc(t *testing.T) {
 	require.Len(t, buf, 1000)
 }
 
+func TestZeroTree(t *testing.T) {
+	var tr Tree
+	require.Zero(t, tr.NumNodes())
+	l, err := tr.List()
+	require.NoError(t, err)
+	require.Nil(t, l)
+	require.ErrorIs(t, tr.RemoveName("a", ""), ErrNodeNotInZone)
+	tr.UpdateName("a", "", "Z")
+	tr.AddName("b", "")
+	l, err = tr.List()
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "b"}, l)
+	checkInvariants(t, &tr)
+}
+
 func TestZonesIsCopy(t *testing.T) {
 	tr := New()
 	tr.AddName("a", "A")

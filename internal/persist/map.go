@@ -39,19 +39,14 @@ type Map[V any] struct {
 // nodemap. At shift >= 64 the node is a collision node: both bitmaps are 0
 // and entries holds keys of equal hash in insertion order.
 //
-// Children are stored by value in their parent's kids array, so a lookup
-// touches one array per level. An editor may write a node's arrays only if
-// the node's edit is the editor's token, and may write the node itself only
-// if it owns the array holding it (or the node is the editor's root).
-//
 // Canonical form: every node other than the root holds at least two entries
 // or at least one child.
 type mnode[V any] struct {
-	edit    *editToken // owner of entries and kids
+	edit    *editToken
 	datamap uint32
 	nodemap uint32
 	entries []mentry[V]
-	kids    []mnode[V]
+	kids    []*mnode[V]
 }
 
 type mentry[V any] struct {
@@ -67,10 +62,6 @@ func (m Map[V]) Len() int {
 
 // Get returns the value of key k and whether k is present.
 func (m Map[V]) Get(k string) (V, bool) {
-	if m.root == nil {
-		var zero V
-		return zero, false
-	}
 	return mget(m.root, k)
 }
 
@@ -84,15 +75,14 @@ func (m Map[V]) Range(fn func(k string, v V) bool) {
 
 // Edit returns an editor whose initial contents are those of m.
 func (m Map[V]) Edit() *MapEditor[V] {
-	e := &MapEditor[V]{n: m.n, tok: new(editToken)}
-	if m.root != nil {
-		e.root = *m.root
-	}
-	return e
+	return &MapEditor[V]{root: m.root, n: m.n, tok: new(editToken)}
 }
 
 func mget[V any](n *mnode[V], k string) (V, bool) {
 	var zero V
+	if n == nil {
+		return zero, false
+	}
 	h := hashKey(k)
 	for shift := uint(0); shift < 64; shift += levelBits {
 		bit := uint32(1) << ((h >> shift) & levelMask)
@@ -106,7 +96,7 @@ func mget[V any](n *mnode[V], k string) (V, bool) {
 		if n.nodemap&bit == 0 {
 			return zero, false
 		}
-		n = &n.kids[bits.OnesCount32(n.nodemap&(bit-1))]
+		n = n.kids[bits.OnesCount32(n.nodemap&(bit-1))]
 	}
 	for i := range n.entries {
 		if n.entries[i].key == k {
@@ -122,8 +112,8 @@ func mrange[V any](n *mnode[V], fn func(string, V) bool) bool {
 			return false
 		}
 	}
-	for i := range n.kids {
-		if !mrange(&n.kids[i], fn) {
+	for _, c := range n.kids {
+		if !mrange(c, fn) {
 			return false
 		}
 	}
@@ -134,11 +124,12 @@ func mrange[V any](n *mnode[V], fn func(string, V) bool) bool {
 //
 // Contract: an editor is owned by one goroutine; its methods must not be
 // called concurrently with each other. No method blocks. Editing never
-// changes the version the editor started from nor any other version. After
+// changes the version the editor started from nor any other version, so
+// distinct editors, even of one version, may run concurrently. After
 // Done the editor is frozen: Get and Len report the returned version, Set
 // does nothing and Delete does nothing and returns false.
 type MapEditor[V any] struct {
-	root mnode[V]
+	root *mnode[V]
 	n    int
 	tok  *editToken // nil after Done
 }
@@ -150,7 +141,7 @@ func (e *MapEditor[V]) Len() int {
 
 // Get returns the value of key k and whether k is present.
 func (e *MapEditor[V]) Get(k string) (V, bool) {
-	return mget(&e.root, k)
+	return mget(e.root, k)
 }
 
 // Set sets the value of key k to v.
@@ -158,145 +149,187 @@ func (e *MapEditor[V]) Set(k string, v V) {
 	if e.tok == nil {
 		return
 	}
-	if e.set(&e.root, 0, mentry[V]{hash: hashKey(k), key: k, val: v}) {
+	ent := mentry[V]{hash: hashKey(k), key: k, val: v}
+	if e.root == nil {
+		e.root = &mnode[V]{
+			edit:    e.tok,
+			datamap: uint32(1) << (ent.hash & levelMask),
+			entries: []mentry[V]{ent},
+		}
+		e.n = 1
+		return
+	}
+	var added bool
+	e.root, added = e.set(e.root, 0, &ent)
+	if added {
 		e.n++
 	}
 }
 
 // Delete removes key k and reports whether it was present.
 func (e *MapEditor[V]) Delete(k string) bool {
-	if e.tok == nil {
+	if e.tok == nil || e.root == nil {
 		return false
 	}
-	if _, ok := mget(&e.root, k); !ok {
-		return false
+	root, removed := e.del(e.root, 0, hashKey(k), k)
+	if removed {
+		e.root = root
+		e.n--
 	}
-	e.del(&e.root, 0, hashKey(k), k)
-	e.n--
-	return true
+	return removed
 }
 
 // Done returns the version built and freezes the editor.
 func (e *MapEditor[V]) Done() Map[V] {
 	e.tok = nil
-	if e.n == 0 {
-		return Map[V]{}
-	}
-	r := new(mnode[V])
-	*r = e.root
-	return Map[V]{root: r, n: e.n}
+	return Map[V]{root: e.root, n: e.n}
 }
 
-// own makes the arrays of n owned by e, copying them if needed; the copies
-// have room for one more element. n itself must be writable by e.
-func (e *MapEditor[V]) own(n *mnode[V]) {
+// own returns n if e owns it, else an owned copy of n. The copy has its own
+// slices, with room for one more element; an empty slice is dropped rather
+// than kept, as its spare capacity would be shared with n.
+func (e *MapEditor[V]) own(n *mnode[V]) *mnode[V] {
 	if n.edit == e.tok {
-		return
+		return n
 	}
-	n.edit = e.tok
-	// Empty arrays are dropped, not kept: their spare capacity is shared.
-	var entries []mentry[V]
+	c := &mnode[V]{edit: e.tok, datamap: n.datamap, nodemap: n.nodemap}
 	if len(n.entries) > 0 {
-		entries = make([]mentry[V], len(n.entries), len(n.entries)+1)
-		copy(entries, n.entries)
+		c.entries = make([]mentry[V], len(n.entries), len(n.entries)+1)
+		copy(c.entries, n.entries)
 	}
-	var kids []mnode[V]
 	if len(n.kids) > 0 {
-		kids = make([]mnode[V], len(n.kids), len(n.kids)+1)
-		copy(kids, n.kids)
+		c.kids = make([]*mnode[V], len(n.kids), len(n.kids)+1)
+		copy(c.kids, n.kids)
 	}
-	n.entries, n.kids = entries, kids
+	return c
 }
 
-// set stores ent in the subtree n at shift and reports whether a key was
-// added. n must be writable by e.
-func (e *MapEditor[V]) set(n *mnode[V], shift uint, ent mentry[V]) bool {
-	e.own(n)
+// set stores ent in the subtree n at shift and returns the subtree's new
+// root and whether a key was added.
+func (e *MapEditor[V]) set(n *mnode[V], shift uint, ent *mentry[V]) (*mnode[V], bool) {
 	if shift >= 64 {
 		for i := range n.entries {
 			if n.entries[i].key == ent.key {
+				n = e.own(n)
 				n.entries[i].val = ent.val
-				return false
+				return n, false
 			}
 		}
-		n.entries = append(n.entries, ent)
-		return true
+		n = e.own(n)
+		n.entries = append(n.entries, *ent)
+		return n, true
 	}
 	bit := uint32(1) << ((ent.hash >> shift) & levelMask)
 	if n.datamap&bit != 0 {
 		i := bits.OnesCount32(n.datamap & (bit - 1))
-		old := &n.entries[i]
-		if old.hash == ent.hash && old.key == ent.key {
-			old.val = ent.val
-			return false
+		if old := n.entries[i]; old.hash != ent.hash || old.key != ent.key {
+			sub := e.merge(shift+levelBits, &old, ent)
+			n = e.own(n)
+			n.entries = slices.Delete(n.entries, i, i+1)
+			n.datamap ^= bit
+			n.kids = slices.Insert(n.kids, bits.OnesCount32(n.nodemap&(bit-1)), sub)
+			n.nodemap |= bit
+			return n, true
 		}
-		sub := e.merge(shift+levelBits, *old, ent)
-		n.entries = slices.Delete(n.entries, i, i+1)
-		n.datamap ^= bit
-		n.kids = slices.Insert(n.kids, bits.OnesCount32(n.nodemap&(bit-1)), sub)
-		n.nodemap |= bit
-		return true
+		n = e.own(n)
+		n.entries[i].val = ent.val
+		return n, false
 	}
 	if n.nodemap&bit != 0 {
-		return e.set(&n.kids[bits.OnesCount32(n.nodemap&(bit-1))], shift+levelBits, ent)
+		j := bits.OnesCount32(n.nodemap & (bit - 1))
+		kid, added := e.set(n.kids[j], shift+levelBits, ent)
+		if kid != n.kids[j] {
+			n = e.own(n)
+			n.kids[j] = kid
+		}
+		return n, added
 	}
-	n.entries = slices.Insert(n.entries, bits.OnesCount32(n.datamap&(bit-1)), ent)
+	n = e.own(n)
+	n.entries = slices.Insert(n.entries, bits.OnesCount32(n.datamap&(bit-1)), *ent)
 	n.datamap |= bit
-	return true
+	return n, true
 }
 
 // merge returns a new subtree at shift holding the entries a and b, whose
 // keys differ and whose hashes agree below shift.
-func (e *MapEditor[V]) merge(shift uint, a, b mentry[V]) mnode[V] {
+func (e *MapEditor[V]) merge(shift uint, a, b *mentry[V]) *mnode[V] {
 	if shift >= 64 {
-		return mnode[V]{edit: e.tok, entries: []mentry[V]{a, b}}
+		return &mnode[V]{edit: e.tok, entries: []mentry[V]{*a, *b}}
 	}
 	ia, ib := (a.hash>>shift)&levelMask, (b.hash>>shift)&levelMask
 	if ia == ib {
-		return mnode[V]{
+		return &mnode[V]{
 			edit:    e.tok,
 			nodemap: uint32(1) << ia,
-			kids:    []mnode[V]{e.merge(shift+levelBits, a, b)},
+			kids:    []*mnode[V]{e.merge(shift+levelBits, a, b)},
 		}
 	}
-	if ia > ib {
-		a, b = b, a
+	n := &mnode[V]{edit: e.tok, datamap: uint32(1)<<ia | uint32(1)<<ib}
+	if ia < ib {
+		n.entries = []mentry[V]{*a, *b}
+	} else {
+		n.entries = []mentry[V]{*b, *a}
 	}
-	return mnode[V]{
-		edit:    e.tok,
-		datamap: uint32(1)<<ia | uint32(1)<<ib,
-		entries: []mentry[V]{a, b},
-	}
+	return n
 }
 
-// del removes key k, of hash h, from the subtree n at shift, which must
-// contain k. n must be writable by e.
-func (e *MapEditor[V]) del(n *mnode[V], shift uint, h uint64, k string) {
-	e.own(n)
+// del removes key k, of hash h, from the subtree n at shift. It returns the
+// subtree's new root (nil if it became empty) and whether k was present;
+// if k was absent the subtree is returned unchanged.
+func (e *MapEditor[V]) del(n *mnode[V], shift uint, h uint64, k string) (*mnode[V], bool) {
 	if shift >= 64 {
-		i := slices.IndexFunc(n.entries, func(x mentry[V]) bool { return x.key == k })
-		n.entries = slices.Delete(n.entries, i, i+1)
-		return
+		for i := range n.entries {
+			if n.entries[i].key == k {
+				if len(n.entries) == 1 {
+					return nil, true
+				}
+				n = e.own(n)
+				n.entries = slices.Delete(n.entries, i, i+1)
+				return n, true
+			}
+		}
+		return n, false
 	}
 	bit := uint32(1) << ((h >> shift) & levelMask)
 	if n.datamap&bit != 0 {
-		n.entries = slices.Delete(n.entries, bits.OnesCount32(n.datamap&(bit-1)), bits.OnesCount32(n.datamap&(bit-1))+1)
+		i := bits.OnesCount32(n.datamap & (bit - 1))
+		if old := &n.entries[i]; old.hash != h || old.key != k {
+			return n, false
+		}
+		if n.datamap == bit && n.nodemap == 0 {
+			return nil, true
+		}
+		n = e.own(n)
+		n.entries = slices.Delete(n.entries, i, i+1)
 		n.datamap ^= bit
-		return
+		return n, true
+	}
+	if n.nodemap&bit == 0 {
+		return n, false
 	}
 	j := bits.OnesCount32(n.nodemap & (bit - 1))
-	kid := &n.kids[j]
-	e.del(kid, shift+levelBits, h, k)
+	kid, removed := e.del(n.kids[j], shift+levelBits, h, k)
+	if !removed {
+		return n, false
+	}
 	switch {
+	case kid == nil:
+		if n.nodemap == bit && n.datamap == 0 {
+			return nil, true
+		}
+		n = e.own(n)
+		n.kids = slices.Delete(n.kids, j, j+1)
+		n.nodemap ^= bit
 	case kid.nodemap == 0 && len(kid.entries) == 1:
 		// Inline the kid's last entry here, keeping the canonical form.
-		ent := kid.entries[0]
+		n = e.own(n)
 		n.kids = slices.Delete(n.kids, j, j+1)
 		n.nodemap ^= bit
-		n.entries = slices.Insert(n.entries, bits.OnesCount32(n.datamap&(bit-1)), ent)
+		n.entries = slices.Insert(n.entries, bits.OnesCount32(n.datamap&(bit-1)), kid.entries[0])
 		n.datamap |= bit
-	case kid.nodemap == 0 && len(kid.entries) == 0:
-		n.kids = slices.Delete(n.kids, j, j+1)
-		n.nodemap ^= bit
+	case kid != n.kids[j]:
+		n = e.own(n)
+		n.kids[j] = kid
 	}
+	return n, true
 }

@@ -93,7 +93,7 @@ func checkMap(t testing.TB, m Map[int]) {
 		j := 0
 		for slot := range uint64(width) {
 			if n.nodemap&(1<<slot) != 0 {
-				walk(&n.kids[j], shift+levelBits, prefix|slot<<shift, false)
+				walk(n.kids[j], shift+levelBits, prefix|slot<<shift, false)
 				j++
 			}
 		}
@@ -328,7 +328,7 @@ func TestMapCollisionNodeShape(t *testing.T) {
 	n := m.root
 	depth := 0
 	for len(n.kids) == 1 {
-		n = &n.kids[0]
+		n = n.kids[0]
 		depth++
 	}
 	require.Equal(t, 13, depth)
@@ -595,5 +595,74 @@ func BenchmarkMapBatchInsertDelete(b *testing.B) {
 				m = e.Done()
 			}
 		})
+	}
+}
+
+// TestMapBranchesDoNotShareCapacity edits two branches of a version in which
+// a node's entries were emptied but kept their array: both branches insert
+// into that node, and neither may see the other's entry.
+func TestMapBranchesDoNotShareCapacity(t *testing.T) {
+	hashes := map[string]uint64{"a": 1, "b": 2, "c1": 3, "c2": 3 | 1<<5, "x": 4, "y": 5}
+	setHash(t, func(k string) uint64 { return hashes[k] })
+	e := Map[int]{}.Edit()
+	for _, k := range []string{"a", "b", "c1", "c2"} {
+		e.Set(k, 1)
+	}
+	require.True(t, e.Delete("a"))
+	require.True(t, e.Delete("b"))
+	base := e.Done()
+	require.Empty(t, base.root.entries)
+	require.Len(t, base.root.kids, 1)
+
+	e1, e2 := base.Edit(), base.Edit()
+	e1.Set("x", 10)
+	e2.Set("y", 20)
+	m1, m2 := e1.Done(), e2.Done()
+	requireMap(t, map[string]int{"c1": 1, "c2": 1}, base)
+	requireMap(t, map[string]int{"c1": 1, "c2": 1, "x": 10}, m1)
+	requireMap(t, map[string]int{"c1": 1, "c2": 1, "y": 20}, m2)
+}
+
+// TestConcurrentEditors edits one version of each type from several
+// goroutines at once; run with -race.
+func TestConcurrentEditors(t *testing.T) {
+	me := Map[int]{}.Edit()
+	ve := Vector[int]{}.Edit()
+	for i := range 2000 {
+		me.Set(strconv.Itoa(i), i)
+		ve.Append(i)
+	}
+	m, v := me.Done(), ve.Done()
+	var wg sync.WaitGroup
+	results := make([]struct {
+		m Map[int]
+		v Vector[int]
+	}, 4)
+	for g := range results {
+		wg.Go(func() {
+			me, ve := m.Edit(), v.Edit()
+			for i := g; i < 2000; i += 3 {
+				me.Set(strconv.Itoa(i), -g)
+				ve.Set(i, -g)
+			}
+			results[g].m, results[g].v = me.Done(), ve.Done()
+		})
+	}
+	wg.Wait()
+	for g, r := range results {
+		for i := range 2000 {
+			want := i
+			if i >= g && (i-g)%3 == 0 {
+				want = -g
+			}
+			got, _ := r.m.Get(strconv.Itoa(i))
+			require.Equal(t, want, got, "map %d key %d", g, i)
+			require.Equal(t, want, r.v.Get(i), "vector %d index %d", g, i)
+		}
+	}
+	for i := range 2000 {
+		got, _ := m.Get(strconv.Itoa(i))
+		require.Equal(t, i, got)
+		require.Equal(t, i, v.Get(i))
 	}
 }

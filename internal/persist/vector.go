@@ -98,7 +98,8 @@ func vrange[T any](root *vbranch[T], shift uint, n int, fn func(int, T) bool) {
 //
 // Contract: an editor is owned by one goroutine; its methods must not be
 // called concurrently with each other. No method blocks. Editing never
-// changes the version the editor started from nor any other version. After
+// changes the version the editor started from nor any other version, so
+// distinct editors, even of one version, may run concurrently. After
 // Done the editor is frozen: Get and Len report the returned version, and
 // Set, Append and Truncate do nothing.
 type VectorEditor[T any] struct {
