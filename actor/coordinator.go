@@ -433,7 +433,7 @@ func (a *Coordinator) serveBarrier(op *Op) Result {
 			a.fail(resp.Err)
 			return Result{Err: a.failedErr}
 		}
-		return Result{Node: resp.Node}
+		return Result{Node: a.core.CurrentImages(op.Name, resp.Node)}
 	case OpDump:
 		names := a.core.SlotNames()
 		d := &Dump{Nodes: make(map[string]*framework.NodeInfo, len(names)), AssumedPods: a.core.AssumedKeys()}
@@ -444,7 +444,7 @@ func (a *Coordinator) serveBarrier(op *Op) Result {
 				return Result{Err: a.failedErr}
 			}
 			for slot, ni := range resp.Dump {
-				d.Nodes[names[slot]] = ni
+				d.Nodes[names[slot]] = a.core.CurrentImages(names[slot], ni)
 			}
 		}
 		return Result{Dump: d}

@@ -648,6 +648,20 @@ func (c *Core) imageSummaries(node *v1.Node) map[string]framework.ImageStateSumm
 	return m
 }
 
+// CurrentImages returns ni with image summaries computed from the registry
+// now, as an upstream clone taken now would show them (Dump, GetNode).
+// Nodeless entries keep what they had.
+func (c *Core) CurrentImages(name string, ni *framework.NodeInfo) *framework.NodeInfo {
+	e := c.nodes[name]
+	if ni == nil || e == nil || e.node == nil {
+		return ni
+	}
+	if e.images != nil && e.imagesGen == c.imageGen {
+		return ni // nothing changed since the shard got its summaries
+	}
+	return ni.WithImageStates(c.imageSummaries(e.node))
+}
+
 // ResetMutations empties the per-shard mutation buffers for reuse.
 func (c *Core) ResetMutations() {
 	for i := range c.muts {

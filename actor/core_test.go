@@ -111,7 +111,7 @@ func TestCoreExpire(t *testing.T) {
 		}
 	}
 	require.NoError(t, c.FinishBinding("p0", t0.Add(5*time.Second))) // re-armed: deadline t0+15s
-	n, more := c.Expire(t0.Add(10*time.Second), 100)                // nothing strictly after a deadline yet
+	n, more := c.Expire(t0.Add(10*time.Second), 100)                 // nothing strictly after a deadline yet
 	require.Equal(t, 0, n)
 	require.False(t, more)
 	n, more = c.Expire(t0.Add(14*time.Second+1), 3) // p1..p4 due (deadlines 11..14s), limit 3

@@ -15,8 +15,8 @@ import (
 // them while Get fails for them; image sizes are per node and NumNodes
 // counts the distinct nodes listing a name; the used-PVC set holds the claims
 // of every pod with a node name. The list order, unspecified upstream (Go map
-// order), is by name here. Pods with an empty UID, and nil pods and nodes,
-// are skipped.
+// order), is by name here. Pods with an empty UID are aggregated but not
+// listed by Pod/RangePods; nil pods and nodes are skipped.
 func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
 	var gen int64
 	nextGen := func() int64 { gen++; return gen }
@@ -31,12 +31,14 @@ func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
 	}
 	b := NewBuilder()
 	for _, p := range pods {
-		pi, err := framework.NewPodInfo(p)
+		pi, err := framework.NewPodInfoAnyUID(p)
 		if err != nil {
 			continue
 		}
 		entry(p.Spec.NodeName).AddPod(pi)
-		b.SetPod(pi.Key(), PodEntry{Pod: p})
+		if pi.Key() != "" {
+			b.SetPod(pi.Key(), PodEntry{Pod: p})
+		}
 		if p.Spec.NodeName != "" {
 			for _, k := range pi.PVCKeys() {
 				b.SetPVC(k, true)

@@ -1,0 +1,31 @@
+package framework
+
+import v1 "k8s.io/api/core/v1"
+
+// NewPodInfoAnyUID is NewPodInfo without the UID requirement (an empty UID
+// gives an empty Key). Upstream's NewSnapshot aggregates every pod whatever
+// its UID; nothing keyed by UID may use such a PodInfo. It returns
+// ErrNilPod for a nil pod.
+func NewPodInfoAnyUID(pod *v1.Pod) (*PodInfo, error) {
+	if pod == nil {
+		return nil, ErrNilPod
+	}
+	p := &PodInfo{
+		pod:          pod,
+		key:          string(pod.UID),
+		affinity:     PodHasAffinity(pod),
+		antiAffinity: PodHasRequiredAntiAffinity(pod),
+		hostPorts:    hostPortsOf(pod),
+		pvcKeys:      pvcKeysOf(pod),
+	}
+	p.requests, p.non0CPU, p.non0Mem = podRequests(pod)
+	return p, nil
+}
+
+// WithImageStates returns a copy of n whose image summaries are images (an
+// immutable map handed over by the caller); everything else is shared.
+func (n *NodeInfo) WithImageStates(images map[string]ImageStateSummary) *NodeInfo {
+	c := *n
+	c.imageStates = images
+	return &c
+}
