@@ -3,6 +3,7 @@ module github.com/schedcache/schedcache
 go 1.25.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.0 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect

@@ -8,8 +8,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// ImageStateSummary is the clone form of an image's state on a node (3.5):
-// its size and the number of nodes reporting it when the summary was made.
+// ImageStateSummary is a plain value, safe to copy and share: the clone form
+// of an image's state on a node (3.5), its size and the number of nodes
+// reporting it when the summary was made.
 type ImageStateSummary struct {
 	Size     int64
 	NumNodes int
@@ -21,10 +22,10 @@ type pvcRef struct {
 	count int
 }
 
-// NodeInfo is a frozen copy of one node's aggregate (upstream
-// framework.NodeInfo after SnapshotConcrete). Contract: immutable, so it is
-// safe for concurrent use from any goroutine and never blocks; it is made
-// only by NodeState.Freeze (or NewNodeInfoForTest). Accessors returning
+// NodeInfo is immutable, so it is safe for concurrent use from any goroutine
+// and no method blocks. It is a frozen copy of one node's aggregate
+// (upstream framework.NodeInfo after SnapshotConcrete), made only by
+// NodeState.Freeze (or NewNodeInfoForTest). Accessors returning
 // slices or maps return fresh copies; the *v1.Node, *PodInfo and *v1.Pod
 // pointers are shared and must not be mutated. Methods are nil-safe.
 type NodeInfo struct {

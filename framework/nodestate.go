@@ -28,10 +28,10 @@ const (
 	dirtyAll     = dirtyAny | dirtyPods | dirtyScalars | dirtyPorts | dirtyPVCs
 )
 
-// NodeState is the mutable aggregate for one node name (upstream
-// framework.NodeInfo inside the cache). Contract: owned by exactly one
-// goroutine (a shard); not safe for concurrent use and never shared. No
-// method blocks. What it publishes, through Freeze, is immutable.
+// NodeState is owned by exactly one goroutine (a shard): it is not safe for
+// concurrent use and is never shared; no method blocks. It is the mutable
+// aggregate for one node name (upstream framework.NodeInfo inside the
+// cache). What it publishes, through Freeze, is immutable.
 type NodeState struct {
 	// All fields are owned by the goroutine that owns the NodeState. No
 	// slice or map below is ever shared with a NodeInfo, except allocatable

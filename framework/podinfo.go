@@ -4,10 +4,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// PodInfo is a pod plus everything the node aggregation needs from it,
-// computed once by NewPodInfo. Contract: immutable after NewPodInfo, so it
-// is safe for concurrent use and may be shared by any number of NodeStates,
-// NodeInfos and goroutines; no method blocks. Methods are nil-safe.
+// PodInfo is immutable after NewPodInfo, so it is safe for concurrent use
+// and may be shared by any number of NodeStates, NodeInfos and goroutines;
+// no method blocks. It is a pod plus everything the node aggregation needs
+// from it, computed once by NewPodInfo. Methods are nil-safe.
 type PodInfo struct {
 	// All fields are written only by NewPodInfo.
 	pod          *v1.Pod // shared with the caller; never mutated here

@@ -8,8 +8,9 @@ import (
 // under (upstream fwk.DefaultBindAllHostIP).
 const DefaultBindAllHostIP = "0.0.0.0"
 
-// HostPort is one normalised host port of a pod (semantics 4.6): an empty
-// IP is stored as "0.0.0.0" and an empty protocol as TCP. A plain value.
+// HostPort is a plain comparable value, safe to copy and share: one
+// normalised host port of a pod (semantics 4.6), with an empty IP stored as
+// "0.0.0.0" and an empty protocol as TCP.
 type HostPort struct {
 	IP       string
 	Protocol v1.Protocol
@@ -27,15 +28,17 @@ func NewHostPort(ip string, protocol string, port int32) HostPort {
 	return HostPort{IP: ip, Protocol: v1.Protocol(protocol), Port: port}
 }
 
-// ProtocolPort is a protocol and port pair (upstream fwk.ProtocolPort).
+// ProtocolPort is a plain comparable value: a protocol and port pair
+// (upstream fwk.ProtocolPort).
 type ProtocolPort struct {
 	Protocol string
 	Port     int32
 }
 
-// HostPortInfo maps a host IP to its set of used protocol/port pairs, the
-// same shape as upstream fwk.HostPortInfo. Contract: a plain map, not safe
-// for concurrent mutation; NodeInfo.UsedPorts returns a fresh one per call.
+// HostPortInfo is a plain map owned by whoever made it: not safe for
+// concurrent mutation, never blocks (NodeInfo.UsedPorts returns a fresh one
+// per call). It maps a host IP to its set of used protocol/port pairs, the
+// same shape as upstream fwk.HostPortInfo.
 type HostPortInfo map[string]map[ProtocolPort]struct{}
 
 // Add inserts (ip, protocol, port) after normalisation; port <= 0 is ignored.

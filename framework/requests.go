@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -20,6 +21,7 @@ import (
 // extra slots (cpu0, memory0) next to the plain aggregation T. Names that
 // can never reach a Resource (neither cpu, memory, ephemeral-storage, pods
 // nor a scalar name) are dropped on entry: they influence nothing.
+// Amounts stay exact (see num) and are rounded up once, on the aggregate.
 
 const (
 	slotCPU = iota
@@ -38,28 +40,88 @@ const (
 	DefaultMemoryRequest   int64 = 200 * 1024 * 1024
 )
 
-var (
-	defaultCPUQuantity    = *resource.NewMilliQuantity(DefaultMilliCPURequest, resource.DecimalSI)
-	defaultMemoryQuantity = *resource.NewQuantity(DefaultMemoryRequest, resource.DecimalSI)
-)
+// num is an exact amount in a slot's unit (millicores for the cpu slots,
+// the base unit otherwise). The common case is a plain int64; amounts that
+// are not whole units or do not fit an int64 are held exactly as a
+// Quantity in the resource's own unit. A num is immutable: operations
+// return new values, so nums may be copied and shared freely.
+type num struct {
+	v int64              // the amount, when q == nil
+	q *resource.Quantity // the exact amount when not representable by v; never mutated
+}
 
-type namedQuantity struct {
+// loadNum converts q to a num at scale (resource.Milli or 0).
+func loadNum(q *resource.Quantity, scale resource.Scale) num {
+	v := q.ScaledValue(scale)
+	var e resource.Quantity
+	e.SetScaled(v, scale)
+	if q.Cmp(e) == 0 {
+		return num{v: v}
+	}
+	c := q.DeepCopy()
+	return num{q: &c}
+}
+
+// quantity returns n as a Quantity the caller owns.
+func (n num) quantity(scale resource.Scale) resource.Quantity {
+	if n.q != nil {
+		return n.q.DeepCopy()
+	}
+	var e resource.Quantity
+	e.SetScaled(n.v, scale)
+	return e
+}
+
+func addNum(a, b num, scale resource.Scale) num {
+	if a.q == nil && b.q == nil {
+		if s := a.v + b.v; (s > a.v) == (b.v > 0) {
+			return num{v: s}
+		}
+	}
+	x := a.quantity(scale)
+	x.Add(b.quantity(scale))
+	return num{q: &x}
+}
+
+func cmpNum(a, b num, scale resource.Scale) int {
+	if a.q == nil && b.q == nil {
+		return cmp.Compare(a.v, b.v)
+	}
+	x := a.quantity(scale)
+	return x.Cmp(b.quantity(scale))
+}
+
+// ceil returns the amount rounded up to a whole unit, saturated to int64.
+func (n num) ceil(scale resource.Scale) int64 {
+	if n.q == nil {
+		return n.v
+	}
+	return ceilScaled(n.q, scale)
+}
+
+func slotScale(slot int) resource.Scale {
+	if slot == slotCPU || slot == slotCPU0 {
+		return resource.Milli
+	}
+	return 0
+}
+
+type namedNum struct {
 	name v1.ResourceName
-	q    resource.Quantity
+	n    num
 }
 
 // reqList is an exact resource list restricted to names that reach a
-// Resource. Every Quantity stored in it is owned by it (stored through
-// DeepCopy), so in-place Add never touches a pod's own quantities.
+// Resource.
 type reqList struct {
 	has     uint8 // bit i set: fixed[i] is present
-	fixed   [numSlots]resource.Quantity
-	scalars []namedQuantity // unsorted, unique names
+	fixed   [numSlots]num
+	scalars []namedNum // unsorted, unique names, scale 0
 }
 
 func (r *reqList) reset() {
 	r.has = 0
-	clear(r.scalars) // drop references to inf.Dec values
+	clear(r.scalars) // drop references to big amounts
 	r.scalars = r.scalars[:0]
 }
 
@@ -88,79 +150,103 @@ func (r *reqList) scalarIndex(name v1.ResourceName) int {
 	return -1
 }
 
-// setFixed stores a copy of q in slot.
-func (r *reqList) setFixed(slot int, q *resource.Quantity) {
-	r.fixed[slot] = q.DeepCopy()
+func (r *reqList) setFixed(slot int, n num) {
+	r.fixed[slot] = n
 	r.has |= 1 << slot
 }
 
-// addFixed adds q to slot (absent counts as zero).
-func (r *reqList) addFixed(slot int, q *resource.Quantity) {
+// addFixed adds n to slot (absent counts as zero).
+func (r *reqList) addFixed(slot int, n num) {
 	if !r.present(slot) {
-		r.setFixed(slot, q)
+		r.setFixed(slot, n)
 		return
 	}
-	r.fixed[slot].Add(*q)
+	r.fixed[slot] = addNum(r.fixed[slot], n, slotScale(slot))
 }
 
-// maxFixed raises slot to q (absent counts as missing, so q is taken).
-func (r *reqList) maxFixed(slot int, q *resource.Quantity) {
-	if !r.present(slot) || q.Cmp(r.fixed[slot]) > 0 {
-		r.setFixed(slot, q)
+// maxFixed raises slot to n (an absent slot takes n).
+func (r *reqList) maxFixed(slot int, n num) {
+	if !r.present(slot) || cmpNum(n, r.fixed[slot], slotScale(slot)) > 0 {
+		r.setFixed(slot, n)
 	}
 }
 
-func (r *reqList) setScalar(name v1.ResourceName, q *resource.Quantity) {
+func (r *reqList) setScalar(name v1.ResourceName, n num) {
 	if i := r.scalarIndex(name); i >= 0 {
-		r.scalars[i].q = q.DeepCopy()
+		r.scalars[i].n = n
 		return
 	}
-	r.scalars = append(r.scalars, namedQuantity{name: name, q: q.DeepCopy()})
+	r.scalars = append(r.scalars, namedNum{name: name, n: n})
 }
 
-func (r *reqList) addScalar(name v1.ResourceName, q *resource.Quantity) {
+func (r *reqList) addScalar(name v1.ResourceName, n num) {
 	if i := r.scalarIndex(name); i >= 0 {
-		r.scalars[i].q.Add(*q)
+		r.scalars[i].n = addNum(r.scalars[i].n, n, 0)
 		return
 	}
-	r.scalars = append(r.scalars, namedQuantity{name: name, q: q.DeepCopy()})
+	r.scalars = append(r.scalars, namedNum{name: name, n: n})
 }
 
-func (r *reqList) maxScalar(name v1.ResourceName, q *resource.Quantity) {
+func (r *reqList) maxScalar(name v1.ResourceName, n num) {
 	if i := r.scalarIndex(name); i >= 0 {
-		if q.Cmp(r.scalars[i].q) > 0 {
-			r.scalars[i].q = q.DeepCopy()
+		if cmpNum(n, r.scalars[i].n, 0) > 0 {
+			r.scalars[i].n = n
 		}
 		return
 	}
-	r.scalars = append(r.scalars, namedQuantity{name: name, q: q.DeepCopy()})
+	r.scalars = append(r.scalars, namedNum{name: name, n: n})
 }
 
 // maxList merges rl into r with per-name max (upstream maxResourceList).
-// The cpu0/memory0 slots are not touched; see applyDefaults.
+// The cpu0/memory0 slots are not touched; see applyDefaults. Direct lookups
+// of cpu and memory are about twice as fast as iterating a small map, so the
+// map is iterated only when it holds other names.
 func (r *reqList) maxList(rl v1.ResourceList) {
+	if len(rl) == 0 {
+		return
+	}
+	found := 0
+	if q, ok := rl[v1.ResourceCPU]; ok {
+		r.maxFixed(slotCPU, loadNum(&q, resource.Milli))
+		found++
+	}
+	if q, ok := rl[v1.ResourceMemory]; ok {
+		r.maxFixed(slotMemory, loadNum(&q, 0))
+		found++
+	}
+	if found == len(rl) {
+		return
+	}
 	for name, q := range rl {
-		if slot := fixedSlot(name); slot >= 0 {
-			r.maxFixed(slot, &q)
-		} else if IsScalarResourceName(name) {
-			r.maxScalar(name, &q)
+		switch slot := fixedSlot(name); {
+		case slot == slotCPU || slot == slotMemory:
+			// done above
+		case slot >= 0:
+			r.maxFixed(slot, loadNum(&q, 0))
+		case IsScalarResourceName(name):
+			r.maxScalar(name, loadNum(&q, 0))
 		}
 	}
 }
+
+var (
+	defaultCPUNum    = num{v: DefaultMilliCPURequest}
+	defaultMemoryNum = num{v: DefaultMemoryRequest}
+)
 
 // applyDefaults fills cpu0/memory0 from cpu/memory, or from the non-zero
 // defaults where the container has no such key (upstream applyNonMissing:
 // an explicit zero stays zero).
 func (r *reqList) applyDefaults() {
 	if r.present(slotCPU) {
-		r.fixed[slotCPU0] = r.fixed[slotCPU] // shared within r; r is never mutated in place
+		r.fixed[slotCPU0] = r.fixed[slotCPU]
 	} else {
-		r.fixed[slotCPU0] = defaultCPUQuantity
+		r.fixed[slotCPU0] = defaultCPUNum
 	}
 	if r.present(slotMemory) {
 		r.fixed[slotMemory0] = r.fixed[slotMemory]
 	} else {
-		r.fixed[slotMemory0] = defaultMemoryQuantity
+		r.fixed[slotMemory0] = defaultMemoryNum
 	}
 	r.has |= 1<<slotCPU0 | 1<<slotMemory0
 }
@@ -169,11 +255,11 @@ func (r *reqList) applyDefaults() {
 func (r *reqList) add(o *reqList) {
 	for slot := range numSlots {
 		if o.present(slot) {
-			r.addFixed(slot, &o.fixed[slot])
+			r.addFixed(slot, o.fixed[slot])
 		}
 	}
 	for i := range o.scalars {
-		r.addScalar(o.scalars[i].name, &o.scalars[i].q)
+		r.addScalar(o.scalars[i].name, o.scalars[i].n)
 	}
 }
 
@@ -181,11 +267,11 @@ func (r *reqList) add(o *reqList) {
 func (r *reqList) max(o *reqList) {
 	for slot := range numSlots {
 		if o.present(slot) {
-			r.maxFixed(slot, &o.fixed[slot])
+			r.maxFixed(slot, o.fixed[slot])
 		}
 	}
 	for i := range o.scalars {
-		r.maxScalar(o.scalars[i].name, &o.scalars[i].q)
+		r.maxScalar(o.scalars[i].name, o.scalars[i].n)
 	}
 }
 
@@ -291,47 +377,51 @@ func podRequests(pod *v1.Pod) (req Resource, non0CPU, non0Mem int64) {
 		for name, q := range pod.Spec.Resources.Requests {
 			switch {
 			case name == v1.ResourceCPU:
-				total.setFixed(slotCPU, &q)
-				total.setFixed(slotCPU0, &q)
+				n := loadNum(&q, resource.Milli)
+				total.setFixed(slotCPU, n)
+				total.setFixed(slotCPU0, n)
 			case name == v1.ResourceMemory:
-				total.setFixed(slotMemory, &q)
-				total.setFixed(slotMemory0, &q)
+				n := loadNum(&q, 0)
+				total.setFixed(slotMemory, n)
+				total.setFixed(slotMemory0, n)
 			case strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix):
-				total.setScalar(name, &q)
+				total.setScalar(name, loadNum(&q, 0))
 			}
 		}
 	}
 	for name, q := range pod.Spec.Overhead {
 		switch slot := fixedSlot(name); {
 		case slot == slotCPU:
-			total.addFixed(slotCPU, &q)
-			total.addFixed(slotCPU0, &q)
+			n := loadNum(&q, resource.Milli)
+			total.addFixed(slotCPU, n)
+			total.addFixed(slotCPU0, n)
 		case slot == slotMemory:
-			total.addFixed(slotMemory, &q)
-			total.addFixed(slotMemory0, &q)
+			n := loadNum(&q, 0)
+			total.addFixed(slotMemory, n)
+			total.addFixed(slotMemory0, n)
 		case slot >= 0:
-			total.addFixed(slot, &q)
+			total.addFixed(slot, loadNum(&q, 0))
 		case IsScalarResourceName(name):
-			total.addScalar(name, &q)
+			total.addScalar(name, loadNum(&q, 0))
 		}
 	}
 
 	if total.present(slotCPU) {
-		req.MilliCPU = ceilMilli(&total.fixed[slotCPU])
+		req.MilliCPU = total.fixed[slotCPU].ceil(resource.Milli)
 	}
 	if total.present(slotMemory) {
-		req.Memory = ceilValue(&total.fixed[slotMemory])
+		req.Memory = total.fixed[slotMemory].ceil(0)
 	}
 	if total.present(slotEphemeral) {
-		req.EphemeralStorage = ceilValue(&total.fixed[slotEphemeral])
+		req.EphemeralStorage = total.fixed[slotEphemeral].ceil(0)
 	}
 	if total.present(slotPods) {
-		req.AllowedPodNumber = ceilValue(&total.fixed[slotPods])
+		req.AllowedPodNumber = total.fixed[slotPods].ceil(0)
 	}
 	if len(total.scalars) > 0 {
 		req.scalars = make([]ScalarQuantity, len(total.scalars))
 		for i := range total.scalars {
-			req.scalars[i] = ScalarQuantity{Name: total.scalars[i].name, Value: ceilValue(&total.scalars[i].q)}
+			req.scalars[i] = ScalarQuantity{Name: total.scalars[i].name, Value: total.scalars[i].n.ceil(0)}
 		}
 		sortScalars(req.scalars)
 	}
@@ -346,10 +436,10 @@ func podRequests(pod *v1.Pod) (req Resource, non0CPU, non0Mem int64) {
 		memSlot = slotMemory
 	}
 	if total.present(cpuSlot) {
-		non0CPU = ceilMilli(&total.fixed[cpuSlot])
+		non0CPU = total.fixed[cpuSlot].ceil(resource.Milli)
 	}
 	if total.present(memSlot) {
-		non0Mem = ceilValue(&total.fixed[memSlot])
+		non0Mem = total.fixed[memSlot].ceil(0)
 	}
 	return req, non0CPU, non0Mem
 }

@@ -13,19 +13,19 @@ import (
 	"k8s.io/apimachinery/pkg/api/validate/content"
 )
 
-// ScalarQuantity is the amount of one scalar resource (extended resources,
-// hugepages-*, *kubernetes.io/*, attachable-volumes-*), in the resource's
-// base unit, rounded up.
+// ScalarQuantity is a plain value, safe to copy and share: the amount of one
+// scalar resource (extended resources, hugepages-*, *kubernetes.io/*,
+// attachable-volumes-*) in the resource's base unit, rounded up.
 type ScalarQuantity struct {
 	Name  v1.ResourceName
 	Value int64
 }
 
-// Resource is an amount of compute resources (upstream framework.Resource).
-// Contract: a plain value, safe to copy and to read from any goroutine. Its
-// scalars are held in an unexported slice that is sorted by name and never
-// mutated after construction, so copies share it safely; accessors that
-// return slices or maps return fresh copies.
+// Resource is a plain value, safe to copy and to read from any goroutine;
+// no method blocks or mutates it. It is an amount of compute resources
+// (upstream framework.Resource). Its scalars are held in an unexported slice
+// that is sorted by name and never mutated after construction, so copies
+// share it safely; accessors that return slices or maps return fresh copies.
 type Resource struct {
 	MilliCPU         int64
 	Memory           int64
