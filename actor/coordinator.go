@@ -144,6 +144,9 @@ type Coordinator struct {
 	failed    atomic.Pointer[FailedError]
 	mailbox   chan *Op          // callers -> coordinator
 	notifyc   chan []AsyncError // coordinator -> notifier goroutine
+	finalc    chan []AsyncError // coordinator -> notifier at shutdown; buffered 1 so shutdown never waits
+	inHandler atomic.Bool       // the notifier is running OnAsyncError
+	notified  chan struct{}     // closed when the notifier exits (nil without a handler)
 	stopc     chan struct{}     // closed once by Stop
 	stopOnce  sync.Once
 	done      chan struct{} // closed when run and the notifier have exited
@@ -181,6 +184,7 @@ func Start(ctx context.Context, o Options) *Coordinator {
 		clock:   o.Clock,
 		mailbox: make(chan *Op, o.MailboxSize),
 		notifyc: make(chan []AsyncError),
+		finalc:  make(chan []AsyncError, 1),
 		stopc:   make(chan struct{}),
 		done:    make(chan struct{}),
 		ctx:     ctx,
@@ -196,12 +200,11 @@ func Start(ctx context.Context, o Options) *Coordinator {
 		a.shards = append(a.shards, shard.Start(fmt.Sprintf("shard %d", i), shard.NewCore(nextGen), hook))
 	}
 	a.published.Store(a.core.Last())
-	var notifierDone chan struct{}
 	if a.opts.OnAsyncError != nil {
-		notifierDone = make(chan struct{})
-		go a.notify(notifierDone)
+		a.notified = make(chan struct{})
+		go a.notify()
 	}
-	go a.run(notifierDone)
+	go a.run()
 	return a
 }
 
@@ -262,18 +265,20 @@ func (a *Coordinator) enqueue(op *Op) error {
 }
 
 // Stop stops every goroutine and waits for them (a handshake). Operations
-// already applied are published first; queued ones get ErrClosed.
+// already applied are published first; queued ones get ErrClosed. Called
+// from OnAsyncError it cannot wait for the goroutine running the handler,
+// which exits as soon as the handler returns.
 func (a *Coordinator) Stop() {
 	a.stopOnce.Do(func() { close(a.stopc) })
 	<-a.done
+	if a.notified != nil && !a.inHandler.Load() {
+		<-a.notified
+	}
 }
 
-func (a *Coordinator) run(notifierDone chan struct{}) {
+func (a *Coordinator) run() {
 	defer func() {
 		a.shutdown()
-		if notifierDone != nil {
-			<-notifierDone
-		}
 		close(a.done)
 	}()
 	var timer Timer
@@ -570,26 +575,31 @@ func (a *Coordinator) shutdown() {
 		s.Stop()
 	}
 	if a.opts.OnAsyncError != nil {
-		if len(a.asyncErrs) > 0 {
-			a.notifyc <- a.asyncErrs
-			a.asyncErrs = nil
-		}
+		a.finalc <- a.asyncErrs // buffered: never waits for a busy handler
+		a.asyncErrs = nil
 		close(a.notifyc)
 	}
 }
 
 // notify delivers async errors to the handler on its own goroutine, so a
 // slow handler never stalls the coordinator.
-func (a *Coordinator) notify(done chan struct{}) {
-	defer close(done)
+func (a *Coordinator) notify() {
+	defer close(a.notified)
 	for errs := range a.notifyc {
-		for _, e := range errs {
-			a.callHandler(e)
-		}
+		a.deliver(errs)
+	}
+	a.deliver(<-a.finalc)
+}
+
+func (a *Coordinator) deliver(errs []AsyncError) {
+	for _, e := range errs {
+		a.callHandler(e)
 	}
 }
 
 func (a *Coordinator) callHandler(e AsyncError) {
+	a.inHandler.Store(true)
+	defer a.inHandler.Store(false)
 	defer func() { _ = recover() }() // a panicking handler must not kill the notifier
 	a.opts.OnAsyncError(e)
 }
