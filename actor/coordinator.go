@@ -290,6 +290,15 @@ func (a *Coordinator) run() {
 	}
 	expiring := false
 	for {
+		// Stop and cancellation take priority over queued work, so that a
+		// cache whose context is already done applies nothing.
+		select {
+		case <-a.stopc:
+			return
+		case <-a.ctx.Done():
+			return
+		default:
+		}
 		var notifyc chan []AsyncError
 		if len(a.asyncErrs) > 0 && a.opts.OnAsyncError != nil {
 			notifyc = a.notifyc
