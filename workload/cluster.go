@@ -57,7 +57,7 @@ func PodName(i int) string { return indexName("pod-", i, 7) }
 // epoch is the creation and heartbeat time base of generated objects.
 var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// ClusterSpec describes a cluster for Build.
+// ClusterSpec is a plain value describing a cluster for Build.
 type ClusterSpec struct {
 	Nodes       int // 5000 standard; 50000 for -50k
 	PodsPerNode int // 30
@@ -70,14 +70,16 @@ func Standard() ClusterSpec { return ClusterSpec{Nodes: 5000, PodsPerNode: 30, S
 // Standard50k returns the -50k cluster: 50,000 nodes, 30 pods each, seed 1.
 func Standard50k() ClusterSpec { return ClusterSpec{Nodes: 50000, PodsPerNode: 30, Seed: 1} }
 
-// ImageSpec is one image of the pool: its names (one or two) and size.
+// ImageSpec is read-only: its Names slice is shared with the nodes that hold
+// the image. It is one image of the pool: its names (one or two) and size.
 type ImageSpec struct {
 	Names     []string
 	SizeBytes int64
 }
 
-// Cluster is a generated cluster. Its objects are read-only and share parts
-// with one another (see the package documentation).
+// Cluster is read-only once built, and then safe for concurrent reads; its
+// objects share parts with one another (see the package documentation). It is
+// a generated cluster.
 type Cluster struct {
 	Spec ClusterSpec
 	// Nodes[i] is named NodeName(i) and lies in zone ZoneOf(i).

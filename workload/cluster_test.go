@@ -4,6 +4,7 @@ import (
 	"flag"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,10 +19,37 @@ var test50k = flag.Bool("workload.50k", false, "also build the 50k-node cluster 
 // standard is the 5k cluster shared by the tests, which only read it.
 var standard = sync.OnceValue(func() *Cluster { return Build(Standard()) })
 
+// deepEqualClusters reports whether a and b are deep-equal as
+// reflect.DeepEqual(a, b) would, comparing the pods on all CPUs. It compares
+// only every stride-th pod.
+func deepEqualClusters(a, b *Cluster, stride int) bool {
+	if a.Spec != b.Spec || len(a.Pods) != len(b.Pods) ||
+		!reflect.DeepEqual(a.Nodes, b.Nodes) || !reflect.DeepEqual(a.Images, b.Images) {
+		return false
+	}
+	workers := runtime.GOMAXPROCS(0)
+	equal := make([]bool, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			equal[w] = true
+			for i := w * stride; i < len(a.Pods) && equal[w]; i += workers * stride {
+				equal[w] = reflect.DeepEqual(a.Pods[i], b.Pods[i])
+			}
+		})
+	}
+	wg.Wait()
+	return !slices.Contains(equal, false)
+}
+
 func TestBuildDeterministic(t *testing.T) {
 	a := standard()
 	b := Build(Standard())
-	require.True(t, reflect.DeepEqual(a, b), "two builds of the same spec differ")
+	stride := 1
+	if testing.Short() {
+		stride = 5 // deep-comparing 150,000 pods takes half a minute under -race
+	}
+	require.True(t, deepEqualClusters(a, b, stride), "two builds of the same spec differ")
 
 	small := ClusterSpec{Nodes: 100, PodsPerNode: 30, Seed: 1}
 	c1 := Build(small)
@@ -95,33 +123,35 @@ func TestNodeShape(t *testing.T) {
 			pool[name] = img.SizeBytes
 		}
 	}
+	gpus := 0
 	for i, n := range c.Nodes {
-		a := n.Status.Allocatable
-		require.Equal(t, int64(NodeCPU), a.Cpu().Value())
-		require.Equal(t, int64(NodeMemoryGi)<<30, a.Memory().Value())
-		require.Equal(t, int64(NodeEphemeralGi)<<30, a.StorageEphemeral().Value())
-		require.Equal(t, int64(NodePods), a.Pods().Value())
-		gpu, ok := a[ResourceGPU]
-		capGPU, capOK := n.Status.Capacity[ResourceGPU]
-		if i%10 == 0 {
-			require.True(t, ok && capOK, "node %d has no GPU", i)
-			require.Equal(t, int64(GPUsPerNode), gpu.Value())
-			require.Equal(t, int64(GPUsPerNode), capGPU.Value())
-		} else {
-			require.False(t, ok || capOK, "node %d has a GPU", i)
+		for _, list := range []v1.ResourceList{n.Status.Allocatable, n.Status.Capacity} {
+			if list.Cpu().Value() != NodeCPU || list.Memory().Value() != NodeMemoryGi<<30 ||
+				list.StorageEphemeral().Value() != NodeEphemeralGi<<30 || list.Pods().Value() != NodePods {
+				t.Fatalf("node %d: resources %v", i, list)
+			}
+			gpu, ok := list[ResourceGPU]
+			if ok != (i%10 == 0) || ok && gpu.Value() != GPUsPerNode {
+				t.Fatalf("node %d: GPUs %v, %v", i, ok, gpu)
+			}
+			gpus += b2i(ok)
 		}
-		require.Len(t, n.Status.Images, ImagesPerNode)
+		if len(n.Status.Images) != ImagesPerNode {
+			t.Fatalf("node %d: %d images", i, len(n.Status.Images))
+		}
 		seen := map[string]bool{}
 		for _, img := range n.Status.Images {
-			require.NotEmpty(t, img.Names)
-			require.False(t, seen[img.Names[0]], "node %d holds %s twice", i, img.Names[0])
+			if len(img.Names) == 0 || seen[img.Names[0]] || pool[img.Names[0]] != img.SizeBytes {
+				t.Fatalf("node %d: bad or repeated image %v", i, img)
+			}
 			seen[img.Names[0]] = true
-			require.Equal(t, pool[img.Names[0]], img.SizeBytes)
 		}
-		require.Len(t, n.Status.Conditions, 1)
-		require.Equal(t, v1.NodeReady, n.Status.Conditions[0].Type)
-		require.Equal(t, v1.ConditionTrue, n.Status.Conditions[0].Status)
+		cond := n.Status.Conditions
+		if len(cond) != 1 || cond[0].Type != v1.NodeReady || cond[0].Status != v1.ConditionTrue {
+			t.Fatalf("node %d: conditions %v", i, cond)
+		}
 	}
+	require.Equal(t, 2*500, gpus)
 }
 
 func TestImagePool(t *testing.T) {
@@ -226,20 +256,24 @@ func TestPodDistributions(t *testing.T) {
 	claims := map[string]int{}
 	namespaces := map[string]bool{}
 	for n, p := range c.Pods {
-		require.Equal(t, PodName(n), p.Name)
-		require.Equal(t, c.Nodes[n/30].Name, p.Spec.NodeName)
+		if p.Name != PodName(n) || p.Spec.NodeName != c.Nodes[n/30].Name || p.Status.Phase != v1.PodRunning {
+			t.Fatalf("pod %d: %s on %q, %s", n, p.Name, p.Spec.NodeName, p.Status.Phase)
+		}
 		uids[string(p.UID)] = struct{}{}
 		namespaces[p.Namespace] = true
 		nc := len(p.Spec.Containers)
-		require.True(t, nc >= 1 && nc <= 3)
+		if nc < 1 || nc > 3 {
+			t.Fatalf("pod %d: %d containers", n, nc)
+		}
 		containers[nc]++
 		for _, ct := range p.Spec.Containers {
 			if len(ct.Resources.Requests) == 0 {
 				continue
 			}
 			cpu, mem := ct.Resources.Requests.Cpu().MilliValue(), ct.Resources.Requests.Memory().Value()
-			require.True(t, cpu >= 50 && cpu <= 2000, "cpu %dm", cpu)
-			require.True(t, mem >= 64<<20 && mem <= 4<<30, "memory %d", mem)
+			if cpu < 50 || cpu > 2000 || mem < 64<<20 || mem > 4<<30 {
+				t.Fatalf("pod %d: requests %dm CPU, %d memory", n, cpu, mem)
+			}
 		}
 		s := shapeOf(p)
 		counts.init += b2i(s.init)
@@ -258,7 +292,9 @@ func TestPodDistributions(t *testing.T) {
 		if s.hostPort {
 			for _, ct := range p.Spec.Containers {
 				for _, port := range ct.Ports {
-					require.True(t, port.HostPort >= HostPortMin && port.HostPort <= HostPortMax)
+					if port.HostPort < HostPortMin || port.HostPort > HostPortMax {
+						t.Fatalf("pod %d: host port %d", n, port.HostPort)
+					}
 				}
 			}
 		}
@@ -303,8 +339,9 @@ func TestPodsFitNodes(t *testing.T) {
 			cpu += pc
 			mem += pm
 		}
-		require.LessOrEqual(t, cpu, n.Status.Allocatable.Cpu().MilliValue(), "node %d", i)
-		require.LessOrEqual(t, mem, n.Status.Allocatable.Memory().Value(), "node %d", i)
+		if cpu > n.Status.Allocatable.Cpu().MilliValue() || mem > n.Status.Allocatable.Memory().Value() {
+			t.Fatalf("node %d: pods request %dm CPU, %d memory", i, cpu, mem)
+		}
 		sumCPU += cpu
 		sumMem += mem
 		maxCPU = max(maxCPU, cpu)

@@ -11,6 +11,6 @@
 // needs to change an object must DeepCopy it first.
 //
 // Randomness comes from math/rand/v2 with a PCG source; [NewRand] builds one
-// from an int64 seed. The same seed gives the same output on every platform and
-// Go version, and Build gives the same cluster whatever GOMAXPROCS is.
+// from an int64 seed. The same seed gives the same output on every platform,
+// and Build gives the same cluster whatever GOMAXPROCS is.
 package workload

@@ -10,7 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// PodEventKind is the kind of an Event.
+// PodEventKind is the kind of an Event, a plain value; the zero value is
+// AddPod.
 type PodEventKind int
 
 // Event kinds.
@@ -37,7 +38,9 @@ func (k PodEventKind) String() string {
 // IsPod reports whether k is AddPod, UpdatePod or RemovePod.
 func (k PodEventKind) IsPod() bool { return k >= AddPod && k <= RemovePod }
 
-// Event is one operation for a cache, as an informer delivers it.
+// Event is one informer notification for a cache. Its objects are read-only:
+// the stream keeps them as its live state and later events refer to them.
+// The fields set, by kind:
 //
 //	AddPod:     Pod
 //	UpdatePod:  OldPod (the live version), Pod (the new one: same UID and node)
@@ -53,7 +56,20 @@ type Event struct {
 	OldNode *v1.Node
 }
 
-// ChurnMix sets the proportions of an informer churn stream.
+// Stream is an operation stream; its implementations are not safe for
+// concurrent use. Next returns the next event; Generate(n) returns the next n
+// events, as n calls of Next would.
+type Stream interface {
+	Next() Event
+	Generate(n int) []Event
+}
+
+var (
+	_ Stream = (*InformerChurn)(nil)
+	_ Stream = (*NodeChurn)(nil)
+)
+
+// ChurnMix is a plain value: the proportions of an informer churn stream.
 type ChurnMix struct {
 	Add, Update, Remove int // relative weights of the pod event kinds
 	// NodeUpdateEvery is the number of pod events after which one node status
@@ -111,9 +127,10 @@ func newChurn(c *Cluster, seed int64, stream uint64, mix ChurnMix) churn {
 	}
 }
 
-func (s *churn) nextRV() string {
+// nextRV returns the next resource version.
+func (s *churn) nextRV() uint64 {
 	s.rv++
-	return strconv.FormatUint(s.rv, 10)
+	return s.rv
 }
 
 // next returns the next pod event or W2 node status update.
@@ -129,13 +146,13 @@ func (s *churn) next() Event {
 		node := s.nodes[s.r.IntN(len(s.nodes))]
 		p := NewPod(s.r, PodName(s.nextPod), node.Name)
 		s.nextPod++
-		p.ResourceVersion = s.nextRV()
+		p.ResourceVersion = strconv.FormatUint(s.nextRV(), 10)
 		s.pods = append(s.pods, p)
 		return Event{Kind: AddPod, Pod: p}
 	case x < s.mix.Add+s.mix.Update:
 		i := s.r.IntN(len(s.pods))
 		old := s.pods[i]
-		p := updatedPod(old, s.rv+1, s.nextRV())
+		p := updatedPod(old, s.nextRV())
 		s.pods[i] = p
 		return Event{Kind: UpdatePod, Pod: p, OldPod: old}
 	default:
@@ -156,7 +173,7 @@ func (s *churn) nodeStatusUpdate() Event {
 	old := s.nodes[i]
 	n := new(v1.Node)
 	*n = *old
-	n.ResourceVersion = s.nextRV()
+	n.ResourceVersion = strconv.FormatUint(s.nextRV(), 10)
 	s.heartbeats++
 	n.Status.Conditions = readyConditions(10 * s.heartbeats)
 	s.nodes[i] = n
@@ -171,8 +188,8 @@ func generate(n int, next func() Event) []Event {
 	return out
 }
 
-// InformerChurn generates workload W2 against a cluster: pod Add/Update/Remove
-// events and node status updates. It is not safe for concurrent use.
+// InformerChurn is not safe for concurrent use. It generates workload W2
+// against a cluster: pod Add/Update/Remove events and node status updates.
 //
 // It tracks the live pods and nodes itself, starting from the cluster, which
 // it does not modify; so applied in order to a cache that holds the cluster,
@@ -207,7 +224,7 @@ func (s *InformerChurn) Generate(n int) []Event { return generate(n, s.Next) }
 // NumPods returns the number of live pods after the events so far.
 func (s *InformerChurn) NumPods() int { return len(s.s.pods) }
 
-// NodeChurnMix sets the proportions of a node churn stream.
+// NodeChurnMix is a plain value: the proportions of a node churn stream.
 type NodeChurnMix struct {
 	Pods ChurnMix // the informer churn it interleaves with
 	// NodeOpEvery is the number of pod events after which one node add or
@@ -223,9 +240,9 @@ type NodeChurnMix struct {
 // pod events and one zone move per 1,000 pod events.
 func W4Mix() NodeChurnMix { return NodeChurnMix{Pods: W2Mix(), NodeOpEvery: 1000, ZoneMoveEvery: 1000} }
 
-// NodeChurn generates workload W4: the events of an InformerChurn interleaved
-// with node adds, node removes and zone moves. It is not safe for concurrent
-// use.
+// NodeChurn is not safe for concurrent use. It generates workload W4: the
+// events of an InformerChurn interleaved with node adds, node removes and
+// zone moves.
 //
 // Like InformerChurn its events are always valid in order: a removed node
 // is a live one (its pods stay, as upstream allows, and later events may
@@ -304,7 +321,7 @@ func (s *NodeChurn) addOrRemoveNode() Event {
 	}
 	n := NewNode(c.r, s.nextNode, c.images)
 	s.nextNode++
-	n.ResourceVersion = c.nextRV()
+	n.ResourceVersion = strconv.FormatUint(c.nextRV(), 10)
 	c.nodes = append(c.nodes, n)
 	return Event{Kind: AddNode, Node: n}
 }
@@ -326,7 +343,7 @@ func (s *NodeChurn) zoneMove() Event {
 	}
 	n := new(v1.Node)
 	*n = *old
-	n.ResourceVersion = c.nextRV()
+	n.ResourceVersion = strconv.FormatUint(c.nextRV(), 10)
 	n.Labels = maps.Clone(old.Labels)
 	n.Labels[v1.LabelTopologyZone] = others[c.r.IntN(k)]
 	c.nodes[i] = n

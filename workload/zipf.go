@@ -6,9 +6,10 @@ import (
 	"math/rand/v2"
 )
 
-// Zipf draws integers in [0, n) with P(k) proportional to 1/(k+1)^s, so 0 is
-// the most frequent (the hottest key). Any s >= 0 is allowed (0 is uniform;
-// upstream math/rand.Zipf needs s > 1). It is not safe for concurrent use.
+// Zipf is not safe for concurrent use (nor is its *rand.Rand). It draws
+// integers in [0, n) with P(k) proportional to 1/(k+1)^s, so 0 is the most
+// frequent (the hottest key). Any s >= 0 is allowed: 0 is uniform, and unlike
+// math/rand/v2.Zipf, s <= 1 (as otter's benchmarks use) works.
 type Zipf struct {
 	r   *rand.Rand
 	cdf []float64 // cdf[k] = P(X <= k); cdf[n-1] = 1
