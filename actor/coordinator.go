@@ -145,11 +145,12 @@ type Coordinator struct {
 	mailbox   chan *Op          // callers -> coordinator
 	notifyc   chan []AsyncError // coordinator -> notifier goroutine
 	finalc    chan []AsyncError // coordinator -> notifier at shutdown; buffered 1 so shutdown never waits
-	inHandler atomic.Bool       // the notifier is running OnAsyncError
-	notified  chan struct{}     // closed when the notifier exits (nil without a handler)
+	notifier  atomic.Int64      // goroutine id of the notifier (0 before it starts)
+	backlog   atomic.Int64      // async errors not yet delivered to OnAsyncError
+	runDone   chan struct{}     // closed when run (coordinator and shards) has exited
 	stopc     chan struct{}     // closed once by Stop
 	stopOnce  sync.Once
-	done      chan struct{} // closed when run and the notifier have exited
+	done      chan struct{} // closed when every goroutine (run, shards, notifier) has exited
 	ctx       context.Context
 	ops       sync.Pool // *Op with their reply channels
 	// closing is set when shutdown starts; submitters counts callers
@@ -187,6 +188,7 @@ func Start(ctx context.Context, o Options) *Coordinator {
 		finalc:  make(chan []AsyncError, 1),
 		stopc:   make(chan struct{}),
 		done:    make(chan struct{}),
+		runDone: make(chan struct{}),
 		ctx:     ctx,
 	}
 	a.ops.New = func() any { return &Op{reply: make(chan Result, 1)} }
@@ -201,7 +203,6 @@ func Start(ctx context.Context, o Options) *Coordinator {
 	}
 	a.published.Store(a.core.Last())
 	if a.opts.OnAsyncError != nil {
-		a.notified = make(chan struct{})
 		go a.notify()
 	}
 	go a.run()
@@ -232,8 +233,8 @@ func (a *Coordinator) Do(op *Op) Result {
 	select {
 	case r := <-op.reply:
 		return r
-	case <-a.done:
-		// run replies before it closes done: prefer a reply that is there.
+	case <-a.runDone:
+		// run replies before it closes runDone: prefer a reply that is there.
 		select {
 		case r := <-op.reply:
 			return r
@@ -251,8 +252,24 @@ func (a *Coordinator) Submit(op *Op) error {
 		return err
 	}
 	op.async = true
+	// Backpressure for failures: while the error handler is more than
+	// maxBacklog errors behind, producers wait (the coordinator never does,
+	// so a handler that calls the cache cannot deadlock it). The handler's
+	// own submissions are exempt.
+	if a.backlog.Load() > maxBacklog && a.notifier.Load() != goid() {
+		for a.backlog.Load() > maxBacklog {
+			select {
+			case <-a.runDone:
+				return ErrClosed
+			case <-time.After(50 * time.Microsecond):
+			}
+		}
+	}
 	return a.enqueue(op)
 }
+
+// maxBacklog bounds the async errors waiting for OnAsyncError.
+const maxBacklog = 1024
 
 func (a *Coordinator) enqueue(op *Op) error {
 	a.submitters.Add(1)
@@ -270,16 +287,20 @@ func (a *Coordinator) enqueue(op *Op) error {
 // which exits as soon as the handler returns.
 func (a *Coordinator) Stop() {
 	a.stopOnce.Do(func() { close(a.stopc) })
-	<-a.done
-	if a.notified != nil && !a.inHandler.Load() {
-		<-a.notified
+	if id := a.notifier.Load(); id != 0 && id == goid() {
+		<-a.runDone // called by the handler: the notifier exits after it returns
+		return
 	}
+	<-a.done
 }
 
 func (a *Coordinator) run() {
 	defer func() {
 		a.shutdown()
-		close(a.done)
+		close(a.runDone)
+		if a.opts.OnAsyncError == nil {
+			close(a.done) // else the notifier closes it when it exits
+		}
 	}()
 	var timer Timer
 	var timerC <-chan time.Time
@@ -373,15 +394,19 @@ func (a *Coordinator) handle(op *Op) {
 		a.finish(op, Result{Err: a.failedErr})
 		return
 	}
-	if op.async {
-		if err != nil {
-			a.asyncErrs = append(a.asyncErrs, AsyncError{Kind: op.Kind, Pod: asyncPod(op), OldPod: asyncOldPod(op), Node: op.Node, OldNode: op.OldNode, Err: err})
-		}
-		a.PutOp(op)
+	if op.async && err != nil {
+		a.finish(op, Result{Err: err})
 		return
 	}
+	// Successful async ops wait with the synchronous ones for the epoch's
+	// publication: if it fails they are reported, never silently dropped.
 	op.res = Result{Err: err}
 	a.waiters = append(a.waiters, op)
+	if !op.async && (op.Kind == OpAddNode || op.Kind == OpUpdateNode) {
+		// The returned NodeInfo must be this operation's result, not that
+		// of a later operation on the same node in the same batch.
+		a.flush()
+	}
 }
 
 func asyncPod(op *Op) *v1.Pod {
@@ -506,7 +531,7 @@ func (a *Coordinator) flush() {
 		res := op.res
 		if a.failedErr != nil {
 			res = Result{Err: a.failedErr}
-		} else if res.Err == nil && (op.Kind == OpAddNode || op.Kind == OpUpdateNode) {
+		} else if res.Err == nil && !op.async && (op.Kind == OpAddNode || op.Kind == OpUpdateNode) {
 			if snap == nil {
 				snap = a.published.Load()
 			}
@@ -527,10 +552,13 @@ func (a *Coordinator) buildMeta() {
 	a.core.BuildMeta()
 }
 
+// finish answers op: a synchronous caller gets r; an async op's failure
+// goes to the error handler.
 func (a *Coordinator) finish(op *Op, r Result) {
 	if op.async {
-		if r.Err != nil {
+		if r.Err != nil && a.opts.OnAsyncError != nil {
 			a.asyncErrs = append(a.asyncErrs, AsyncError{Kind: op.Kind, Pod: asyncPod(op), OldPod: asyncOldPod(op), Node: op.Node, OldNode: op.OldNode, Err: r.Err})
+			a.backlog.Add(1)
 		}
 		a.PutOp(op)
 		return
@@ -593,7 +621,8 @@ func (a *Coordinator) shutdown() {
 // notify delivers async errors to the handler on its own goroutine, so a
 // slow handler never stalls the coordinator.
 func (a *Coordinator) notify() {
-	defer close(a.notified)
+	defer close(a.done)
+	a.notifier.Store(goid())
 	for errs := range a.notifyc {
 		a.deliver(errs)
 	}
@@ -607,8 +636,7 @@ func (a *Coordinator) deliver(errs []AsyncError) {
 }
 
 func (a *Coordinator) callHandler(e AsyncError) {
-	a.inHandler.Store(true)
-	defer a.inHandler.Store(false)
+	defer a.backlog.Add(-1)
 	defer func() { _ = recover() }() // a panicking handler must not kill the notifier
 	a.opts.OnAsyncError(e)
 }

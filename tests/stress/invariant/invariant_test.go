@@ -1,0 +1,122 @@
+package invariant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/workload"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The checker accepts what a healthy cache publishes, and its fingerprint
+// and rendering are stable and sensitive.
+func TestCheckerAcceptsCacheSnapshots(t *testing.T) {
+	cl := workload.Build(workload.ClusterSpec{Nodes: 30, PodsPerNode: 5, Seed: 3})
+	c, err := schedcache.New(context.Background(), schedcache.WithShards(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, n := range cl.Nodes {
+		if _, err := c.AddNode(klog.Background(), n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, p := range cl.Pods {
+		if i%3 == 0 {
+			err = c.AssumePod(klog.Background(), p)
+		} else {
+			err = c.AddPod(klog.Background(), p)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A pod on an unknown node makes a nodeless entry.
+	ghost := cl.Pods[0].DeepCopy()
+	ghost.UID, ghost.Spec.NodeName = "ghost-pod", "no-such-node"
+	if err := c.AddPod(klog.Background(), ghost); err != nil {
+		t.Fatal(err)
+	}
+	s := c.Snapshot()
+	st, err := CheckSnapshot(s, Options{RecomputeRequests: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Nodes != 30 || st.Pods != 151 || st.PodsOnListedNodes != 150 || st.AssumedPods != 50 {
+		t.Fatalf("stats %+v", st)
+	}
+	d, err := c.Dump()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := CheckDump(d, true); err != nil || n != 151 {
+		t.Fatalf("CheckDump = %d, %v", n, err)
+	}
+	fp, r := Fingerprint(s), RenderSnapshot(s)
+	if fp != Fingerprint(s) || r != RenderSnapshot(s) {
+		t.Fatal("fingerprint or rendering not stable")
+	}
+	if RenderDump(d) != RenderDump(d) {
+		t.Fatal("dump rendering not stable")
+	}
+	if err := c.RemovePod(klog.Background(), cl.Pods[1]); err != nil {
+		t.Fatal(err)
+	}
+	s2 := c.Snapshot()
+	if Fingerprint(s2) == fp || RenderSnapshot(s2) == r {
+		t.Fatal("fingerprint or rendering blind to a removed pod")
+	}
+	if Diff(r, RenderSnapshot(s2)) == "" || Diff(r, r) != "" {
+		t.Fatal("Diff")
+	}
+}
+
+// The checker rejects a snapshot that breaks the cache's invariants:
+// NewSnapshot lists nodeless entries (upstream's standalone semantics),
+// which a cache never publishes.
+func TestCheckerRejectsNodelessListEntries(t *testing.T) {
+	cl := workload.Build(workload.ClusterSpec{Nodes: 3, PodsPerNode: 2, Seed: 1})
+	stray := cl.Pods[0].DeepCopy()
+	stray.UID, stray.Spec.NodeName = "stray", "unknown"
+	s := schedcache.NewSnapshot(append([]*v1.Pod{stray}, cl.Pods...), cl.Nodes)
+	_, err := CheckSnapshot(s, Options{})
+	if err == nil || !strings.Contains(err.Error(), "list entry") {
+		t.Fatalf("CheckSnapshot accepted a nodeless list entry: %v", err)
+	}
+	ok := schedcache.NewSnapshot(cl.Pods, cl.Nodes)
+	if _, err := CheckSnapshot(ok, Options{RecomputeRequests: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestExpect(t *testing.T) {
+	wrapped := fmt.Errorf("ctx: %w", schedcache.ErrPodNotFound)
+	for _, tc := range []struct {
+		err, want error
+		ok        bool
+	}{
+		{nil, nil, true},
+		{wrapped, schedcache.ErrPodNotFound, true},
+		{wrapped, nil, false},
+		{nil, schedcache.ErrPodNotFound, false},
+		{wrapped, schedcache.ErrClosed, false},
+		{errors.New("untyped"), nil, false},
+	} {
+		if got := Expect("op", tc.err, tc.want) == nil; got != tc.ok {
+			t.Errorf("Expect(%v, %v) ok=%v, want %v", tc.err, tc.want, got, tc.ok)
+		}
+	}
+	if Typed(errors.New("x")) || !Typed(wrapped) {
+		t.Error("Typed")
+	}
+}
