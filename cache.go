@@ -12,6 +12,7 @@ package schedcache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"time"
 
@@ -67,6 +68,7 @@ var (
 	ErrInconsistentList  = snapshot.ErrInconsistentList
 	ErrSnapshotPublished = snapshot.ErrPublished
 	ErrNilSnapshot       = errors.New("schedcache: nil snapshot")
+	ErrInvalidArgument   = errors.New("schedcache: invalid argument")
 )
 
 // NewEmptySnapshot returns an empty snapshot owned by the caller, to be
@@ -146,14 +148,14 @@ type Cache struct {
 // New starts a cache. It stops when ctx is done or Close is called.
 func New(ctx context.Context, opts ...Option) (*Cache, error) {
 	if ctx == nil {
-		return nil, errors.New("schedcache: nil context")
+		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
 	}
 	o := actor.Options{Shards: max(1, runtime.GOMAXPROCS(0)/2), Period: time.Second}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if o.TTL < 0 || o.Period < 0 || o.Shards < 0 || o.MailboxSize < 0 || o.MaxBatch < 0 || o.ExpiryChunk < 0 {
-		return nil, errors.New("schedcache: negative option")
+		return nil, fmt.Errorf("%w: negative option", ErrInvalidArgument)
 	}
 	if o.Clock == nil {
 		o.Clock = RealClock{}

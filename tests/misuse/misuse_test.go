@@ -795,8 +795,8 @@ func TestMisuseCancelAfterNew(t *testing.T) {
 // with an error (no cache, no goroutine, no panic).
 func TestMisuseNewArguments(t *testing.T) {
 	var nilCtx context.Context // a nil context is the point
-	if c, err := schedcache.New(nilCtx); err == nil || c != nil {
-		t.Errorf("New(nil) = %v, %v", c, err)
+	if c, err := schedcache.New(nilCtx); !errors.Is(err, schedcache.ErrInvalidArgument) || c != nil {
+		t.Errorf("New(nil) = %v, %v; want ErrInvalidArgument", c, err)
 	}
 	for name, opt := range map[string]schedcache.Option{
 		"WithTTL(-1)":         schedcache.WithTTL(-1),
@@ -814,10 +814,8 @@ func TestMisuseNewArguments(t *testing.T) {
 			}
 			continue
 		}
-		if !invariant.Typed(err) {
-			// Not a failure: New has no sentinel for bad arguments. Noted
-			// because the package doc says every error matches a sentinel.
-			t.Logf("New(%s) error %q matches no exported sentinel", name, err)
+		if !errors.Is(err, schedcache.ErrInvalidArgument) {
+			t.Errorf("New(%s) error %q does not wrap ErrInvalidArgument", name, err)
 		}
 	}
 }

@@ -33,7 +33,7 @@ var Sentinels = []error{
 	schedcache.ErrPodNotFound, schedcache.ErrPodAssumed, schedcache.ErrPodNotAssumed, schedcache.ErrPodNodeMismatch,
 	schedcache.ErrCorrupted, schedcache.ErrUIDMismatch, schedcache.ErrNodeNotFound, schedcache.ErrNodeNameMismatch,
 	schedcache.ErrNodeNotInZone, schedcache.ErrNodeInfoNotFound, schedcache.ErrInconsistentList,
-	schedcache.ErrSnapshotPublished, schedcache.ErrNilSnapshot,
+	schedcache.ErrSnapshotPublished, schedcache.ErrNilSnapshot, schedcache.ErrInvalidArgument,
 }
 
 var sentinelNames = []string{
@@ -42,7 +42,7 @@ var sentinelNames = []string{
 	"ErrPodNotFound", "ErrPodAssumed", "ErrPodNotAssumed", "ErrPodNodeMismatch",
 	"ErrCorrupted", "ErrUIDMismatch", "ErrNodeNotFound", "ErrNodeNameMismatch",
 	"ErrNodeNotInZone", "ErrNodeInfoNotFound", "ErrInconsistentList",
-	"ErrSnapshotPublished", "ErrNilSnapshot",
+	"ErrSnapshotPublished", "ErrNilSnapshot", "ErrInvalidArgument",
 }
 
 // SentinelName returns the name of the first exported sentinel err
