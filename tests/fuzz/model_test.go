@@ -1,0 +1,311 @@
+package fuzz
+
+import (
+	"errors"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/schedcache/schedcache"
+)
+
+// sentinels are the exported errors; every error the cache returns must
+// match one of them with errors.Is.
+var sentinels = []error{
+	schedcache.ErrNilPod, schedcache.ErrNilNode, schedcache.ErrEmptyUID, schedcache.ErrEmptyNodeName,
+	schedcache.ErrClosed, schedcache.ErrFailed, schedcache.ErrPodAlreadyCached, schedcache.ErrPodAlreadyAdded,
+	schedcache.ErrPodNotFound, schedcache.ErrPodAssumed, schedcache.ErrPodNotAssumed, schedcache.ErrPodNodeMismatch,
+	schedcache.ErrCorrupted, schedcache.ErrUIDMismatch, schedcache.ErrNodeNotFound, schedcache.ErrNodeNameMismatch,
+	schedcache.ErrNodeNotInZone, schedcache.ErrNodeInfoNotFound, schedcache.ErrInconsistentList,
+	schedcache.ErrSnapshotPublished, schedcache.ErrNilSnapshot, schedcache.ErrInvalidArgument,
+}
+
+// errClass returns the first sentinel err matches, nil for nil, and err
+// itself when it matches none (never equal to a model error).
+func errClass(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, s := range sentinels {
+		if errors.Is(err, s) {
+			return s
+		}
+	}
+	return err
+}
+
+// zoneKey is upstream's GetZoneKey (semantics section 6), written out here
+// rather than borrowed from the nodetree package under test.
+func zoneKey(n *v1.Node) string {
+	if n == nil || n.Labels == nil {
+		return ""
+	}
+	zone, ok := n.Labels["failure-domain.beta.kubernetes.io/zone"]
+	if !ok {
+		zone = n.Labels["topology.kubernetes.io/zone"]
+	}
+	region, ok := n.Labels["failure-domain.beta.kubernetes.io/region"]
+	if !ok {
+		region = n.Labels["topology.kubernetes.io/region"]
+	}
+	if region == "" && zone == "" {
+		return ""
+	}
+	return region + ":\x00:" + zone
+}
+
+// model is a compact sequential statement of the upstream cache semantics
+// (sections 1, 3 and 6) with schedcache's documented deviations (typed
+// errors instead of process exits, UpdatePod/UpdateNode argument checks),
+// restricted to what FuzzOperations compares: pod states, node entries and
+// their pod counts and requests, and the zone-tree order. ttl is 0.
+type model struct {
+	pods    map[string]*mPod
+	entries map[string]*mEntry
+	zones   map[string][]string // zone key -> names in insertion order
+	order   []string            // zone keys in creation order
+}
+
+// req is a pod's contribution to its node, from the fuzz pod table:
+// Requested cpu (millicores) and memory, NonZeroRequested cpu and memory.
+type req struct{ cpu, mem, nzCPU, nzMem int64 }
+
+func (r *req) add(o req, sign int64) {
+	r.cpu += sign * o.cpu
+	r.mem += sign * o.mem
+	r.nzCPU += sign * o.nzCPU
+	r.nzMem += sign * o.nzMem
+}
+
+type mPod struct {
+	pod     *v1.Pod
+	assumed bool
+	req     req
+}
+
+type mEntry struct {
+	node *v1.Node
+	pods int
+	req  req // sum over the entry's pods
+}
+
+func newModel() *model {
+	return &model{pods: map[string]*mPod{}, entries: map[string]*mEntry{}, zones: map[string][]string{}}
+}
+
+func (m *model) entry(name string) *mEntry {
+	e := m.entries[name]
+	if e == nil {
+		e = &mEntry{}
+		m.entries[name] = e
+	}
+	return e
+}
+
+func (m *model) agg(p *v1.Pod, assumed bool, r req) {
+	e := m.entry(p.Spec.NodeName)
+	e.pods++
+	e.req.add(r, 1)
+	m.pods[string(p.UID)] = &mPod{pod: p, assumed: assumed, req: r}
+}
+
+func (m *model) sub(uid string) {
+	p := m.pods[uid]
+	name := p.pod.Spec.NodeName
+	e := m.entries[name]
+	e.pods--
+	e.req.add(p.req, -1)
+	delete(m.pods, uid)
+	if e.pods == 0 && e.node == nil {
+		delete(m.entries, name)
+	}
+}
+
+// ---- pods (section 1.3) ----
+
+func (m *model) assume(p *v1.Pod, r req) error {
+	switch {
+	case p.Spec.NodeName == "":
+		return schedcache.ErrEmptyNodeName
+	case m.pods[string(p.UID)] != nil:
+		return schedcache.ErrPodAlreadyCached
+	}
+	m.agg(p, true, r)
+	return nil
+}
+
+func (m *model) forget(p *v1.Pod) error {
+	s := m.pods[string(p.UID)]
+	switch {
+	case s == nil:
+		return nil
+	case s.pod.Spec.NodeName != p.Spec.NodeName:
+		return schedcache.ErrPodNodeMismatch
+	case !s.assumed:
+		return schedcache.ErrPodNotAssumed
+	}
+	m.sub(string(p.UID))
+	return nil
+}
+
+func (m *model) add(p *v1.Pod, r req) error {
+	s := m.pods[string(p.UID)]
+	switch {
+	case s == nil:
+	case s.assumed:
+		m.sub(string(p.UID))
+	default:
+		return schedcache.ErrPodAlreadyAdded
+	}
+	m.agg(p, false, r)
+	return nil
+}
+
+func (m *model) update(old, p *v1.Pod, r req) error {
+	s := m.pods[string(old.UID)]
+	switch {
+	case s == nil:
+		return schedcache.ErrPodNotFound
+	case s.assumed:
+		return schedcache.ErrPodAssumed
+	case p.Spec.NodeName != s.pod.Spec.NodeName:
+		return schedcache.ErrCorrupted
+	case old.Spec.NodeName != s.pod.Spec.NodeName:
+		return schedcache.ErrPodNodeMismatch
+	case p.UID != old.UID:
+		return schedcache.ErrUIDMismatch
+	}
+	m.sub(string(old.UID))
+	m.agg(p, false, r)
+	return nil
+}
+
+func (m *model) remove(p *v1.Pod) error {
+	s := m.pods[string(p.UID)]
+	switch {
+	case s == nil:
+		return schedcache.ErrPodNotFound
+	case p.Spec.NodeName != "" && p.Spec.NodeName != s.pod.Spec.NodeName:
+		return schedcache.ErrCorrupted
+	}
+	m.sub(string(p.UID))
+	return nil
+}
+
+// ---- zone tree (section 6) ----
+
+func (m *model) treeAdd(n *v1.Node) {
+	z := zoneKey(n)
+	names, ok := m.zones[z]
+	for _, name := range names {
+		if name == n.Name {
+			return
+		}
+	}
+	if !ok {
+		m.order = append(m.order, z)
+	}
+	m.zones[z] = append(names, n.Name)
+}
+
+func (m *model) treeRemove(n *v1.Node) bool {
+	z := zoneKey(n)
+	names := m.zones[z]
+	for i, name := range names {
+		if name != n.Name {
+			continue
+		}
+		names = append(names[:i:i], names[i+1:]...)
+		if len(names) > 0 {
+			m.zones[z] = names
+			return true
+		}
+		delete(m.zones, z)
+		for j, k := range m.order {
+			if k == z {
+				m.order = append(m.order[:j:j], m.order[j+1:]...)
+				break
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// treeList is the round-robin interleaving of the zones.
+func (m *model) treeList() []string {
+	var out []string
+	for i := 0; ; i++ {
+		more := false
+		for _, z := range m.order {
+			if i < len(m.zones[z]) {
+				out = append(out, m.zones[z][i])
+				more = true
+			}
+		}
+		if !more {
+			return out
+		}
+	}
+}
+
+func (m *model) treeCount() int {
+	n := 0
+	for _, names := range m.zones {
+		n += len(names)
+	}
+	return n
+}
+
+// ---- nodes (section 3) ----
+
+func (m *model) addNode(n *v1.Node) {
+	m.entry(n.Name)
+	m.treeAdd(n)
+	m.entries[n.Name].node = n
+}
+
+func (m *model) updateNode(old, n *v1.Node) error {
+	switch {
+	case old == nil || n == nil:
+		return schedcache.ErrNilNode
+	case old.Name != n.Name:
+		return schedcache.ErrNodeNameMismatch
+	}
+	if m.entries[n.Name] == nil {
+		m.entry(n.Name)
+		m.treeAdd(n)
+	}
+	if zoneKey(old) != zoneKey(n) {
+		m.treeRemove(old)
+		m.treeAdd(n)
+	}
+	m.entries[n.Name].node = n
+	return nil
+}
+
+func (m *model) removeNode(n *v1.Node) error {
+	e := m.entries[n.Name]
+	if e == nil {
+		return schedcache.ErrNodeNotFound
+	}
+	e.node = nil
+	if e.pods == 0 {
+		delete(m.entries, n.Name)
+	}
+	if !m.treeRemove(n) {
+		return schedcache.ErrNodeNotInZone
+	}
+	return nil
+}
+
+// list is the snapshot node list: the tree order, skipping names whose
+// entry has no node object.
+func (m *model) list() []string {
+	var out []string
+	for _, name := range m.treeList() {
+		if e := m.entries[name]; e != nil && e.node != nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
