@@ -1,0 +1,121 @@
+package snapshot
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedcache/schedcache/framework"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func frozen(t *testing.T, name string, pods ...string) *framework.NodeInfo {
+	var g int64
+	s := framework.NewNodeState(func() int64 { g++; return g })
+	s.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	for _, uid := range pods {
+		pi, err := framework.NewPodInfo(&v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}})
+		require.NoError(t, err)
+		s.AddPod(pi)
+	}
+	return s.Freeze()
+}
+
+// Commit produces a new snapshot; the previous one keeps what it had.
+func TestBuilderCommitLeavesOldSnapshots(t *testing.T) {
+	b := NewBuilder()
+	b.SetNode(0, frozen(t, "a"))
+	b.SetIndex("a", 0)
+	b.SetNode(1, frozen(t, "b", "p1"))
+	b.SetIndex("b", 1)
+	b.SetPod("p1", PodEntry{Assumed: true})
+	b.SetPVC("ns/c", true)
+	b.SetLists([]int32{1, 0}, nil, nil, nil)
+	s1 := b.Commit(7, 2)
+	require.Equal(t, uint64(7), s1.Epoch())
+	require.Equal(t, 2, s1.NumNodes())
+	require.Equal(t, "b", s1.At(0).NodeName())
+	require.Nil(t, s1.At(2))
+	require.True(t, s1.IsPVCUsedByPods("ns/c"))
+	e, ok := s1.Pod("p1")
+	require.True(t, ok)
+	require.True(t, e.Assumed)
+
+	b.DeleteIndex("a")
+	b.SetNode(0, nil)
+	b.DeletePod("p1")
+	b.SetPVC("ns/c", false)
+	b.SetLists([]int32{1}, nil, nil, &InconsistentListError{ListLen: 1, TreeNodes: 2})
+	s2 := b.Commit(8, 1)
+	_, err := s2.Get("a")
+	require.ErrorIs(t, err, ErrNodeInfoNotFound)
+	require.ErrorIs(t, s2.Err(), ErrInconsistentList)
+	require.False(t, s2.IsPVCUsedByPods("ns/c"))
+	require.Equal(t, 0, s2.PodCount())
+	// s1 is untouched.
+	ni, err := s1.Get("a")
+	require.NoError(t, err)
+	require.Equal(t, "a", ni.NodeName())
+	require.NoError(t, s1.Err())
+	require.Equal(t, 1, s1.PodCount())
+	require.True(t, s1.IsPVCUsedByPods("ns/c"))
+}
+
+// List and the affinity lists return fresh slices; published snapshots
+// refuse CopyFrom; a caller-owned snapshot takes a copy in O(1).
+func TestSnapshotCopies(t *testing.T) {
+	b := NewBuilder()
+	b.SetNode(0, frozen(t, "a"))
+	b.SetIndex("a", 0)
+	b.SetLists([]int32{0}, []int32{0}, nil, nil)
+	pub := b.Commit(1, 1)
+	l, err := pub.List()
+	require.NoError(t, err)
+	l[0] = nil
+	l2, _ := pub.List()
+	require.NotNil(t, l2[0])
+	aff, _ := pub.HavePodsWithAffinityList()
+	require.Len(t, aff, 1)
+	anti, _ := pub.HavePodsWithRequiredAntiAffinityList()
+	require.Nil(t, anti)
+	require.ErrorIs(t, pub.CopyFrom(NewEmptySnapshot()), ErrPublished)
+	own := NewEmptySnapshot()
+	require.Equal(t, 0, own.NumNodes())
+	require.NoError(t, own.CopyFrom(pub))
+	require.Equal(t, 1, own.NumNodes())
+	require.NoError(t, own.CopyFrom(NewEmptySnapshot()), "an owned copy stays writable")
+}
+
+// NewSnapshot lists every entry, nodeless ones too, but Get finds only
+// entries with a node object; PVCs of pods with a node name are used.
+func TestNewSnapshot(t *testing.T) {
+	pods := []*v1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{UID: "p1", Namespace: "ns"}, Spec: v1.PodSpec{NodeName: "n1",
+			Volumes: []v1.Volume{{VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c1"}}}}}},
+		{ObjectMeta: metav1.ObjectMeta{UID: "p2"}, Spec: v1.PodSpec{NodeName: "unknown"}},
+		{ObjectMeta: metav1.ObjectMeta{UID: "p3"}},
+	}
+	nodes := []*v1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: v1.NodeStatus{Images: []v1.ContainerImage{{Names: []string{"img"}, SizeBytes: 10}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "n2"}, Status: v1.NodeStatus{Images: []v1.ContainerImage{{Names: []string{"img"}, SizeBytes: 20}}}},
+	}
+	s := NewSnapshot(pods, nodes)
+	require.Equal(t, 4, s.NumNodes(), `n1, n2, "unknown" and ""`)
+	_, err := s.Get("unknown")
+	require.ErrorIs(t, err, ErrNodeInfoNotFound)
+	n1, err := s.Get("n1")
+	require.NoError(t, err)
+	require.Equal(t, 1, n1.NumPods())
+	img, _ := n1.ImageState("img")
+	require.Equal(t, framework.ImageStateSummary{Size: 10, NumNodes: 2}, img)
+	n2, _ := s.Get("n2")
+	img, _ = n2.ImageState("img")
+	require.Equal(t, int64(20), img.Size, "sizes are per node in NewSnapshot")
+	require.True(t, s.IsPVCUsedByPods("ns/c1"))
+	require.Equal(t, 3, s.PodCount())
+}
