@@ -80,7 +80,9 @@ type Core struct {
 	dirtyPods    []string           // pod keys whose snapshot entry may have changed (duplicates allowed)
 	dirtyPVC     []string           // used-PVC keys whose membership may have changed
 	pvcUsed      map[string]int     // PVC key -> entries with a node that reference it
-	listsDirty   bool               // node or affinity lists must be rebuilt
+	listsDirty   bool               // node list (and so the affinity lists) must be rebuilt
+	affDirty     bool               // only the affinity lists must be rebuilt
+	bySlot       []*entry           // slot -> live entry (nil when free)
 	treeVersion  uint64             // tree version the published lists were built from
 	listBuf      []string           // scratch for tree lists
 	builder      *snapshot.Builder
@@ -120,7 +122,7 @@ func (c *Core) Last() *snapshot.Snapshot { return c.builder.Last() }
 // Dirty reports whether operations since the last Commit changed anything
 // a snapshot shows.
 func (c *Core) Dirty() bool {
-	return len(c.dirtyEntries) > 0 || len(c.dirtyPods) > 0 || len(c.dirtyPVC) > 0 || c.listsDirty
+	return len(c.dirtyEntries) > 0 || len(c.dirtyPods) > 0 || len(c.dirtyPVC) > 0 || c.listsDirty || c.affDirty
 }
 
 // ---- entries ----
@@ -156,6 +158,10 @@ func (c *Core) newEntry(name string) *entry {
 	}
 	e := &entry{name: name, slot: slot, shard: c.shardOf(name)}
 	c.nodes[name] = e
+	for int(slot) >= len(c.bySlot) {
+		c.bySlot = append(c.bySlot, nil)
+	}
+	c.bySlot[slot] = e
 	c.emit(e, shard.Mutation{Kind: shard.Create})
 	return e
 }
@@ -164,6 +170,7 @@ func (c *Core) deleteEntry(e *entry) {
 	c.emit(e, shard.Mutation{Kind: shard.Delete})
 	e.deleted = true
 	delete(c.nodes, e.name)
+	c.bySlot[e.slot] = nil
 	c.freedEpoch = append(c.freedEpoch, e.slot)
 }
 
@@ -199,13 +206,13 @@ func (c *Core) aggregate(info *framework.PodInfo, assumed bool) {
 	if info.HasAffinity() {
 		e.aff++
 		if e.aff == 1 {
-			c.listsDirty = true
+			c.affDirty = true
 		}
 	}
 	if info.HasRequiredAntiAffinity() {
 		e.anti++
 		if e.anti == 1 {
-			c.listsDirty = true
+			c.affDirty = true
 		}
 	}
 	for _, k := range info.PVCKeys() {
@@ -231,13 +238,13 @@ func (c *Core) subtract(r *podRecord, aff, anti bool) {
 	if aff && r.info.HasAffinity() {
 		e.aff--
 		if e.aff == 0 {
-			c.listsDirty = true
+			c.affDirty = true
 		}
 	}
 	if anti && r.info.HasRequiredAntiAffinity() {
 		e.anti--
 		if e.anti == 0 {
-			c.listsDirty = true
+			c.affDirty = true
 		}
 	}
 	for _, k := range r.info.PVCKeys() {
@@ -700,10 +707,30 @@ func (c *Core) BuildMeta() {
 		c.treeVersion = v
 		c.listsDirty = true
 	}
-	if c.listsDirty {
+	switch {
+	case c.listsDirty:
 		c.buildLists()
-		c.listsDirty = false
+	case c.affDirty:
+		c.buildAffinityLists()
 	}
+	c.listsDirty, c.affDirty = false, false
+}
+
+// buildAffinityLists re-derives the two affinity lists from the current
+// node list, by slot, without touching the tree or hashing names.
+func (c *Core) buildAffinityLists() {
+	order := c.builder.Order()
+	var aff, anti []int32
+	for _, slot := range order {
+		e := c.bySlot[slot]
+		if e.aff > 0 {
+			aff = append(aff, slot)
+		}
+		if e.anti > 0 {
+			anti = append(anti, slot)
+		}
+	}
+	c.builder.SetLists(order, aff, anti, c.builder.Last().Err())
 }
 
 func (c *Core) buildLists() {
