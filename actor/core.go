@@ -773,7 +773,7 @@ func (c *Core) ApplyFrozen(fs []shard.Frozen) {
 
 // Commit ends the epoch and returns the new snapshot.
 func (c *Core) Commit() *snapshot.Snapshot {
-	s := c.builder.Commit(c.seq, len(c.nodes))
+	s := c.builder.Commit(c.seq, len(c.nodes), len(c.pods))
 	for _, e := range c.dirtyEntries {
 		e.dirty = false
 	}

@@ -10,20 +10,38 @@ import (
 // coordinator); not safe for concurrent use; never blocks. Snapshots it
 // committed are immutable and safe for any number of readers.
 type Builder struct {
-	last  *Snapshot                                  // last committed; immutable
-	nodes *persist.VectorEditor[*framework.NodeInfo] // open editors of the current transaction, nil when untouched
-	index *persist.MapEditor[int32]
-	pvc   *persist.MapEditor[struct{}]
-	pods  *persist.MapEditor[PodEntry]
-	lists bool // SetLists was called in this transaction
-	order []int32
-	aff   []int32
-	anti  []int32
-	err   error
+	last   *Snapshot                                  // last committed; immutable
+	nodes  *persist.VectorEditor[*framework.NodeInfo] // open editors of the current transaction, nil when untouched
+	index  *persist.MapEditor[int32]
+	pvc    *persist.MapEditor[struct{}]
+	podLog []podChange // the last snapshot's log, extended in place past its length
+	lists  bool        // SetLists was called in this transaction
+	order  []int32
+	aff    []int32
+	anti   []int32
+	err    error
 }
 
 // NewBuilder returns a builder whose last snapshot is empty.
 func NewBuilder() *Builder { return &Builder{last: &Snapshot{published: true}} }
+
+// foldPods returns the pod trie and log for the next snapshot. Appending to
+// the log writes only past the lengths earlier snapshots see; a log over
+// podLogFold entries is folded into a new trie and restarted.
+func (b *Builder) foldPods() (persist.Map[PodEntry], []podChange) {
+	if len(b.podLog) <= podLogFold {
+		return b.last.pods, b.podLog
+	}
+	e := b.last.pods.Edit()
+	for i := range b.podLog {
+		if c := &b.podLog[i]; c.gone {
+			e.Delete(c.key)
+		} else {
+			e.Set(c.key, c.e)
+		}
+	}
+	return e.Done(), make([]podChange, 0, 2*podLogFold)
+}
 
 // Last returns the last committed snapshot.
 func (b *Builder) Last() *Snapshot { return b.last }
@@ -63,20 +81,19 @@ func (b *Builder) DeleteIndex(name string) {
 	b.index.Delete(name)
 }
 
+// podLogFold is how many pod changes a snapshot's log may hold before the
+// builder folds them into the pod trie with one transient edit, so that one
+// path copy serves many changes.
+const podLogFold = 256
+
 // SetPod records the entry of pod key; DeletePod removes it.
 func (b *Builder) SetPod(key string, e PodEntry) {
-	if b.pods == nil {
-		b.pods = b.last.pods.Edit()
-	}
-	b.pods.Set(key, e)
+	b.podLog = append(b.podLog, podChange{key: key, e: e})
 }
 
 // DeletePod removes pod key.
 func (b *Builder) DeletePod(key string) {
-	if b.pods == nil {
-		b.pods = b.last.pods.Edit()
-	}
-	b.pods.Delete(key)
+	b.podLog = append(b.podLog, podChange{key: key, gone: true})
 }
 
 // SetPVC adds (used=true) or removes a key of the used-PVC set.
@@ -107,11 +124,15 @@ func (b *Builder) Order() []int32 {
 }
 
 // Commit ends the transaction and returns the new snapshot, which becomes
-// Last. nodeCount is the number of node entries (ghosts included).
-func (b *Builder) Commit(epoch uint64, nodeCount int) *Snapshot {
+// Last. nodeCount is the number of node entries (ghosts included), podCount
+// the number of pods.
+func (b *Builder) Commit(epoch uint64, nodeCount, podCount int) *Snapshot {
 	s := *b.last
 	s.epoch = epoch
 	s.nodeCount = nodeCount
+	s.podCount = podCount
+	s.pods, s.podLog = b.foldPods()
+	b.podLog = s.podLog
 	s.published = true
 	if b.nodes != nil {
 		s.nodes = b.nodes.Done()
@@ -124,10 +145,6 @@ func (b *Builder) Commit(epoch uint64, nodeCount int) *Snapshot {
 	if b.pvc != nil {
 		s.pvc = b.pvc.Done()
 		b.pvc = nil
-	}
-	if b.pods != nil {
-		s.pods = b.pods.Done()
-		b.pods = nil
 	}
 	if b.lists {
 		s.order, s.aff, s.anti, s.err = b.order, b.aff, b.anti, b.err

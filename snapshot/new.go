@@ -30,6 +30,7 @@ func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
 		return s
 	}
 	b := NewBuilder()
+	keys := make(map[string]struct{})
 	for _, p := range pods {
 		pi, err := framework.NewPodInfoAnyUID(p)
 		if err != nil {
@@ -38,6 +39,7 @@ func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
 		entry(p.Spec.NodeName).AddPod(pi)
 		if pi.Key() != "" {
 			b.SetPod(pi.Key(), PodEntry{Pod: p})
+			keys[pi.Key()] = struct{}{}
 		}
 		if p.Spec.NodeName != "" {
 			for _, k := range pi.PVCKeys() {
@@ -96,7 +98,7 @@ func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
 		}
 	}
 	b.SetLists(order, aff, anti, nil)
-	s := b.Commit(0, len(states))
+	s := b.Commit(0, len(states), len(keys))
 	s.published = false
 	return s
 }

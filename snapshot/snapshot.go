@@ -73,7 +73,9 @@ type Snapshot struct {
 	aff       []int32                             // order filtered to nodes with affinity pods
 	anti      []int32                             // order filtered to nodes with required anti-affinity pods
 	pvc       persist.Map[struct{}]               // used PVC keys "namespace/name"
-	pods      persist.Map[PodEntry]               // pod key (UID) -> entry
+	pods      persist.Map[PodEntry]               // pod key (UID) -> entry, up to the changes in podLog
+	podLog    []podChange                         // pod changes after pods, oldest first; a prefix of a log shared with later snapshots, never written below its length
+	podCount  int                                 // pods held (assumed included)
 	nodeCount int                                 // NodeInfo entries, ghosts and nodeless included
 	err       error                               // list/tree inconsistency, reported by UpdateSnapshot
 	published bool                                // true for snapshots handed out by the cache
@@ -186,14 +188,50 @@ func (s *Snapshot) RangeUsedPVCs(fn func(key string) bool) {
 	s.pvc.Range(func(k string, _ struct{}) bool { return fn(k) })
 }
 
+// podChange is one entry of the pod log: key's entry from then on, or its
+// removal.
+type podChange struct {
+	key  string
+	e    PodEntry
+	gone bool
+}
+
 // Pod returns the entry for pod key (the UID).
-func (s *Snapshot) Pod(key string) (PodEntry, bool) { return s.pods.Get(key) }
+func (s *Snapshot) Pod(key string) (PodEntry, bool) {
+	for i := len(s.podLog) - 1; i >= 0; i-- {
+		if c := &s.podLog[i]; c.key == key {
+			return c.e, !c.gone
+		}
+	}
+	return s.pods.Get(key)
+}
 
 // PodCount returns the number of pods the cache held (assumed included).
-func (s *Snapshot) PodCount() int { return s.pods.Len() }
+func (s *Snapshot) PodCount() int { return s.podCount }
 
 // RangePods calls fn for each pod until fn returns false, in no set order.
-func (s *Snapshot) RangePods(fn func(key string, e PodEntry) bool) { s.pods.Range(fn) }
+func (s *Snapshot) RangePods(fn func(key string, e PodEntry) bool) {
+	var seen map[string]struct{}
+	if len(s.podLog) > 0 {
+		seen = make(map[string]struct{}, len(s.podLog))
+	}
+	for i := len(s.podLog) - 1; i >= 0; i-- {
+		c := &s.podLog[i]
+		if _, ok := seen[c.key]; ok {
+			continue
+		}
+		seen[c.key] = struct{}{}
+		if !c.gone && !fn(c.key, c.e) {
+			return
+		}
+	}
+	s.pods.Range(func(k string, e PodEntry) bool {
+		if _, ok := seen[k]; ok {
+			return true
+		}
+		return fn(k, e)
+	})
+}
 
 // NodeCount returns the number of node entries the cache held, ghosts and
 // nodeless entries included (upstream's Cache.NodeCount).

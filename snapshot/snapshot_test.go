@@ -36,7 +36,7 @@ func TestBuilderCommitLeavesOldSnapshots(t *testing.T) {
 	b.SetPod("p1", PodEntry{Assumed: true})
 	b.SetPVC("ns/c", true)
 	b.SetLists([]int32{1, 0}, nil, nil, nil)
-	s1 := b.Commit(7, 2)
+	s1 := b.Commit(7, 2, 1)
 	require.Equal(t, uint64(7), s1.Epoch())
 	require.Equal(t, 2, s1.NumNodes())
 	require.Equal(t, "b", s1.At(0).NodeName())
@@ -51,7 +51,7 @@ func TestBuilderCommitLeavesOldSnapshots(t *testing.T) {
 	b.DeletePod("p1")
 	b.SetPVC("ns/c", false)
 	b.SetLists([]int32{1}, nil, nil, &InconsistentListError{ListLen: 1, TreeNodes: 2})
-	s2 := b.Commit(8, 1)
+	s2 := b.Commit(8, 1, 0)
 	_, err := s2.Get("a")
 	require.ErrorIs(t, err, ErrNodeInfoNotFound)
 	require.ErrorIs(t, s2.Err(), ErrInconsistentList)
@@ -73,7 +73,7 @@ func TestSnapshotCopies(t *testing.T) {
 	b.SetNode(0, frozen(t, "a"))
 	b.SetIndex("a", 0)
 	b.SetLists([]int32{0}, []int32{0}, nil, nil)
-	pub := b.Commit(1, 1)
+	pub := b.Commit(1, 1, 0)
 	l, err := pub.List()
 	require.NoError(t, err)
 	l[0] = nil
@@ -118,4 +118,50 @@ func TestNewSnapshot(t *testing.T) {
 	require.Equal(t, int64(20), img.Size, "sizes are per node in NewSnapshot")
 	require.True(t, s.IsPVCUsedByPods("ns/c1"))
 	require.Equal(t, 3, s.PodCount())
+}
+
+// The pod log and its folding into the trie: every snapshot, held for as
+// long as the test runs, keeps answering exactly as the model did when it
+// was committed, across many folds.
+func TestPodLogFoldsAndHeldSnapshots(t *testing.T) {
+	b := NewBuilder()
+	model := map[string]bool{} // key -> assumed
+	type held struct {
+		s     *Snapshot
+		model map[string]bool
+	}
+	var kept []held
+	pod := &v1.Pod{}
+	for epoch := 1; epoch <= 300; epoch++ {
+		for j := 0; j < epoch%7; j++ { // 0..6 changes per epoch, folds every ~64
+			k := string(rune('a' + (epoch*7+j)%23))
+			switch {
+			case (epoch+j)%5 == 0:
+				b.DeletePod(k)
+				delete(model, k)
+			default:
+				assumed := (epoch+j)%2 == 0
+				b.SetPod(k, PodEntry{Pod: pod, Assumed: assumed})
+				model[k] = assumed
+			}
+		}
+		s := b.Commit(uint64(epoch), 0, len(model))
+		cp := make(map[string]bool, len(model))
+		for k, v := range model {
+			cp[k] = v
+		}
+		kept = append(kept, held{s, cp})
+	}
+	for i, h := range kept {
+		got := map[string]bool{}
+		h.s.RangePods(func(k string, e PodEntry) bool { got[k] = e.Assumed; return true })
+		require.Equal(t, h.model, got, "snapshot %d: RangePods", i)
+		require.Equal(t, len(h.model), h.s.PodCount())
+		for c := 'a'; c < 'a'+23; c++ {
+			e, ok := h.s.Pod(string(c))
+			want, wok := h.model[string(c)]
+			require.Equal(t, wok, ok, "snapshot %d key %c", i, c)
+			require.Equal(t, want, e.Assumed, "snapshot %d key %c", i, c)
+		}
+	}
 }
