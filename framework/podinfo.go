@@ -30,6 +30,10 @@ func NewPodInfo(pod *v1.Pod) (*PodInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newPodInfo(pod, key), nil
+}
+
+func newPodInfo(pod *v1.Pod, key string) *PodInfo {
 	p := &PodInfo{
 		pod:          pod,
 		key:          key,
@@ -39,7 +43,7 @@ func NewPodInfo(pod *v1.Pod) (*PodInfo, error) {
 		pvcKeys:      pvcKeysOf(pod),
 	}
 	p.requests, p.non0CPU, p.non0Mem = podRequests(pod)
-	return p, nil
+	return p
 }
 
 // Pod returns the pod. Callers must not mutate it.

@@ -10,16 +10,7 @@ func NewPodInfoAnyUID(pod *v1.Pod) (*PodInfo, error) {
 	if pod == nil {
 		return nil, ErrNilPod
 	}
-	p := &PodInfo{
-		pod:          pod,
-		key:          string(pod.UID),
-		affinity:     PodHasAffinity(pod),
-		antiAffinity: PodHasRequiredAntiAffinity(pod),
-		hostPorts:    hostPortsOf(pod),
-		pvcKeys:      pvcKeysOf(pod),
-	}
-	p.requests, p.non0CPU, p.non0Mem = podRequests(pod)
-	return p, nil
+	return newPodInfo(pod, string(pod.UID)), nil
 }
 
 // WithImageStates returns a copy of n whose image summaries are images (an
