@@ -185,19 +185,19 @@ func (u *upstreamImpl) UpdateNode(o, n *v1.Node) error {
 	u.c.UpdateNode(discard, o, n)
 	return nil
 }
-func (u *upstreamImpl) RemoveNode(n *v1.Node) error      { return u.c.RemoveNode(discard, n) }
-func (u *upstreamImpl) AssumePod(p *v1.Pod) error        { return u.c.AssumePod(discard, p) }
-func (u *upstreamImpl) FinishBinding(p *v1.Pod) error    { return u.c.FinishBinding(discard, p) }
-func (u *upstreamImpl) ForgetPod(p *v1.Pod) error        { return u.c.ForgetPod(discard, p) }
-func (u *upstreamImpl) AddPod(p *v1.Pod) error           { return u.c.AddPod(discard, p) }
-func (u *upstreamImpl) UpdatePod(o, n *v1.Pod) error     { return u.c.UpdatePod(discard, o, n) }
-func (u *upstreamImpl) RemovePod(p *v1.Pod) error        { return u.c.RemovePod(discard, p) }
+func (u *upstreamImpl) RemoveNode(n *v1.Node) error       { return u.c.RemoveNode(discard, n) }
+func (u *upstreamImpl) AssumePod(p *v1.Pod) error         { return u.c.AssumePod(discard, p) }
+func (u *upstreamImpl) FinishBinding(p *v1.Pod) error     { return u.c.FinishBinding(discard, p) }
+func (u *upstreamImpl) ForgetPod(p *v1.Pod) error         { return u.c.ForgetPod(discard, p) }
+func (u *upstreamImpl) AddPod(p *v1.Pod) error            { return u.c.AddPod(discard, p) }
+func (u *upstreamImpl) UpdatePod(o, n *v1.Pod) error      { return u.c.UpdatePod(discard, o, n) }
+func (u *upstreamImpl) RemovePod(p *v1.Pod) error         { return u.c.RemovePod(discard, p) }
 func (u *upstreamImpl) GetPod(p *v1.Pod) (*v1.Pod, error) { return u.c.GetPod(p) }
-func (u *upstreamImpl) PodCount() int                    { n, _ := u.c.PodCount(); return n }
-func (u *upstreamImpl) NodeCount() int                   { return u.c.NodeCount() }
-func (u *upstreamImpl) Submit(ev workload.Event) error   { return Apply(u, ev) }
-func (u *upstreamImpl) Flush() error                     { return nil }
-func (u *upstreamImpl) Close()                           { u.cancel() }
+func (u *upstreamImpl) PodCount() int                     { n, _ := u.c.PodCount(); return n }
+func (u *upstreamImpl) NodeCount() int                    { return u.c.NodeCount() }
+func (u *upstreamImpl) Submit(ev workload.Event) error    { return Apply(u, ev) }
+func (u *upstreamImpl) Flush() error                      { return nil }
+func (u *upstreamImpl) Close()                            { u.cancel() }
 
 // Cache exposes the upstream cache (for the differential test).
 func (u *upstreamImpl) Cache() upcache.Cache { return u.c }

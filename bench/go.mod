@@ -5,6 +5,7 @@ go 1.25.0
 require (
 	github.com/go-logr/logr v1.4.3
 	github.com/schedcache/schedcache v0.0.0
+	go.uber.org/goleak v1.3.0
 	k8s.io/api v0.35.4
 	k8s.io/klog/v2 v2.130.1
 	k8s.io/kube-scheduler v0.0.0

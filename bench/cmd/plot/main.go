@@ -1,0 +1,386 @@
+// Command plot reads raw `go test -bench` output of the bench module (one or
+// more files, any number of -count repetitions) and writes SVG bar charts
+// comparing the implementations (impl=... in the benchmark names), plus a
+// markdown table of the headline figures with their ratios. Each plotted
+// value is the median over the repetitions.
+//
+//	go run ./cmd/plot -out ../docs/bench -md summary.md raw.txt
+//
+// It has no dependencies outside the standard library: the SVG is written by
+// hand.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// data[key][impl][unit] holds the samples; key is the benchmark name without
+// the impl=... element and the -GOMAXPROCS suffix.
+type data map[string]map[string]map[string][]float64
+
+var (
+	procSuffix = regexp.MustCompile(`-\d+$`)
+	implElem   = regexp.MustCompile(`/impl=([^/]+)`)
+)
+
+func parse(r io.Reader, d data) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		if _, err := strconv.Atoi(f[1]); err != nil {
+			continue
+		}
+		name := procSuffix.ReplaceAllString(f[0], "")
+		m := implElem.FindStringSubmatch(name)
+		if m == nil {
+			continue
+		}
+		impl := m[1]
+		key := implElem.ReplaceAllString(name, "")
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			if d[key] == nil {
+				d[key] = map[string]map[string][]float64{}
+			}
+			if d[key][impl] == nil {
+				d[key][impl] = map[string][]float64{}
+			}
+			d[key][impl][f[i+1]] = append(d[key][impl][f[i+1]], v)
+		}
+	}
+	return sc.Err()
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// value returns the median of key/impl/unit, NaN when absent.
+func (d data) value(key, impl, unit string) float64 {
+	return median(d[key][impl][unit])
+}
+
+// ---- charts ----
+
+type group struct {
+	Label string
+	Key   string
+	Unit  string
+}
+
+type chart struct {
+	File     string
+	Title    string
+	YLabel   string
+	Log      bool
+	Format   func(float64) string
+	Groups   []group
+	Headline bool // include in the markdown summary
+	Better   string
+}
+
+var impls = []string{"upstream", "schedcache"}
+
+var colors = map[string]string{"upstream": "#d95f02", "schedcache": "#1b9e77"}
+
+func fmtDur(ns float64) string {
+	switch {
+	case ns < 1e3:
+		return fmt.Sprintf("%.0fns", ns)
+	case ns < 1e6:
+		return fmt.Sprintf("%.3g", ns/1e3) + "µs"
+	case ns < 1e9:
+		return fmt.Sprintf("%.3g", ns/1e6) + "ms"
+	}
+	return fmt.Sprintf("%.3g", ns/1e9) + "s"
+}
+
+func fmtRate(v float64) string {
+	switch {
+	case v < 1e3:
+		return fmt.Sprintf("%.3g", v) + "/s"
+	case v < 1e6:
+		return fmt.Sprintf("%.3g", v/1e3) + "k/s"
+	}
+	return fmt.Sprintf("%.3g", v/1e6) + "M/s"
+}
+
+func fmtMiB(v float64) string { return fmt.Sprintf("%.1f MiB", v) }
+
+func (c chart) svg(d data) string {
+	const (
+		w, h                     = 960, 460
+		left, right, top, bottom = 80, 20, 50, 120
+	)
+	pw, ph := float64(w-left-right), float64(h-top-bottom)
+	var vals [][]float64
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, g := range c.Groups {
+		row := make([]float64, len(impls))
+		for i, im := range impls {
+			v := d.value(g.Key, im, g.Unit)
+			row[i] = v
+			if !math.IsNaN(v) && (!c.Log || v > 0) {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+		}
+		vals = append(vals, row)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", w, h, w, h)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
+	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" font-weight="bold">%s</text>`+"\n", left, html.EscapeString(c.Title))
+	if math.IsInf(lo, 0) {
+		fmt.Fprintf(&b, `<text x="%d" y="%d">no data</text></svg>`+"\n", left, top+40)
+		return b.String()
+	}
+	// y mapping
+	var y func(float64) float64
+	var ticks []float64
+	if c.Log {
+		l0, l1 := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+		if l1 == l0 {
+			l1++
+		}
+		y = func(v float64) float64 { return float64(top) + ph*(1-(math.Log10(v)-l0)/(l1-l0)) }
+		for e := l0; e <= l1; e++ {
+			ticks = append(ticks, math.Pow(10, e))
+		}
+	} else {
+		top0 := niceCeil(hi)
+		y = func(v float64) float64 { return float64(top) + ph*(1-v/top0) }
+		for i := 0; i <= 5; i++ {
+			ticks = append(ticks, top0*float64(i)/5)
+		}
+	}
+	for _, t := range ticks {
+		ty := y(t)
+		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", left, w-right, ty, ty)
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", left-6, ty+4, html.EscapeString(c.Format(t)))
+	}
+	fmt.Fprintf(&b, `<text transform="translate(16,%d) rotate(-90)" text-anchor="middle">%s</text>`+"\n", top+int(ph/2), html.EscapeString(c.YLabel))
+	gw := pw / float64(len(c.Groups))
+	bw := gw * 0.8 / float64(len(impls))
+	base := float64(top) + ph
+	for gi, g := range c.Groups {
+		gx := float64(left) + gw*float64(gi)
+		for i, im := range impls {
+			v := vals[gi][i]
+			bx := gx + gw*0.1 + bw*float64(i)
+			if math.IsNaN(v) || (c.Log && v <= 0) {
+				fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="#999">n/a</text>`+"\n", bx+bw/2, base-4)
+				continue
+			}
+			by := y(v)
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %s</title></rect>`+"\n",
+				bx, by, bw, math.Max(base-by, 0.5), colors[im], html.EscapeString(g.Label), im, html.EscapeString(c.Format(v)))
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="9">%s</text>`+"\n", bx+bw/2, by-3, html.EscapeString(c.Format(v)))
+		}
+		lx, ly := gx+gw/2, base+14
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" transform="rotate(-30 %.1f %.1f)">%s</text>`+"\n", lx, ly, lx, ly, html.EscapeString(g.Label))
+	}
+	fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#333"/>`+"\n", left, w-right, base, base)
+	for i, im := range impls {
+		lx := w - right - 220 + i*110
+		fmt.Fprintf(&b, `<rect x="%d" y="30" width="12" height="12" fill="%s"/><text x="%d" y="40">%s</text>`+"\n", lx, colors[im], lx+16, im)
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+func niceCeil(v float64) float64 {
+	if v <= 0 {
+		return 1
+	}
+	e := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*e >= v {
+			return m * e
+		}
+	}
+	return 10 * e
+}
+
+// charts returns the charts for cluster size size ("5k", "50k").
+func charts(d data, size string) []chart {
+	k := func(bench, rest string) string {
+		if rest == "" {
+			return fmt.Sprintf("Benchmark%s/nodes=%s", bench, size)
+		}
+		return fmt.Sprintf("Benchmark%s/nodes=%s/%s", bench, size, rest)
+	}
+	var cs []chart
+	var rl []group
+	for _, r := range []string{"1", "4", "16"} {
+		for _, q := range []string{"p50", "p99", "p99.9", "max"} {
+			rl = append(rl, group{fmt.Sprintf("R=%s %s", r, q), k("W1", "readers="+r), "reader-" + q + "-ns"})
+		}
+	}
+	cs = append(cs, chart{File: "w1-reader-latency-" + size + ".svg", Title: "W1 snapshot-read: reader latency (take snapshot + read 10 nodes), " + size + " nodes",
+		YLabel: "latency (log)", Log: true, Format: fmtDur, Groups: rl, Headline: true, Better: "lower"})
+	var wt []group
+	for _, r := range []string{"0", "1", "4", "16"} {
+		wt = append(wt, group{"R=" + r + " readers", k("W1", "readers="+r), "writer-events/s"})
+	}
+	cs = append(cs, chart{File: "w1-writer-throughput-" + size + ".svg", Title: "W1 snapshot-read: writer throughput with R readers, " + size + " nodes",
+		YLabel: "pod events/s (log)", Log: true, Format: fmtRate, Groups: wt, Headline: true, Better: "higher"})
+	tp := []group{
+		{"W2 informer churn", k("W2", ""), "events/s"},
+		{"W3 schedule S=1", k("W3", "schedulers=1"), "pods/s"},
+		{"W3 schedule S=2", k("W3", "schedulers=2"), "pods/s"},
+		{"W3 schedule S=4", k("W3", "schedulers=4"), "pods/s"},
+		{"W4 node churn", k("W4", ""), "events/s"},
+		{"W5 expiry", k("W5", "storm=on"), "expired/s"},
+	}
+	cs = append(cs, chart{File: "throughput-" + size + ".svg", Title: "Throughput per workload, " + size + " nodes (events, pods scheduled, pods expired per second)",
+		YLabel: "per second (log)", Log: true, Format: fmtRate, Groups: tp, Headline: true, Better: "higher"})
+	lat := []group{
+		{"W3 assume p50 S=1", k("W3", "schedulers=1"), "assume-p50-ns"},
+		{"W3 assume p99 S=4", k("W3", "schedulers=4"), "assume-p99-ns"},
+		{"W4 node add/remove+refresh", k("W4", ""), "nodeop-ns"},
+		{"W4 zone move+refresh", k("W4", ""), "zonemove-ns"},
+		{"W6 take", k("W6", "variant=take"), "ns/op"},
+		{"W6 take+List", k("W6", "variant=take+list"), "ns/op"},
+		{"W6 take+scan", k("W6", "variant=take+scan"), "ns/op"},
+		{"Cycle (4 sync calls)", k("Cycle", ""), "ns/op"},
+		{"W2 per event", k("W2", ""), "ns/op"},
+	}
+	cs = append(cs, chart{File: "latency-" + size + ".svg", Title: "Per-operation cost, " + size + " nodes",
+		YLabel: "time (log)", Log: true, Format: fmtDur, Groups: lat, Headline: true, Better: "lower"})
+	var st []group
+	for _, s := range []string{"off", "on"} {
+		for _, q := range []string{"p50", "p99", "p99.9", "max"} {
+			st = append(st, group{"storm " + s + " " + q, k("W5", "storm="+s), "w2-batch-" + q + "-ns"})
+		}
+	}
+	cs = append(cs, chart{File: "w5-stall-" + size + ".svg", Title: "W5 expiry storm: latency of 1ms batches of W2 events until visible, " + size + " nodes",
+		YLabel: "batch latency (log)", Log: true, Format: fmtDur, Groups: st, Headline: true, Better: "lower"})
+	cs = append(cs, chart{File: "memory-" + size + ".svg", Title: "Live heap of the loaded cache + one snapshot (cluster objects excluded), " + size + " nodes",
+		YLabel: "MiB", Format: fmtMiB, Groups: []group{
+			{"cache + snapshot", k("Memory", ""), "live-MiB"},
+			{"snapshot alone", k("Memory", ""), "snap-MiB"},
+		}, Headline: true, Better: "lower"})
+	// Keep only charts with some data.
+	var out []chart
+	for _, c := range cs {
+		for _, g := range c.Groups {
+			if _, ok := d[g.Key]; ok {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func sizes(d data) []string {
+	set := map[string]bool{}
+	re := regexp.MustCompile(`/nodes=([^/]+)`)
+	for key := range d {
+		if m := re.FindStringSubmatch(key); m != nil {
+			set[m[1]] = true
+		}
+	}
+	var out []string
+	for s := range set {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) < len(out[j]) || len(out[i]) == len(out[j]) && out[i] < out[j] })
+	return out
+}
+
+func main() {
+	outDir := flag.String("out", ".", "directory for the SVG files")
+	md := flag.String("md", "", "write a markdown summary (charts and headline table) to this file")
+	prefix := flag.String("prefix", "", "path prefix of the SVG files in the markdown")
+	flag.Parse()
+	d := data{}
+	for _, path := range flag.Args() {
+		f, err := os.Open(path)
+		if err != nil {
+			fatal(err)
+		}
+		if err := parse(f, d); err != nil {
+			fatal(err)
+		}
+		f.Close()
+	}
+	if len(d) == 0 {
+		fatal(fmt.Errorf("no benchmark lines with impl= found in %v", flag.Args()))
+	}
+	if err := os.MkdirAll(*outDir, 0o755); err != nil {
+		fatal(err)
+	}
+	var m strings.Builder
+	for _, size := range sizes(d) {
+		fmt.Fprintf(&m, "### %s nodes\n\n", size)
+		for _, c := range charts(d, size) {
+			if err := os.WriteFile(filepath.Join(*outDir, c.File), []byte(c.svg(d)), 0o644); err != nil {
+				fatal(err)
+			}
+			fmt.Fprintf(&m, "![%s](%s)\n\n", c.Title, *prefix+c.File)
+			if !c.Headline {
+				continue
+			}
+			fmt.Fprintf(&m, "| %s | upstream | schedcache | schedcache / upstream (%s is better) |\n|---|---:|---:|---:|\n", c.YLabel, c.Better)
+			for _, g := range c.Groups {
+				u, s := d.value(g.Key, "upstream", g.Unit), d.value(g.Key, "schedcache", g.Unit)
+				if math.IsNaN(u) && math.IsNaN(s) {
+					continue
+				}
+				ratio := "–"
+				if !math.IsNaN(u) && !math.IsNaN(s) && u != 0 {
+					ratio = fmt.Sprintf("%.3gx", s/u)
+				}
+				fmt.Fprintf(&m, "| %s | %s | %s | %s |\n", g.Label, cell(c, u), cell(c, s), ratio)
+			}
+			m.WriteString("\n")
+		}
+	}
+	if *md != "" {
+		if err := os.WriteFile(*md, []byte(m.String()), 0o644); err != nil {
+			fatal(err)
+		}
+	} else {
+		fmt.Print(m.String())
+	}
+}
+
+func cell(c chart, v float64) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return c.Format(v)
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "plot:", err)
+	os.Exit(1)
+}
