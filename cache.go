@@ -106,7 +106,7 @@ func WithMailboxSize(n int) Option { return func(o *actor.Options) { o.MailboxSi
 func WithMaxBatch(n int) Option { return func(o *actor.Options) { o.MaxBatch = n } }
 
 // WithExpiryChunk bounds how many pods one expiry step removes before
-// other operations get their turn (default 512).
+// other operations get their turn (default 64).
 func WithExpiryChunk(n int) Option { return func(o *actor.Options) { o.ExpiryChunk = n } }
 
 // WithAsyncErrorHandler receives the failures of operations submitted with

@@ -174,7 +174,7 @@ func Start(ctx context.Context, o Options) *Coordinator {
 		o.MaxBatch = 256
 	}
 	if o.ExpiryChunk < 1 {
-		o.ExpiryChunk = 512
+		o.ExpiryChunk = 64
 	}
 	if o.Period <= 0 {
 		o.Period = time.Second
