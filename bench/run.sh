@@ -171,6 +171,9 @@ go run ./cmd/plot -out docs/bench -prefix bench/ -md docs/bench/charts.md docs/b
 
 EOF
 	cat "$DOCS/bench/charts.md"
+	if [ -f "$DOCS/bench/scale.md" ]; then
+		cat "$DOCS/bench/scale.md"
+	fi
 	if [ -f "$DOCS/bench/optimizations.md" ]; then
 		cat "$DOCS/bench/optimizations.md"
 		echo
