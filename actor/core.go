@@ -58,17 +58,20 @@ type imageState struct {
 // owned by one goroutine. Operations never block; the mutations they imply
 // accumulate per shard until the actor delivers them and calls the flush
 // steps (PendingMutations, BuildMeta, ApplyFrozen, Commit).
+//
+// Every field is owned by the goroutine that owns the Core (the
+// coordinator's, or a test's through Local); nothing here is shared.
 type Core struct {
-	ttl      time.Duration
-	nshards  int
-	seed     maphash.Seed
-	pods     map[string]*podRecord
-	nodes    map[string]*entry
-	tree     *nodetree.Tree
-	images   map[string]*imageState
-	imageGen uint64
-	expiry   expiryHeap
-	armSeq   uint64
+	ttl      time.Duration          // read-only after NewCore
+	nshards  int                    // read-only after NewCore
+	seed     maphash.Seed           // node name -> shard hash; read-only after NewCore
+	pods     map[string]*podRecord  // pod key -> state; the pod state machine
+	nodes    map[string]*entry      // node name -> entry, ghosts and nodeless ones included
+	tree     *nodetree.Tree         // zone-interleaved order of the node objects
+	images   map[string]*imageState // image name -> size and nodes listing it
+	imageGen uint64                 // bumped whenever any image's size or node count changes
+	expiry   expiryHeap             // armed deadlines, earliest first; stale items skipped
+	armSeq   uint64                 // generation of the last armed deadline
 
 	freeSlots  []int32 // reusable slots
 	freedEpoch []int32 // slots freed in the current epoch; reusable after Commit
@@ -85,7 +88,7 @@ type Core struct {
 	bySlot       []*entry           // slot -> live entry (nil when free)
 	treeVersion  uint64             // tree version the published lists were built from
 	listBuf      []string           // scratch for tree lists
-	builder      *snapshot.Builder
+	builder      *snapshot.Builder  // the next snapshot; the last committed one is published
 }
 
 // NewCore returns an empty coordinator state for nshards shards (>= 1) and
