@@ -131,28 +131,28 @@ type Options struct {
 // Snapshot never blocks. Do blocks until the operation is published (or the
 // coordinator stops); Submit blocks only while the mailbox is full.
 type Coordinator struct {
-	core      *Core          // owned by the run goroutine
-	shards    []*shard.Shard // owned by the run goroutine
-	sent      []int          // scratch: shards sent to in this flush; owned by run
-	waiters   []*Op          // synchronous ops of the current epoch; owned by run
-	asyncErrs []AsyncError   // not yet handed to the notifier; owned by run
-	failedErr error          // owned by run; mirrored in failed
-	opts      Options        // read-only after New
-	clock     Clock          // read-only after New
-	gen       atomic.Int64   // generation source shared with the shards
-	published atomic.Pointer[snapshot.Snapshot]
-	failed    atomic.Pointer[FailedError]
-	mailbox   chan *Op          // callers -> coordinator
-	notifyc   chan []AsyncError // coordinator -> notifier goroutine
-	finalc    chan []AsyncError // coordinator -> notifier at shutdown; buffered 1 so shutdown never waits
-	notifier  atomic.Int64      // goroutine id of the notifier (0 before it starts)
-	backlog   atomic.Int64      // async errors not yet delivered to OnAsyncError
-	runDone   chan struct{}     // closed when run (coordinator and shards) has exited
-	stopc     chan struct{}     // closed once by Stop
-	stopOnce  sync.Once
-	done      chan struct{} // closed when every goroutine (run, shards, notifier) has exited
-	ctx       context.Context
-	ops       sync.Pool // *Op with their reply channels
+	core      *Core                             // owned by the run goroutine
+	shards    []*shard.Shard                    // owned by the run goroutine
+	sent      []int                             // scratch: shards sent to in this flush; owned by run
+	waiters   []*Op                             // synchronous ops of the current epoch; owned by run
+	asyncErrs []AsyncError                      // not yet handed to the notifier; owned by run
+	failedErr error                             // owned by run; mirrored in failed
+	opts      Options                           // read-only after New
+	clock     Clock                             // read-only after New
+	gen       atomic.Int64                      // generation source shared with the shards
+	published atomic.Pointer[snapshot.Snapshot] // atomic; stored only by run, after Commit
+	failed    atomic.Pointer[FailedError]       // atomic; set once by run when the cache fails
+	mailbox   chan *Op                          // callers -> coordinator
+	notifyc   chan []AsyncError                 // coordinator -> notifier goroutine
+	finalc    chan []AsyncError                 // coordinator -> notifier at shutdown; buffered 1 so shutdown never waits
+	notifier  atomic.Int64                      // goroutine id of the notifier (0 before it starts)
+	backlog   atomic.Int64                      // async errors not yet delivered to OnAsyncError
+	runDone   chan struct{}                     // closed when run (coordinator and shards) has exited
+	stopc     chan struct{}                     // closed once by Stop
+	stopOnce  sync.Once                         // guards close(stopc)
+	done      chan struct{}                     // closed when every goroutine (run, shards, notifier) has exited
+	ctx       context.Context                   // New's context; run stops when it is done
+	ops       sync.Pool                         // *Op with their reply channels
 	// closing is set when shutdown starts; submitters counts callers
 	// between their closing check and the end of their mailbox send.
 	// Shutdown drains the mailbox until no submitter is left, so an op
