@@ -10,6 +10,7 @@ package actor
 import (
 	"container/heap"
 	"hash/maphash"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -49,9 +50,13 @@ type entry struct {
 	deleted   bool
 }
 
+// imageState is the registry's summary of one image name: the size the
+// first node reported, and how many nodes list it. Which nodes those are is
+// kept per node in Core.nodeImages (a few names per node instead of a set of
+// node names per image).
 type imageState struct {
 	size  int64
-	nodes map[string]struct{}
+	count int
 }
 
 // Core is the coordinator's state. Contract: not safe for concurrent use;
@@ -62,16 +67,19 @@ type imageState struct {
 // Every field is owned by the goroutine that owns the Core (the
 // coordinator's, or a test's through Local); nothing here is shared.
 type Core struct {
-	ttl      time.Duration          // read-only after NewCore
-	nshards  int                    // read-only after NewCore
-	seed     maphash.Seed           // node name -> shard hash; read-only after NewCore
-	pods     map[string]*podRecord  // pod key -> state; the pod state machine
-	nodes    map[string]*entry      // node name -> entry, ghosts and nodeless ones included
-	tree     *nodetree.Tree         // zone-interleaved order of the node objects
-	images   map[string]*imageState // image name -> size and nodes listing it
-	imageGen uint64                 // bumped whenever any image's size or node count changes
-	expiry   expiryHeap             // armed deadlines, earliest first; stale items skipped
-	armSeq   uint64                 // generation of the last armed deadline
+	ttl     time.Duration          // read-only after NewCore
+	nshards int                    // read-only after NewCore
+	seed    maphash.Seed           // node name -> shard hash; read-only after NewCore
+	pods    map[string]*podRecord  // pod key -> state; the pod state machine
+	nodes   map[string]*entry      // node name -> entry, ghosts and nodeless ones included
+	tree    *nodetree.Tree         // zone-interleaved order of the node objects
+	images  map[string]*imageState // image name -> size and number of nodes listing it
+	// nodeImages is the registry's membership: node name -> the image names
+	// registered for it (upstream's per-image node sets, stored per node).
+	nodeImages map[string][]string
+	imageGen   uint64     // bumped whenever any image's size or node count changes
+	expiry     expiryHeap // armed deadlines, earliest first; stale items skipped
+	armSeq     uint64     // generation of the last armed deadline
 
 	freeSlots  []int32 // reusable slots
 	freedEpoch []int32 // slots freed in the current epoch; reusable after Commit
@@ -98,16 +106,17 @@ func NewCore(nshards int, ttl time.Duration) *Core {
 		nshards = 1
 	}
 	c := &Core{
-		ttl:     ttl,
-		nshards: nshards,
-		seed:    maphash.MakeSeed(),
-		pods:    make(map[string]*podRecord),
-		nodes:   make(map[string]*entry),
-		tree:    nodetree.New(),
-		images:  make(map[string]*imageState),
-		muts:    make([][]shard.Mutation, nshards),
-		pvcUsed: make(map[string]int),
-		builder: snapshot.NewBuilder(),
+		ttl:        ttl,
+		nshards:    nshards,
+		seed:       maphash.MakeSeed(),
+		pods:       make(map[string]*podRecord),
+		nodes:      make(map[string]*entry),
+		tree:       nodetree.New(),
+		images:     make(map[string]*imageState),
+		nodeImages: make(map[string][]string),
+		muts:       make([][]shard.Mutation, nshards),
+		pvcUsed:    make(map[string]int),
+		builder:    snapshot.NewBuilder(),
 	}
 	c.treeVersion = c.tree.Version()
 	return c
@@ -462,64 +471,85 @@ func imageNames(node *v1.Node, fn func(name string, size int64)) {
 }
 
 func (c *Core) registerImages(node *v1.Node) {
+	list := c.nodeImages[node.Name]
 	imageNames(node, func(name string, size int64) {
+		if slices.Contains(list, name) {
+			return // already a member: size stays first-writer-wins
+		}
 		st, ok := c.images[name]
 		if !ok {
-			st = &imageState{size: size, nodes: make(map[string]struct{}, 1)}
+			st = &imageState{size: size}
 			c.images[name] = st
 		}
-		if _, ok := st.nodes[node.Name]; !ok {
-			st.nodes[node.Name] = struct{}{}
-			c.imageGen++
-		}
+		st.count++
+		list = append(list, name)
+		c.imageGen++
 	})
+	if len(list) > 0 {
+		c.nodeImages[node.Name] = list
+	}
 }
 
 func (c *Core) unregisterImages(node *v1.Node) {
+	list := c.nodeImages[node.Name]
 	imageNames(node, func(name string, _ int64) {
-		st, ok := c.images[name]
-		if !ok {
+		i := slices.Index(list, name)
+		if i < 0 {
 			return
 		}
-		if _, ok := st.nodes[node.Name]; ok {
-			delete(st.nodes, node.Name)
-			c.imageGen++
-		}
-		if len(st.nodes) == 0 {
-			delete(c.images, name)
-		}
-	})
-}
-
-// sameImages reports whether a and b list the same image names with the
-// same sizes, in which case re-registering b in place of a changes nothing.
-func sameImages(a, b *v1.Node) bool {
-	if len(a.Status.Images) != len(b.Status.Images) {
-		return false
-	}
-	for i := range a.Status.Images {
-		x, y := &a.Status.Images[i], &b.Status.Images[i]
-		if x.SizeBytes != y.SizeBytes || len(x.Names) != len(y.Names) {
-			return false
-		}
-		for j := range x.Names {
-			if x.Names[j] != y.Names[j] {
-				return false
+		list = slices.Delete(list, i, i+1)
+		c.imageGen++
+		if st := c.images[name]; st != nil {
+			if st.count--; st.count <= 0 {
+				delete(c.images, name)
 			}
 		}
+	})
+	if len(list) == 0 {
+		delete(c.nodeImages, node.Name)
+	} else {
+		c.nodeImages[node.Name] = list
 	}
-	return true
 }
 
-// replaceImages swaps the registration of old (may be nil) for node's.
+// replaceImages swaps the registration of old (may be nil) for node's,
+// exactly as upstream unregisters and re-registers (an image only node holds
+// is re-created with the size node lists first). The image generation, which
+// makes touched nodes rebuild their summaries, moves only if some image's
+// size or node count really changed: a heartbeat with the same images is free.
 func (c *Core) replaceImages(old, node *v1.Node) {
-	if old != nil && old.Name == node.Name && sameImages(old, node) {
-		return
+	type was struct {
+		name   string
+		exists bool
+		size   int64
+		count  int
 	}
+	var before []was
+	record := func(name string, _ int64) {
+		st := c.images[name]
+		if st == nil {
+			before = append(before, was{name: name})
+		} else {
+			before = append(before, was{name, true, st.size, st.count})
+		}
+	}
+	if old != nil {
+		imageNames(old, record)
+	}
+	imageNames(node, record)
+	gen := c.imageGen
 	if old != nil {
 		c.unregisterImages(old)
 	}
 	c.registerImages(node)
+	c.imageGen = gen
+	for _, w := range before {
+		st := c.images[w.name]
+		if (st != nil) != w.exists || (st != nil && (st.size != w.size || st.count != w.count)) {
+			c.imageGen++
+			return
+		}
+	}
 }
 
 func (c *Core) setNode(e *entry, node *v1.Node) {
@@ -650,7 +680,7 @@ func (c *Core) imageSummaries(node *v1.Node) map[string]framework.ImageStateSumm
 	m := make(map[string]framework.ImageStateSummary, len(node.Status.Images))
 	imageNames(node, func(name string, size int64) {
 		if st, ok := c.images[name]; ok {
-			m[name] = framework.ImageStateSummary{Size: st.size, NumNodes: len(st.nodes)}
+			m[name] = framework.ImageStateSummary{Size: st.size, NumNodes: st.count}
 		} else {
 			m[name] = framework.ImageStateSummary{Size: size}
 		}

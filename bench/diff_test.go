@@ -35,7 +35,7 @@ var diffSteps = flag.Int("diff.steps", 0, "steps of TestDiffCache (0: 4,000 with
 
 var (
 	diffQuirks = flag.Bool("diff.quirks", false, "TestDiffCache: also generate sequences informers never produce (UpdateNode of an entry without a node object, AddNode of a live node into another zone); schedcache is known to differ there (IsPVCUsedByPods counts a node that is in the map but not in the list)")
-	diffStrict = flag.Bool("diff.strict", false, "also check where schedcache is known to differ on informer-valid sequences: ghost entries' image counts in Dump, and image names listed under two sizes (TestDiffScenarios)")
+	diffStrict = flag.Bool("diff.strict", false, "also check where schedcache is known to differ on informer-valid sequences: ghost entries' image counts in Dump")
 )
 
 func stepsFor(short, long int) int {
@@ -1004,12 +1004,7 @@ func TestDiffScenarios(t *testing.T) {
 		}),
 		addNode(node("g", 2)),
 	}
-	known := map[string]string{
-		// schedcache skips the unregister/register when the image lists
-		// are equal (actor.Core.replaceImages, sameImages), so the entry
-		// keeps its old size.
-		"image size after an update with the same images": "known difference: schedcache keeps the image entry's size",
-	}
+	known := map[string]string{} // none: the image-size difference found here is fixed
 	names := sortedKeys(scenarios)
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {

@@ -248,24 +248,11 @@ var (
 		{Names: []string{"img-d", "img-a"}, SizeBytes: 400}, // shares a name with img-a, another size
 		{Names: []string{"img-e"}, SizeBytes: 500},
 	}
-	// diffImagesConsistent gives every name one size: an image entry's size
-	// then does not depend on which node registered it first.
-	diffImagesConsistent = []v1.ContainerImage{
-		diffImages[0], diffImages[1], diffImages[2],
-		{Names: []string{"img-d", "img-f"}, SizeBytes: 400},
-		diffImages[4],
-	}
 )
 
-// images returns the image pool of the random nodes. With -diff.strict it
-// lists one name under two sizes, where schedcache is known to differ
-// (TestDiffScenarios).
-func images() []v1.ContainerImage {
-	if *diffStrict {
-		return diffImages
-	}
-	return diffImagesConsistent
-}
+// images returns the image pool of the random nodes; it lists one name under
+// two sizes, so which node registers a name first matters (semantics 3.5).
+func images() []v1.ContainerImage { return diffImages }
 
 // node returns a random node named name in zone variant zone.
 func (g *gen) node(name string, zone int) *v1.Node {
