@@ -28,8 +28,7 @@ type podRecord struct {
 	entry           *entry             // the entry holding it (the stored pod's node)
 	assumed         bool
 	bindingFinished bool
-	deadline        time.Time // valid when hasDeadline
-	hasDeadline     bool
+	hasDeadline     bool   // an expiry-heap item with generation armed holds the deadline
 	armed           uint64 // generation of the expiry-heap item that may expire it
 }
 
@@ -306,11 +305,10 @@ func (c *Core) FinishBinding(key string, now time.Time) error {
 		r.hasDeadline = false
 		return nil
 	}
-	r.deadline = now.Add(c.ttl)
 	r.hasDeadline = true
 	c.armSeq++
 	r.armed = c.armSeq
-	heap.Push(&c.expiry, expiryItem{deadline: r.deadline, key: key, rec: r, armed: r.armed})
+	heap.Push(&c.expiry, expiryItem{deadline: now.Add(c.ttl), key: key, rec: r, armed: r.armed})
 	return nil
 }
 
@@ -394,14 +392,13 @@ func (c *Core) RemovePod(key string, pod *v1.Pod) error {
 	return nil
 }
 
-// PodState reports the state of key: present, assumed, bindingFinished and
-// the deadline (zero when none).
-func (c *Core) PodState(key string) (present, assumed, finished bool, deadline time.Time) {
+// PodState reports the state of key: present, assumed and bindingFinished.
+func (c *Core) PodState(key string) (present, assumed, finished bool) {
 	r, ok := c.pods[key]
 	if !ok {
-		return false, false, false, time.Time{}
+		return false, false, false
 	}
-	return true, r.assumed, r.bindingFinished, r.deadline
+	return true, r.assumed, r.bindingFinished
 }
 
 // ---- expiry ----

@@ -142,7 +142,7 @@ func (s *NodeState) RemovePod(key string, affinity, antiAffinity bool) error {
 // entries with an empty key (upstream skips pods whose key errors).
 func indexOfPod(s []*PodInfo, key string) int {
 	for i, p := range s {
-		if p.key == key && p.key != "" {
+		if k := p.Key(); k == key && k != "" {
 			return i
 		}
 	}
@@ -188,7 +188,7 @@ func (s *NodeState) update(p *PodInfo, sign int64) {
 	s.nonZeroRequested.MilliCPU += sign * p.non0CPU
 	s.nonZeroRequested.Memory += sign * p.non0Mem
 
-	for _, hp := range p.hostPorts {
+	for _, hp := range p.HostPorts() {
 		j := slices.Index(s.usedPorts, hp)
 		if sign > 0 && j < 0 {
 			s.usedPorts = append(s.usedPorts, hp)
@@ -199,11 +199,11 @@ func (s *NodeState) update(p *PodInfo, sign int64) {
 			s.usedPorts = s.usedPorts[:last]
 		}
 	}
-	if len(p.hostPorts) > 0 {
+	if len(p.HostPorts()) > 0 {
 		s.dirty |= dirtyPorts
 	}
 
-	for _, key := range p.pvcKeys {
+	for _, key := range p.PVCKeys() {
 		i, ok := findPVC(s.pvcRefs, key)
 		switch {
 		case sign > 0 && ok:
@@ -217,7 +217,7 @@ func (s *NodeState) update(p *PodInfo, sign int64) {
 			}
 		}
 	}
-	if len(p.pvcKeys) > 0 {
+	if len(p.PVCKeys()) > 0 {
 		s.dirty |= dirtyPVCs
 	}
 	s.bump()

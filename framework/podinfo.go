@@ -10,15 +10,20 @@ import (
 // from it, computed once by NewPodInfo. Methods are nil-safe.
 type PodInfo struct {
 	// All fields are written only by NewPodInfo.
-	pod          *v1.Pod // shared with the caller; never mutated here
-	key          string
+	// The layout is kept small (96 bytes): a cache holds one per pod.
+	pod          *v1.Pod // shared with the caller; never mutated here; Key is its UID
 	requests     Resource
 	non0CPU      int64
 	non0Mem      int64
+	extra        *podExtra // nil for the common pod without host ports or PVCs
 	affinity     bool
 	antiAffinity bool
-	hostPorts    []HostPort // read-only; nil when none
-	pvcKeys      []string   // read-only; nil when none
+}
+
+// podExtra holds what few pods have. Read-only after NewPodInfo.
+type podExtra struct {
+	hostPorts []HostPort // nil when none
+	pvcKeys   []string   // nil when none
 }
 
 // NewPodInfo computes the PodInfo of pod (semantics 4.2–4.8). It returns
@@ -26,21 +31,20 @@ type PodInfo struct {
 // pod, never writes it, and keeps no state), so callers may run it on any
 // goroutine; pod must not be mutated afterwards.
 func NewPodInfo(pod *v1.Pod) (*PodInfo, error) {
-	key, err := PodKey(pod)
-	if err != nil {
+	if _, err := PodKey(pod); err != nil {
 		return nil, err
 	}
-	return newPodInfo(pod, key), nil
+	return newPodInfo(pod), nil
 }
 
-func newPodInfo(pod *v1.Pod, key string) *PodInfo {
+func newPodInfo(pod *v1.Pod) *PodInfo {
 	p := &PodInfo{
 		pod:          pod,
-		key:          key,
 		affinity:     PodHasAffinity(pod),
 		antiAffinity: PodHasRequiredAntiAffinity(pod),
-		hostPorts:    hostPortsOf(pod),
-		pvcKeys:      pvcKeysOf(pod),
+	}
+	if hp, pvc := hostPortsOf(pod), pvcKeysOf(pod); hp != nil || pvc != nil {
+		p.extra = &podExtra{hostPorts: hp, pvcKeys: pvc}
 	}
 	p.requests, p.non0CPU, p.non0Mem = podRequests(pod)
 	return p
@@ -56,10 +60,10 @@ func (p *PodInfo) Pod() *v1.Pod {
 
 // Key returns the pod's cache key, string(pod.UID).
 func (p *PodInfo) Key() string {
-	if p == nil {
+	if p == nil || p.pod == nil {
 		return ""
 	}
-	return p.key
+	return string(p.pod.UID)
 }
 
 // NodeName returns pod.Spec.NodeName.
@@ -111,7 +115,10 @@ func (p *PodInfo) HostPorts() []HostPort {
 	if p == nil {
 		return nil
 	}
-	return p.hostPorts
+	if p.extra == nil {
+		return nil
+	}
+	return p.extra.hostPorts
 }
 
 // PVCKeys returns "<namespace>/<claimName>" for each persistentVolumeClaim
@@ -121,7 +128,10 @@ func (p *PodInfo) PVCKeys() []string {
 	if p == nil {
 		return nil
 	}
-	return p.pvcKeys
+	if p.extra == nil {
+		return nil
+	}
+	return p.extra.pvcKeys
 }
 
 // PodHasAffinity reports whether pod qualifies for PodsWithAffinity:

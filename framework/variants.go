@@ -10,7 +10,7 @@ func NewPodInfoAnyUID(pod *v1.Pod) (*PodInfo, error) {
 	if pod == nil {
 		return nil, ErrNilPod
 	}
-	return newPodInfo(pod, string(pod.UID)), nil
+	return newPodInfo(pod), nil
 }
 
 // WithImageStates returns a copy of n whose image summaries are images (an

@@ -876,6 +876,9 @@ func TestMisuseHandlerCallsCache(t *testing.T) {
 	if reAdded.Load() != n || handlerErrs.Load() != 0 {
 		t.Fatalf("handler re-added %d of %d pods, %d errors", reAdded.Load(), n, handlerErrs.Load())
 	}
+	// The producer's last AddPodAsync may be queued behind the handler's
+	// final re-add: wait until everything submitted so far is applied.
+	must(t, c.Sync())
 	if cnt, _ := c.PodCount(); cnt != 2*n {
 		t.Errorf("PodCount = %d, want %d", cnt, 2*n)
 	}
