@@ -102,7 +102,7 @@ GOOS=$(grep -m1 '^goos:' "$RAW" || true)
 GOARCH=$(grep -m1 '^goarch:' "$RAW" || true)
 GOVERSION=$(go version)
 COMMIT=$(git -C "$BENCH_DIR/.." rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [ -n "$(git -C "$BENCH_DIR/.." status --porcelain 2>/dev/null)" ]; then
+if [ -n "$(git -C "$BENCH_DIR/.." status --porcelain -- . ':!docs' 2>/dev/null)" ]; then
 	COMMIT="$COMMIT (with uncommitted changes)"
 fi
 
