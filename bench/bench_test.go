@@ -752,3 +752,51 @@ func BenchmarkMemory(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCycleVisible is BenchmarkCycle plus what a scheduler needs before
+// its next cycle: a snapshot that shows the assumed pod. Upstream refreshes
+// its snapshot with UpdateSnapshot; schedcache's publication is part of
+// AssumePod, so its refresh is Snapshot().
+func BenchmarkCycleVisible(b *testing.B) {
+	for _, spec := range specs(false) {
+		for _, impl := range Impls {
+			b.Run(fmt.Sprintf("impl=%s/nodes=%s", impl, sizeName(spec)), func(b *testing.B) {
+				f := getFixture(b, impl, "static", spec, Options{})
+				if f.pool == nil {
+					f.pool = make([]*v1.Pod, 1024)
+					for i := range f.pool {
+						node := f.cluster.Nodes[f.rng.IntN(len(f.cluster.Nodes))].Name
+						f.pool[i] = workload.NewPod(f.rng, fmt.Sprintf("cycle-%04d", i), node)
+					}
+				}
+				r := f.impl.NewReader()
+				if err := r.Refresh(); err != nil { // the first, full refresh is setup
+					b.Fatal(err)
+				}
+				runtime.GC()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range b.N {
+					p := f.pool[i%len(f.pool)]
+					if err := f.impl.AssumePod(p); err != nil {
+						b.Fatal(err)
+					}
+					if err := r.Refresh(); err != nil {
+						b.Fatal(err)
+					}
+					if err := f.impl.FinishBinding(p); err != nil {
+						b.Fatal(err)
+					}
+					if err := f.impl.AddPod(p); err != nil {
+						b.Fatal(err)
+					}
+					if err := f.impl.RemovePod(p); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cycles/s")
+			})
+		}
+	}
+}
