@@ -61,6 +61,7 @@ if [ "${QUICK:-0}" = 1 ]; then
 		'^BenchmarkW6$/impl=upstream|3x'
 		'^BenchmarkW6$/impl=schedcache|100x'
 		'^BenchmarkCycle$|500x'
+		'^BenchmarkCycleVisible$|50x'
 		'^BenchmarkMemory$|1x'
 	)
 else
@@ -74,6 +75,7 @@ else
 		'^BenchmarkW6$/impl=upstream|20x'
 		'^BenchmarkW6$/impl=schedcache|2000x'
 		'^BenchmarkCycle$|20000x'
+		'^BenchmarkCycleVisible$|2000x'
 		'^BenchmarkMemory$|1x'
 	)
 fi
