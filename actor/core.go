@@ -124,9 +124,6 @@ func NewCore(nshards int, ttl time.Duration) *Core {
 // Shards returns the number of shards the core routes to.
 func (c *Core) Shards() int { return c.nshards }
 
-// Seq returns the number of operations applied so far.
-func (c *Core) Seq() uint64 { return c.seq }
-
 // Last returns the last committed snapshot.
 func (c *Core) Last() *snapshot.Snapshot { return c.builder.Last() }
 
@@ -392,15 +389,6 @@ func (c *Core) RemovePod(key string, pod *v1.Pod) error {
 	return nil
 }
 
-// PodState reports the state of key: present, assumed and bindingFinished.
-func (c *Core) PodState(key string) (present, assumed, finished bool) {
-	r, ok := c.pods[key]
-	if !ok {
-		return false, false, false
-	}
-	return true, r.assumed, r.bindingFinished
-}
-
 // ---- expiry ----
 
 type expiryItem struct {
@@ -446,14 +434,6 @@ func (c *Core) Expire(now time.Time, limit int) (expired int, more bool) {
 		expired++
 	}
 	return expired, false
-}
-
-// NextDeadline returns the earliest armed deadline, if any.
-func (c *Core) NextDeadline() (time.Time, bool) {
-	if c.expiry.Len() == 0 {
-		return time.Time{}, false
-	}
-	return c.expiry[0].deadline, true
 }
 
 // ---- nodes ----
@@ -650,9 +630,6 @@ func (c *Core) AssumedKeys() map[string]struct{} {
 	}
 	return out
 }
-
-// Tree returns the zone tree (read-only for callers; tests and Dump).
-func (c *Core) Tree() *nodetree.Tree { return c.tree }
 
 // ---- flush ----
 

@@ -100,7 +100,7 @@ var errNotInZone = errors.New("any tree error")
 // Expiry removes exactly the pods whose binding finished and whose deadline
 // passed, at most `limit` per step.
 func TestCoreExpire(t *testing.T) {
-	l := NewLocal(2, int64(10*time.Second))
+	l := NewLocal(2, 10*time.Second)
 	c := l.Core
 	c.AddNode(testNode("n", "A"))
 	t0 := time.Unix(1000, 0)

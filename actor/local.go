@@ -2,6 +2,7 @@ package actor
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/schedcache/schedcache/shard"
 	"github.com/schedcache/schedcache/snapshot"
@@ -18,8 +19,8 @@ type Local struct {
 }
 
 // NewLocal returns a Local with nshards shards and the given TTL.
-func NewLocal(nshards int, ttlNanos int64) *Local {
-	l := &Local{Core: NewCore(nshards, durationOf(ttlNanos))}
+func NewLocal(nshards int, ttl time.Duration) *Local {
+	l := &Local{Core: NewCore(nshards, ttl)}
 	for i := 0; i < l.Core.Shards(); i++ {
 		l.Shards = append(l.Shards, shard.NewCore(func() int64 { return l.gen.Add(1) }))
 	}

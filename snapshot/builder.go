@@ -57,14 +57,6 @@ func (b *Builder) SetNode(slot int32, ni *framework.NodeInfo) {
 	b.nodes.Set(int(slot), ni)
 }
 
-// Node returns the entry at slot as of this transaction.
-func (b *Builder) Node(slot int32) *framework.NodeInfo {
-	if b.nodes != nil {
-		return b.nodes.Get(int(slot))
-	}
-	return b.last.nodes.Get(int(slot))
-}
-
 // SetIndex maps name to slot; DeleteIndex removes name.
 func (b *Builder) SetIndex(name string, slot int32) {
 	if b.index == nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -214,7 +215,7 @@ func run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	rep.Elapsed = time.Since(start)
 	rep.Shards = cfg.Shards
 	if rep.Shards == 0 {
-		rep.Shards = max(1, runtimeShards())
+		rep.Shards = max(1, runtime.GOMAXPROCS(0)/2) // the cache's default
 	}
 	rep.Scheduled, rep.Forgotten, rep.FailedBindings = scheduled.Load(), forgotten.Load(), failed.Load()
 	rep.Conflicts, rep.Unschedulable = conflicts.Load(), unsched.Load()
@@ -238,8 +239,6 @@ func run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	}
 	return rep, nil
 }
-
-func runtimeShards() int { return max(1, runtimeGOMAXPROCS()/2) }
 
 func mustForget(c *schedcache.Cache, pod *v1.Pod, forgotten *atomic.Int64) {
 	if err := c.ForgetPod(klog.Background(), pod); err != nil {

@@ -1,5 +1,0 @@
-package actor
-
-import "time"
-
-func durationOf(n int64) time.Duration { return time.Duration(n) }
