@@ -8,6 +8,7 @@
 package actor
 
 import (
+	"cmp"
 	"container/heap"
 	"hash/maphash"
 	"slices"
@@ -41,6 +42,8 @@ type entry struct {
 	node      *v1.Node // nil: nodeless (ghost, or created by a pod)
 	pods      int
 	aff, anti int            // lengths of the shard's affinity sub-lists
+	inAff     bool           // in the affinity list being built (valid while the slot is in the node list)
+	inAnti    bool           // in the anti-affinity list being built (same)
 	pvc       map[string]int // PVCRefCounts of the entry (nil when empty)
 	images    map[string]framework.ImageStateSummary
 	imagesGen uint64 // Core.imageGen when images was built
@@ -84,18 +87,20 @@ type Core struct {
 	freedEpoch []int32 // slots freed in the current epoch; reusable after Commit
 	nextSlot   int32
 
-	seq          uint64             // operations applied
-	muts         [][]shard.Mutation // per shard, current epoch
-	dirtyEntries []*entry           // touched entries, current epoch
-	dirtyPods    []string           // pod keys whose snapshot entry may have changed (duplicates allowed)
-	dirtyPVC     []string           // used-PVC keys whose membership may have changed
-	pvcUsed      map[string]int     // PVC key -> entries with a node that reference it
-	listsDirty   bool               // node list (and so the affinity lists) must be rebuilt
-	affDirty     bool               // only the affinity lists must be rebuilt
-	bySlot       []*entry           // slot -> live entry (nil when free)
-	treeVersion  uint64             // tree version the published lists were built from
-	listBuf      []string           // scratch for tree lists
-	builder      *snapshot.Builder  // the next snapshot; the last committed one is published
+	seq           uint64             // operations applied
+	muts          [][]shard.Mutation // per shard, current epoch
+	dirtyEntries  []*entry           // touched entries, current epoch
+	dirtyPods     []string           // pod keys whose snapshot entry may have changed (duplicates allowed)
+	dirtyPVC      []string           // used-PVC keys whose membership may have changed
+	pvcUsed       map[string]int     // PVC key -> entries with a node that reference it
+	listsDirty    bool               // node list (and so the affinity lists) must be rebuilt
+	affFlips      []*entry           // entries whose aff or anti count crossed zero this epoch (duplicates allowed)
+	listPos       []int32            // slot -> index in the node list of the last buildLists; -1: not listed
+	listIrregular bool               // the last buildLists saw a slot twice: affinity edits rebuild
+	bySlot        []*entry           // slot -> live entry (nil when free)
+	treeVersion   uint64             // tree version the published lists were built from
+	listBuf       []string           // scratch for tree lists
+	builder       *snapshot.Builder  // the next snapshot; the last committed one is published
 }
 
 // NewCore returns an empty coordinator state for nshards shards (>= 1) and
@@ -130,7 +135,7 @@ func (c *Core) Last() *snapshot.Snapshot { return c.builder.Last() }
 // Dirty reports whether operations since the last Commit changed anything
 // a snapshot shows.
 func (c *Core) Dirty() bool {
-	return len(c.dirtyEntries) > 0 || len(c.dirtyPods) > 0 || len(c.dirtyPVC) > 0 || c.listsDirty || c.affDirty
+	return len(c.dirtyEntries) > 0 || len(c.dirtyPods) > 0 || len(c.dirtyPVC) > 0 || c.listsDirty || len(c.affFlips) > 0
 }
 
 // ---- entries ----
@@ -214,13 +219,13 @@ func (c *Core) aggregate(info *framework.PodInfo, assumed bool) {
 	if info.HasAffinity() {
 		e.aff++
 		if e.aff == 1 {
-			c.affDirty = true
+			c.affFlips = append(c.affFlips, e)
 		}
 	}
 	if info.HasRequiredAntiAffinity() {
 		e.anti++
 		if e.anti == 1 {
-			c.affDirty = true
+			c.affFlips = append(c.affFlips, e)
 		}
 	}
 	for _, k := range info.PVCKeys() {
@@ -246,13 +251,13 @@ func (c *Core) subtract(r *podRecord, aff, anti bool) {
 	if aff && r.info.HasAffinity() {
 		e.aff--
 		if e.aff == 0 {
-			c.affDirty = true
+			c.affFlips = append(c.affFlips, e)
 		}
 	}
 	if anti && r.info.HasRequiredAntiAffinity() {
 		e.anti--
 		if e.anti == 0 {
-			c.affDirty = true
+			c.affFlips = append(c.affFlips, e)
 		}
 	}
 	for _, k := range r.info.PVCKeys() {
@@ -717,27 +722,115 @@ func (c *Core) BuildMeta() {
 	switch {
 	case c.listsDirty:
 		c.buildLists()
-	case c.affDirty:
-		c.buildAffinityLists()
+	case len(c.affFlips) > 0:
+		c.editAffinityLists()
 	}
-	c.listsDirty, c.affDirty = false, false
+	c.listsDirty = false
+	clear(c.affFlips)
+	c.affFlips = c.affFlips[:0]
 }
 
-// buildAffinityLists re-derives the two affinity lists from the current
-// node list, by slot, without touching the tree or hashing names.
-func (c *Core) buildAffinityLists() {
-	order := c.builder.Order()
+// maxAffEdits is how many list insertions or removals one epoch makes
+// before rebuilding the affinity lists with one walk of the node list.
+const maxAffEdits = 16
+
+// editAffinityLists applies the epoch's affinity flips to the two lists
+// without walking the node list: each flip inserts or removes one slot at
+// the position binary search finds by list index. The published lists are
+// never written: the first edit of each list copies it. Many flips, or a
+// node list the tree produced with a name twice, take one rebuild instead.
+func (c *Core) editAffinityLists() {
+	order, aff, anti, err := c.builder.Lists()
+	edits := 0
+	for _, e := range c.affFlips {
+		if !c.listed(e) {
+			continue // not in the node list: in no list
+		}
+		if want := e.aff > 0; want != e.inAff {
+			edits++
+		}
+		if want := e.anti > 0; want != e.inAnti {
+			edits++
+		}
+	}
+	if edits == 0 {
+		return
+	}
+	if edits > maxAffEdits || c.listIrregular {
+		c.buildAffinityLists(order, err)
+		return
+	}
+	affOwned, antiOwned := false, false
+	for _, e := range c.affFlips {
+		if !c.listed(e) {
+			continue
+		}
+		ok := true
+		if want := e.aff > 0; want != e.inAff {
+			aff, ok = c.editList(aff, e.slot, want, affOwned)
+			affOwned, e.inAff = true, want
+		}
+		if want := e.anti > 0; ok && want != e.inAnti {
+			anti, ok = c.editList(anti, e.slot, want, antiOwned)
+			antiOwned, e.inAnti = true, want
+		}
+		if !ok { // the lists disagree with the counts: rebuild them
+			c.buildAffinityLists(order, err)
+			return
+		}
+	}
+	c.builder.SetLists(order, aff, anti, err)
+}
+
+// listed reports whether e is the live entry of its slot and in the node
+// list of the last buildLists.
+func (c *Core) listed(e *entry) bool {
+	return int(e.slot) < len(c.listPos) && c.listPos[e.slot] >= 0 && c.bySlot[e.slot] == e
+}
+
+// editList inserts (add) or removes slot in list, which is ordered by
+// listPos. owned says list was made in this epoch and may be written. It
+// reports false, changing nothing, if slot is already in (add) or missing
+// from (remove) the list.
+func (c *Core) editList(list []int32, slot int32, add, owned bool) ([]int32, bool) {
+	p := c.listPos[slot]
+	i, found := slices.BinarySearchFunc(list, p, func(s, p int32) int { return cmp.Compare(c.listPos[s], p) })
+	switch {
+	case add && !found:
+		if owned {
+			return slices.Insert(list, i, slot), true
+		}
+		out := make([]int32, len(list)+1, len(list)+1+len(list)/16)
+		copy(out, list[:i])
+		out[i] = slot
+		copy(out[i+1:], list[i:])
+		return out, true
+	case !add && found:
+		if owned {
+			return slices.Delete(list, i, i+1), true
+		}
+		out := make([]int32, len(list)-1, len(list)+len(list)/16)
+		copy(out, list[:i])
+		copy(out[i:], list[i+1:])
+		return out, true
+	}
+	return list, false
+}
+
+// buildAffinityLists re-derives the two affinity lists from the node list,
+// by slot, without touching the tree or hashing names.
+func (c *Core) buildAffinityLists(order []int32, err error) {
 	var aff, anti []int32
 	for _, slot := range order {
 		e := c.bySlot[slot]
-		if e.aff > 0 {
+		if e.inAff = e.aff > 0; e.inAff {
 			aff = append(aff, slot)
 		}
-		if e.anti > 0 {
+		if e.inAnti = e.anti > 0; e.inAnti {
 			anti = append(anti, slot)
 		}
 	}
-	c.builder.SetLists(order, aff, anti, c.builder.Last().Err())
+	c.builder.SetLists(order, aff, anti, err)
 }
 
 func (c *Core) buildLists() {
@@ -745,16 +838,25 @@ func (c *Core) buildLists() {
 	c.listBuf = names
 	order := make([]int32, 0, len(names))
 	var aff, anti []int32
+	c.listPos = slices.Grow(c.listPos[:0], int(c.nextSlot))[:c.nextSlot]
+	c.listIrregular = false
+	for i := range c.listPos {
+		c.listPos[i] = -1
+	}
 	for _, name := range names {
 		e := c.nodes[name]
 		if e == nil || e.node == nil {
 			continue // upstream logs and skips names missing from the snapshot map
 		}
+		if c.listPos[e.slot] >= 0 {
+			c.listIrregular = true // listed twice: only full rebuilds keep upstream's list
+		}
+		c.listPos[e.slot] = int32(len(order))
 		order = append(order, e.slot)
-		if e.aff > 0 {
+		if e.inAff = e.aff > 0; e.inAff {
 			aff = append(aff, e.slot)
 		}
-		if e.anti > 0 {
+		if e.inAnti = e.anti > 0; e.inAnti {
 			anti = append(anti, e.slot)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/snapshot"
 	"github.com/schedcache/schedcache/workload"
 )
 
@@ -195,5 +196,122 @@ func BenchmarkPublishOneChange(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/publish")
 		})
+	}
+}
+
+func affinityPod(t testing.TB, uid, node string, aff, anti bool) *framework.PodInfo {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, UID: types.UID(uid)}, Spec: v1.PodSpec{NodeName: node}}
+	term := []v1.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}}}
+	if aff || anti {
+		p.Spec.Affinity = &v1.Affinity{}
+	}
+	if aff {
+		p.Spec.Affinity.PodAffinity = &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: term}
+	}
+	if anti {
+		p.Spec.Affinity.PodAntiAffinity = &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: term}
+	}
+	pi, err := framework.NewPodInfo(p)
+	require.NoError(t, err)
+	return pi
+}
+
+// The affinity lists are edited in place of a rebuild when a few nodes gain
+// or lose their last affinity pod. Whatever the mix of flips per epoch
+// (none, one, several, past maxAffEdits, on nodeless entries, with node
+// adds and removes in between), every published list must equal the node
+// list filtered from scratch, and held snapshots must not change.
+func TestAffinityListEdits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	l := NewLocal(2, 0)
+	c := l.Core
+	const nodes = 40
+	zone := map[string]string{}
+	for i := range nodes {
+		n := fmt.Sprintf("n%02d", i)
+		zone[n] = fmt.Sprintf("z%d", i%3)
+		c.AddNode(testNode(n, zone[n]))
+	}
+	_, err := l.Publish()
+	require.NoError(t, err)
+
+	type heldList struct {
+		snap      *snapshot.Snapshot
+		aff, anti []string
+	}
+	names := func(list []*framework.NodeInfo) []string {
+		out := make([]string, 0, len(list))
+		for _, ni := range list {
+			out = append(out, ni.Node().Name)
+		}
+		return out
+	}
+	// want filters the node list by whether any of the node's pods has
+	// (anti-)affinity, from the NodeInfos themselves.
+	want := func(s *snapshot.Snapshot) (aff, anti []string) {
+		aff, anti = []string{}, []string{}
+		for i := range s.NumNodes() {
+			ni := s.At(i)
+			if len(ni.PodsWithAffinity()) > 0 {
+				aff = append(aff, ni.Node().Name)
+			}
+			if len(ni.PodsWithRequiredAntiAffinity()) > 0 {
+				anti = append(anti, ni.Node().Name)
+			}
+		}
+		return aff, anti
+	}
+	live := map[string]bool{}
+	var held []heldList
+	seq := 0
+	for epoch := range 400 {
+		ops := rng.IntN(4) // 0..3 changes per epoch
+		if epoch%50 == 49 {
+			ops = 3 * maxAffEdits // past the edit bound: a rebuild
+		}
+		for range ops {
+			switch r := rng.IntN(20); {
+			case r == 0: // remove and re-add a node: the node list changes
+				n := fmt.Sprintf("n%02d", rng.IntN(nodes))
+				require.NoError(t, c.RemoveNode(testNode(n, zone[n])))
+				zone[n] = fmt.Sprintf("z%d", rng.IntN(3))
+				c.AddNode(testNode(n, zone[n]))
+			case r == 1: // a pod on a node with no node object: a nodeless entry flips
+				seq++
+				uid := fmt.Sprintf("g%d", seq)
+				require.NoError(t, c.AddPod(affinityPod(t, uid, "ghost", true, true)))
+				live[uid] = true
+			case r < 11 && len(live) > 0:
+				for uid := range live {
+					pi := l.Core.pods[uid]
+					require.NoError(t, c.RemovePod(uid, pi.info.Pod()))
+					delete(live, uid)
+					break
+				}
+			default:
+				seq++
+				uid := fmt.Sprintf("p%d", seq)
+				require.NoError(t, c.AddPod(affinityPod(t, uid, fmt.Sprintf("n%02d", rng.IntN(nodes)), rng.IntN(2) == 0, rng.IntN(2) == 0)))
+				live[uid] = true
+			}
+		}
+		s, err := l.Publish()
+		require.NoError(t, err)
+		aff, err := s.HavePodsWithAffinityList()
+		require.NoError(t, err)
+		anti, err := s.HavePodsWithRequiredAntiAffinityList()
+		require.NoError(t, err)
+		wa, wn := want(s)
+		require.Equal(t, wa, names(aff), "epoch %d affinity list", epoch)
+		require.Equal(t, wn, names(anti), "epoch %d anti-affinity list", epoch)
+		if epoch%20 == 0 {
+			held = append(held, heldList{s, wa, wn})
+		}
+	}
+	for _, h := range held {
+		aff, _ := h.snap.HavePodsWithAffinityList()
+		anti, _ := h.snap.HavePodsWithRequiredAntiAffinityList()
+		require.Equal(t, h.aff, names(aff), "held snapshot %d changed", h.snap.Epoch())
+		require.Equal(t, h.anti, names(anti), "held snapshot %d changed", h.snap.Epoch())
 	}
 }

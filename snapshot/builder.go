@@ -115,6 +115,15 @@ func (b *Builder) Order() []int32 {
 	return b.last.order
 }
 
+// Lists returns the node list, the two affinity lists and the list error as
+// of this transaction (read-only; SetLists replaces them).
+func (b *Builder) Lists() (order, aff, anti []int32, err error) {
+	if b.lists {
+		return b.order, b.aff, b.anti, b.err
+	}
+	return b.last.order, b.last.aff, b.last.anti, b.last.err
+}
+
 // Commit ends the transaction and returns the new snapshot, which becomes
 // Last. nodeCount is the number of node entries (ghosts included), podCount
 // the number of pods.
