@@ -246,7 +246,7 @@ func (c *Core) aggregate(info *framework.PodInfo, assumed bool) {
 // the caller passed, as upstream).
 func (c *Core) subtract(r *podRecord, aff, anti bool) {
 	e := r.entry
-	c.emit(e, shard.Mutation{Kind: shard.RemovePod, Key: r.info.Key(), Affinity: aff, AntiAffinity: anti})
+	c.emit(e, shard.Mutation{Kind: shard.RemovePod, Pod: r.info, Key: r.info.Key(), Affinity: aff, AntiAffinity: anti})
 	e.pods--
 	if aff && r.info.HasAffinity() {
 		e.aff--

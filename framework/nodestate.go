@@ -109,10 +109,28 @@ func (s *NodeState) AddPod(p *PodInfo) {
 // sub-list removals above stand (as upstream). An empty key returns
 // ErrEmptyUID and changes nothing.
 func (s *NodeState) RemovePod(key string, affinity, antiAffinity bool) error {
+	return s.removePod(key, nil, affinity, antiAffinity)
+}
+
+// RemovePodInfo is RemovePod for the key of stored, when the caller knows
+// the PodInfo it added: the pod list is searched by pointer, which reads no
+// pod object, and by key only if stored is not in it. The result is that of
+// RemovePod(stored.Key(), ...): a node's pod list never holds a key twice.
+func (s *NodeState) RemovePodInfo(stored *PodInfo, affinity, antiAffinity bool) error {
+	if stored == nil {
+		return ErrNilPod
+	}
+	return s.removePod(stored.Key(), stored, affinity, antiAffinity)
+}
+
+func (s *NodeState) removePod(key string, stored *PodInfo, affinity, antiAffinity bool) error {
 	if key == "" {
 		return ErrEmptyUID
 	}
 	var ok bool
+	// The affinity sub-lists may hold stale entries of a key (upstream
+	// searches them by the caller's pod object), so they are always
+	// searched by key, first match, as upstream.
 	if affinity {
 		if s.podsWithAffinity, ok = removePodFromSlice(s.podsWithAffinity, key); ok {
 			s.dirty |= dirtyAny | dirtyPods
@@ -123,7 +141,13 @@ func (s *NodeState) RemovePod(key string, affinity, antiAffinity bool) error {
 			s.dirty |= dirtyAny | dirtyPods
 		}
 	}
-	i := indexOfPod(s.pods, key)
+	i := -1
+	if stored != nil {
+		i = slices.Index(s.pods, stored)
+	}
+	if i < 0 {
+		i = indexOfPod(s.pods, key)
+	}
 	if i < 0 {
 		name := "<no node>"
 		if s.node != nil {

@@ -103,6 +103,36 @@ func TestNodeStateRemoveOrder(t *testing.T) {
 	require.Equal(t, Resource{}, n.NonZeroRequested())
 }
 
+// RemovePodInfo finds the stored PodInfo by pointer, falls back to the key
+// for a PodInfo it does not hold, and leaves the same state RemovePod would.
+func TestNodeStateRemovePodInfo(t *testing.T) {
+	next, _ := counter()
+	byInfo, byKey := NewNodeState(next), NewNodeState(next)
+	var ps []*PodInfo
+	for i := range 4 {
+		p := mustPodInfo(t, mkPod(fmt.Sprintf("p%d", i), withAffinity(podAffinity), withContainers(ctr("a", rl("cpu", fmt.Sprint(i+1))))))
+		ps = append(ps, p)
+		byInfo.AddPod(p)
+		byKey.AddPod(p)
+	}
+	require.NoError(t, byInfo.RemovePodInfo(ps[1], true, false))
+	require.NoError(t, byKey.RemovePod("p1", true, false))
+	// A different PodInfo of a stored key (an equal copy): found by key.
+	other := mustPodInfo(t, mkPod("p3", withAffinity(podAffinity)))
+	require.NoError(t, byInfo.RemovePodInfo(other, true, false))
+	require.NoError(t, byKey.RemovePod("p3", true, false))
+	a, b := byInfo.Freeze(), byKey.Freeze()
+	require.Equal(t, keysOf(b.Pods()), keysOf(a.Pods()))
+	require.Equal(t, []string{"p0", "p2"}, keysOf(a.Pods()))
+	require.Equal(t, keysOf(b.PodsWithAffinity()), keysOf(a.PodsWithAffinity()))
+	require.Equal(t, b.Requested(), a.Requested())
+	require.Equal(t, int64(4000), a.Requested().MilliCPU)
+
+	require.ErrorIs(t, byInfo.RemovePodInfo(nil, false, false), ErrNilPod)
+	require.ErrorIs(t, byInfo.RemovePodInfo(ps[1], false, false), ErrPodNotOnNode, "removed already")
+	require.Equal(t, []string{"p0", "p2"}, keysOf(byInfo.Freeze().Pods()), "a failed removal changes nothing")
+}
+
 func TestNodeStateScalarKeyKept(t *testing.T) {
 	next, _ := counter()
 	s := NewNodeState(next)

@@ -60,7 +60,7 @@ func (k Kind) String() string {
 type Mutation struct {
 	Kind         Kind
 	Slot         int32
-	Pod          *framework.PodInfo                     // AddPod
+	Pod          *framework.PodInfo                     // AddPod; RemovePod: the stored PodInfo, if known (found by pointer)
 	Key          string                                 // RemovePod
 	Affinity     bool                                   // RemovePod
 	AntiAffinity bool                                   // RemovePod
@@ -147,7 +147,13 @@ func (c *Core) apply(m *Mutation) error {
 	case AddPod:
 		s.AddPod(m.Pod)
 	case RemovePod:
-		if err := s.RemovePod(m.Key, m.Affinity, m.AntiAffinity); err != nil {
+		var err error
+		if m.Pod != nil && m.Pod.Key() == m.Key {
+			err = s.RemovePodInfo(m.Pod, m.Affinity, m.AntiAffinity)
+		} else {
+			err = s.RemovePod(m.Key, m.Affinity, m.AntiAffinity)
+		}
+		if err != nil {
 			return err
 		}
 	case SetNode:
