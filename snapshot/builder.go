@@ -14,8 +14,9 @@ type Builder struct {
 	nodes  *persist.VectorEditor[*framework.NodeInfo] // open editors of the current transaction, nil when untouched
 	index  *persist.MapEditor[int32]
 	pvc    *persist.MapEditor[struct{}]
-	podLog []podChange // the last snapshot's log, extended in place past its length
-	lists  bool        // SetLists was called in this transaction
+	podLog []podChange         // the last snapshot's log, extended in place past its length
+	folded map[string]struct{} // scratch for foldPods: keys whose last change is applied
+	lists  bool                // SetLists was called in this transaction
 	order  []int32
 	aff    []int32
 	anti   []int32
@@ -32,14 +33,26 @@ func (b *Builder) foldPods() (persist.Map[PodEntry], []podChange) {
 	if len(b.podLog) <= podLogFold {
 		return b.last.pods, b.podLog
 	}
+	// Only each key's last change matters: walking the log backwards, a
+	// key seen already is skipped, so a pod added and removed within one
+	// log (an assume-bind-remove cycle) costs no path copy at all.
 	e := b.last.pods.Edit()
-	for i := range b.podLog {
-		if c := &b.podLog[i]; c.gone {
+	if b.folded == nil {
+		b.folded = make(map[string]struct{}, 2*podLogFold)
+	}
+	for i := len(b.podLog) - 1; i >= 0; i-- {
+		c := &b.podLog[i]
+		if _, later := b.folded[c.key]; later {
+			continue
+		}
+		b.folded[c.key] = struct{}{}
+		if c.gone {
 			e.Delete(c.key)
 		} else {
 			e.Set(c.key, c.e)
 		}
 	}
+	clear(b.folded)
 	return e.Done(), make([]podChange, 0, 2*podLogFold)
 }
 
