@@ -337,6 +337,12 @@ func (a *Coordinator) run() {
 			default:
 				if expiring = a.expireStep(); !expiring {
 					timer.Reset(a.opts.Period)
+				} else {
+					// The coordinator and the shards hand each step to one
+					// another through runnext, which would keep callers
+					// that are runnable on this P waiting for up to a
+					// whole time slice (10 ms): yield between steps.
+					runtime.Gosched()
 				}
 			}
 			continue
