@@ -54,6 +54,7 @@ if [ "${QUICK:-0}" = 1 ]; then
 	RUNS=(
 		'^BenchmarkW1$/impl=/nodes=/readers=(0|1)$|500x'
 		'^BenchmarkW1$/impl=/nodes=/readers=(4|16)$|100x'
+		'^BenchmarkW1CPUShare$|500x'
 		'^BenchmarkW2$|2000x'
 		'^BenchmarkW3$|200x'
 		'^BenchmarkW4$|3000x'
@@ -68,6 +69,7 @@ else
 	RUNS=(
 		'^BenchmarkW1$/impl=/nodes=/readers=(0|1)$|20000x'
 		'^BenchmarkW1$/impl=/nodes=/readers=(4|16)$|2000x'
+		'^BenchmarkW1CPUShare$|20000x'
 		'^BenchmarkW2$|100000x'
 		'^BenchmarkW3$|2000x'
 		'^BenchmarkW4$|100000x'

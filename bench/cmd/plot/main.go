@@ -362,6 +362,9 @@ func main() {
 				fmt.Fprintf(&m, "| %s | %s | %s | %s |\n", g.Label, cell(c, u), cell(c, s), ratio)
 			}
 			m.WriteString("\n")
+			if strings.HasPrefix(c.File, "w1-writer-throughput-") {
+				m.WriteString(shareTable(d, size))
+			}
 		}
 	}
 	if *md != "" {
@@ -371,6 +374,32 @@ func main() {
 	} else {
 		fmt.Print(m.String())
 	}
+}
+
+// shareTable shows each W1 writer's rate with R readers as a share of its
+// own rate with none, next to that of a writer that uses no cache
+// (BenchmarkW1CPUShare): the share the machine leaves any writer.
+func shareTable(d data, size string) string {
+	w1 := func(r string) string { return fmt.Sprintf("BenchmarkW1/nodes=%s/readers=%s", size, r) }
+	cpu := func(r string) string { return fmt.Sprintf("BenchmarkW1CPUShare/nodes=%s/readers=%s", size, r) }
+	if _, ok := d[cpu("0")]; !ok {
+		return ""
+	}
+	share := func(key func(string) string, impl, unit, r string) string {
+		v, base := d.value(key(r), impl, unit), d.value(key("0"), impl, unit)
+		if math.IsNaN(v) || math.IsNaN(base) || base == 0 {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.0f%%", 100*v/base)
+	}
+	var m strings.Builder
+	m.WriteString("| writer rate with R readers / its rate with none | upstream | schedcache | a writer that uses no cache (W1CPUShare) |\n|---|---:|---:|---:|\n")
+	for _, r := range []string{"1", "4", "16"} {
+		fmt.Fprintf(&m, "| R=%s | %s | %s | %s |\n", r, share(w1, "upstream", "writer-events/s", r),
+			share(w1, "schedcache", "writer-events/s", r), share(cpu, "none", "writer-units/s", r))
+	}
+	m.WriteString("\n")
+	return m.String()
 }
 
 func cell(c chart, v float64) string {

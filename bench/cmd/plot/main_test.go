@@ -35,3 +35,34 @@ PASS
 		t.Fatalf("upstream ns/op = %v, want 9000", got)
 	}
 }
+
+// shareTable divides each writer's rate with R readers by its own rate with
+// none, for both caches and for the cache-less writer; without
+// BenchmarkW1CPUShare lines it writes nothing.
+func TestShareTable(t *testing.T) {
+	raw := `BenchmarkW1/impl=schedcache/nodes=5k/readers=0-2 	 100	 1 ns/op	 1000 writer-events/s
+BenchmarkW1/impl=schedcache/nodes=5k/readers=4-2 	 100	 1 ns/op	 500 writer-events/s
+BenchmarkW1/impl=upstream/nodes=5k/readers=0-2 	 100	 1 ns/op	 2000 writer-events/s
+BenchmarkW1/impl=upstream/nodes=5k/readers=4-2 	 100	 1 ns/op	 20 writer-events/s
+`
+	d := data{}
+	if err := parse(strings.NewReader(raw), d); err != nil {
+		t.Fatal(err)
+	}
+	if got := shareTable(d, "5k"); got != "" {
+		t.Fatalf("without W1CPUShare lines: got %q, want nothing", got)
+	}
+	more := `BenchmarkW1CPUShare/impl=none/nodes=5k/readers=0-2 	 100	 1 ns/op	 400 writer-units/s
+BenchmarkW1CPUShare/impl=none/nodes=5k/readers=4-2 	 100	 1 ns/op	 180 writer-units/s
+`
+	if err := parse(strings.NewReader(more), d); err != nil {
+		t.Fatal(err)
+	}
+	got := shareTable(d, "5k")
+	if !strings.Contains(got, "| R=4 | 1% | 50% | 45% |") {
+		t.Fatalf("R=4 row missing or wrong:\n%s", got)
+	}
+	if !strings.Contains(got, "| R=16 | n/a | n/a | n/a |") {
+		t.Fatalf("R=16 row should be n/a without data:\n%s", got)
+	}
+}
