@@ -365,6 +365,9 @@ func main() {
 			if strings.HasPrefix(c.File, "w1-writer-throughput-") {
 				m.WriteString(shareTable(d, size))
 			}
+			if strings.HasPrefix(c.File, "w1-reader-latency-") {
+				m.WriteString(floorTable(d, size))
+			}
 		}
 	}
 	if *md != "" {
@@ -397,6 +400,34 @@ func shareTable(d data, size string) string {
 	for _, r := range []string{"1", "4", "16"} {
 		fmt.Fprintf(&m, "| R=%s | %s | %s | %s |\n", r, share(w1, "upstream", "writer-events/s", r),
 			share(w1, "schedcache", "writer-events/s", r), share(cpu, "none", "writer-units/s", r))
+	}
+	m.WriteString("\n")
+	return m.String()
+}
+
+// floorTable sets the W1 bar for reader p99.9 (upstream's / 100) beside
+// what readers get with no writer at all (BenchmarkW1ReadFloor): from a
+// plain slice of node values, and from schedcache snapshots.
+func floorTable(d data, size string) string {
+	floor := func(variant, r string) string {
+		return fmt.Sprintf("BenchmarkW1ReadFloor/nodes=%s/variant=%s/readers=%s", size, variant, r)
+	}
+	if _, ok := d[floor("plain-slice", "4")]; !ok {
+		return ""
+	}
+	const unit = "reader-p99.9-ns"
+	fmtNS := func(v float64) string {
+		if math.IsNaN(v) {
+			return "n/a"
+		}
+		return fmtDur(v)
+	}
+	var m strings.Builder
+	m.WriteString("| reader p99.9 | bar: upstream / 100 | schedcache (W1, with the writer) | no writer, schedcache snapshots | no writer, no cache: a plain slice |\n|---|---:|---:|---:|---:|\n")
+	for _, r := range []string{"1", "4", "16"} {
+		w1 := fmt.Sprintf("BenchmarkW1/nodes=%s/readers=%s", size, r)
+		fmt.Fprintf(&m, "| R=%s | %s | %s | %s | %s |\n", r, fmtNS(d.value(w1, "upstream", unit)/100), fmtNS(d.value(w1, "schedcache", unit)),
+			fmtNS(d.value(floor("snapshot", r), "floor", unit)), fmtNS(d.value(floor("plain-slice", r), "floor", unit)))
 	}
 	m.WriteString("\n")
 	return m.String()
