@@ -853,3 +853,66 @@ func benchCycle(b *testing.B, visible bool) {
 		}
 	}
 }
+
+// ---- memory ----
+
+// BenchmarkMemory: loads the 5k cluster into a fresh cache and takes one
+// snapshot (upstream: NewEmptySnapshot + UpdateSnapshot; schedcache:
+// Snapshot()); ns/op is that load + first snapshot. After the last
+// iteration it reports the live heap (after runtime.GC) that the cache and
+// one snapshot add on top of the cluster's own objects, which both caches
+// share with the informer and which are excluded: live-MiB (cache +
+// snapshot) and snap-MiB (the snapshot alone).
+func BenchmarkMemory(b *testing.B) {
+	for _, spec := range specs(false) {
+		for _, impl := range Impls {
+			b.Run(fmt.Sprintf("impl=%s/nodes=%s", impl, sizeName(spec)), func(b *testing.B) {
+				releaseFixture()
+				c := clusterFor(spec)
+				var before, loaded, after runtime.MemStats
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range b.N {
+					last := i == b.N-1
+					if last {
+						b.StopTimer()
+						runtime.GC()
+						runtime.ReadMemStats(&before)
+						b.StartTimer()
+					}
+					im, err := NewImpl(impl, Options{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := Load(im, c); err != nil {
+						b.Fatal(err)
+					}
+					if last {
+						b.StopTimer()
+						runtime.GC()
+						runtime.ReadMemStats(&loaded)
+						b.StartTimer()
+					}
+					rd := im.NewReader()
+					if err := rd.Refresh(); err != nil {
+						b.Fatal(err)
+					}
+					if last {
+						b.StopTimer()
+						runtime.GC()
+						runtime.ReadMemStats(&after)
+					}
+					runtime.KeepAlive(rd)
+					im.Close()
+				}
+				b.StopTimer()
+				const mib = 1 << 20
+				b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/mib, "live-MiB")
+				b.ReportMetric(float64(int64(after.HeapAlloc)-int64(loaded.HeapAlloc))/mib, "snap-MiB")
+			})
+		}
+	}
+}
+
+// BenchmarkCycleVisible is BenchmarkCycle plus what a scheduler needs before
+// its next cycle: a snapshot that shows the assumed pod. Upstream refreshes
