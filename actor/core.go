@@ -42,14 +42,24 @@ type entry struct {
 	node      *v1.Node // nil: nodeless (ghost, or created by a pod)
 	pods      int
 	aff, anti int            // lengths of the shard's affinity sub-lists
-	inAff     bool           // in the affinity list being built (valid while the slot is in the node list)
-	inAnti    bool           // in the anti-affinity list being built (same)
 	pvc       map[string]int // PVCRefCounts of the entry (nil when empty)
 	images    map[string]framework.ImageStateSummary
 	imagesGen uint64 // Core.imageGen when images was built
 	indexed   bool   // in the published name index
 	dirty     bool   // touched in the current epoch
 	deleted   bool
+}
+
+// slotState mirrors, densely by slot, what building the node lists reads of
+// an entry, so that a rebuild walks an array instead of the entries. Owned
+// by the coordinator goroutine; kept in step by newEntry, deleteEntry,
+// setNode, RemoveNode, aggregate and subtract.
+type slotState struct {
+	hasNode bool // the slot's entry has a node object
+	aff     bool // entry.aff > 0
+	anti    bool // entry.anti > 0
+	inAff   bool // in the affinity list being built (valid while the slot is in the node list)
+	inAnti  bool // in the anti-affinity list being built (same)
 }
 
 // imageState is the registry's summary of one image name: the size the
@@ -98,8 +108,11 @@ type Core struct {
 	listPos       []int32            // slot -> index in the node list of the last buildLists; -1: not listed
 	listIrregular bool               // the last buildLists saw a slot twice: affinity edits rebuild
 	bySlot        []*entry           // slot -> live entry (nil when free)
+	slots         []slotState        // slot -> list-building state; zero when free
 	treeVersion   uint64             // tree version the published lists were built from
 	listBuf       []string           // scratch for tree lists
+	idBuf         []int32            // scratch for tree lists by slot
+	treeStale     bool               // a removed node's name stayed in the tree: a listed name may have outlived its entry (and slot)
 	builder       *snapshot.Builder  // the next snapshot; the last committed one is published
 }
 
@@ -173,8 +186,10 @@ func (c *Core) newEntry(name string) *entry {
 	c.nodes[name] = e
 	for int(slot) >= len(c.bySlot) {
 		c.bySlot = append(c.bySlot, nil)
+		c.slots = append(c.slots, slotState{})
 	}
 	c.bySlot[slot] = e
+	c.slots[slot] = slotState{}
 	c.emit(e, shard.Mutation{Kind: shard.Create})
 	return e
 }
@@ -184,6 +199,7 @@ func (c *Core) deleteEntry(e *entry) {
 	e.deleted = true
 	delete(c.nodes, e.name)
 	c.bySlot[e.slot] = nil
+	c.slots[e.slot] = slotState{}
 	c.freedEpoch = append(c.freedEpoch, e.slot)
 }
 
@@ -219,12 +235,14 @@ func (c *Core) aggregate(info *framework.PodInfo, assumed bool) {
 	if info.HasAffinity() {
 		e.aff++
 		if e.aff == 1 {
+			c.slots[e.slot].aff = true
 			c.affFlips = append(c.affFlips, e)
 		}
 	}
 	if info.HasRequiredAntiAffinity() {
 		e.anti++
 		if e.anti == 1 {
+			c.slots[e.slot].anti = true
 			c.affFlips = append(c.affFlips, e)
 		}
 	}
@@ -251,12 +269,14 @@ func (c *Core) subtract(r *podRecord, aff, anti bool) {
 	if aff && r.info.HasAffinity() {
 		e.aff--
 		if e.aff == 0 {
+			c.slots[e.slot].aff = false
 			c.affFlips = append(c.affFlips, e)
 		}
 	}
 	if anti && r.info.HasRequiredAntiAffinity() {
 		e.anti--
 		if e.anti == 0 {
+			c.slots[e.slot].anti = false
 			c.affFlips = append(c.affFlips, e)
 		}
 	}
@@ -537,6 +557,7 @@ func (c *Core) replaceImages(old, node *v1.Node) {
 func (c *Core) setNode(e *entry, node *v1.Node) {
 	hadNode := e.node != nil
 	e.node = node
+	c.slots[e.slot].hasNode = node != nil
 	e.imagesGen = 0
 	e.images = nil
 	c.emit(e, shard.Mutation{Kind: shard.SetNode, Node: node})
@@ -556,7 +577,7 @@ func (c *Core) AddNode(node *v1.Node) {
 	} else {
 		old = e.node
 	}
-	c.tree.Add(node)
+	c.tree.AddID(node, e.slot)
 	c.replaceImages(old, node)
 	c.setNode(e, node)
 }
@@ -570,11 +591,11 @@ func (c *Core) UpdateNode(oldNode, newNode *v1.Node) {
 	var old *v1.Node
 	if e == nil {
 		e = c.newEntry(newNode.Name)
-		c.tree.Add(newNode)
+		c.tree.AddID(newNode, e.slot)
 	} else {
 		old = e.node
 	}
-	c.tree.Update(oldNode, newNode)
+	c.tree.UpdateID(oldNode, newNode, e.slot)
 	c.replaceImages(old, newNode)
 	c.setNode(e, newNode)
 }
@@ -592,12 +613,20 @@ func (c *Core) RemoveNode(node *v1.Node) error {
 		c.setNodePVC(e, -1)
 	}
 	e.node = nil
+	c.slots[e.slot].hasNode = false
 	e.images = nil
 	c.emit(e, shard.Mutation{Kind: shard.ClearNode})
 	if e.pods == 0 {
 		c.deleteEntry(e)
 	}
-	if err := c.tree.Remove(node); err != nil {
+	err := c.tree.Remove(node)
+	if err != nil || c.tree.Has(node.Name) {
+		// The name stays listed (the node named another zone, or it was
+		// listed in two) and may outlive its entry and slot: from now on
+		// the list is built by name.
+		c.treeStale = true
+	}
+	if err != nil {
 		return &NodeError{Op: "RemoveNode", Name: node.Name, Err: err}
 	}
 	c.unregisterImages(node)
@@ -746,10 +775,11 @@ func (c *Core) editAffinityLists() {
 		if !c.listed(e) {
 			continue // not in the node list: in no list
 		}
-		if want := e.aff > 0; want != e.inAff {
+		st := &c.slots[e.slot]
+		if st.aff != st.inAff {
 			edits++
 		}
-		if want := e.anti > 0; want != e.inAnti {
+		if st.anti != st.inAnti {
 			edits++
 		}
 	}
@@ -766,13 +796,14 @@ func (c *Core) editAffinityLists() {
 			continue
 		}
 		ok := true
-		if want := e.aff > 0; want != e.inAff {
+		st := &c.slots[e.slot]
+		if want := st.aff; want != st.inAff {
 			aff, ok = c.editList(aff, e.slot, want, affOwned)
-			affOwned, e.inAff = true, want
+			affOwned, st.inAff = true, want
 		}
-		if want := e.anti > 0; ok && want != e.inAnti {
+		if want := st.anti; ok && want != st.inAnti {
 			anti, ok = c.editList(anti, e.slot, want, antiOwned)
-			antiOwned, e.inAnti = true, want
+			antiOwned, st.inAnti = true, want
 		}
 		if !ok { // the lists disagree with the counts: rebuild them
 			c.buildAffinityLists(order, err)
@@ -822,11 +853,11 @@ func (c *Core) editList(list []int32, slot int32, add, owned bool) ([]int32, boo
 func (c *Core) buildAffinityLists(order []int32, err error) {
 	var aff, anti []int32
 	for _, slot := range order {
-		e := c.bySlot[slot]
-		if e.inAff = e.aff > 0; e.inAff {
+		st := &c.slots[slot]
+		if st.inAff = st.aff; st.inAff {
 			aff = append(aff, slot)
 		}
-		if e.inAnti = e.anti > 0; e.inAnti {
+		if st.inAnti = st.anti; st.inAnti {
 			anti = append(anti, slot)
 		}
 	}
@@ -834,30 +865,29 @@ func (c *Core) buildAffinityLists(order []int32, err error) {
 }
 
 func (c *Core) buildLists() {
-	names, _ := c.tree.AppendList(c.listBuf[:0])
-	c.listBuf = names
-	order := make([]int32, 0, len(names))
+	listed := c.listSlots()
+	order := make([]int32, 0, len(listed))
 	var aff, anti []int32
 	c.listPos = slices.Grow(c.listPos[:0], int(c.nextSlot))[:c.nextSlot]
 	c.listIrregular = false
 	for i := range c.listPos {
 		c.listPos[i] = -1
 	}
-	for _, name := range names {
-		e := c.nodes[name]
-		if e == nil || e.node == nil {
+	for _, slot := range listed {
+		if slot < 0 || !c.slots[slot].hasNode {
 			continue // upstream logs and skips names missing from the snapshot map
 		}
-		if c.listPos[e.slot] >= 0 {
+		st := &c.slots[slot]
+		if c.listPos[slot] >= 0 {
 			c.listIrregular = true // listed twice: only full rebuilds keep upstream's list
 		}
-		c.listPos[e.slot] = int32(len(order))
-		order = append(order, e.slot)
-		if e.inAff = e.aff > 0; e.inAff {
-			aff = append(aff, e.slot)
+		c.listPos[slot] = int32(len(order))
+		order = append(order, slot)
+		if st.inAff = st.aff; st.inAff {
+			aff = append(aff, slot)
 		}
-		if e.inAnti = e.anti > 0; e.inAnti {
-			anti = append(anti, e.slot)
+		if st.inAnti = st.anti; st.inAnti {
+			anti = append(anti, slot)
 		}
 	}
 	var err error
@@ -871,6 +901,35 @@ func (c *Core) buildLists() {
 		err = &snapshot.InconsistentListError{ListLen: len(order), TreeNodes: c.tree.NumNodes(), MapLen: indexed, CacheEntries: len(c.nodes)}
 	}
 	c.builder.SetLists(order, aff, anti, err)
+}
+
+// listSlots returns the slots of the entries of the tree's list, in its
+// order (-1 for a name without an entry). The tree lists the slot each name
+// was added with, which is its entry's as long as no name outlived its
+// entry there; only a failed tree removal (treeStale) can break that, and
+// then every name is looked up. The slice is scratch, valid until the next
+// call.
+func (c *Core) listSlots() []int32 {
+	if !c.treeStale {
+		ids, _ := c.tree.AppendIDs(c.idBuf[:0])
+		c.idBuf = ids
+		if !slices.ContainsFunc(ids, func(id int32) bool { return id < 0 || int(id) >= len(c.slots) }) {
+			return ids
+		}
+	}
+	names, _ := c.tree.AppendList(c.listBuf[:0])
+	out := c.idBuf[:0]
+	for _, name := range names {
+		slot := int32(-1)
+		if e := c.nodes[name]; e != nil {
+			slot = e.slot
+		}
+		out = append(out, slot)
+	}
+	clear(names)
+	c.listBuf = names[:0]
+	c.idBuf = out
+	return out
 }
 
 // ApplyFrozen records the entries a shard froze for this epoch.

@@ -199,6 +199,117 @@ func BenchmarkPublishOneChange(b *testing.B) {
 	}
 }
 
+// BenchmarkPublishNodeAddRemove measures removing a node (that holds no
+// pods) and adding it back, each followed by its publication, on the loaded
+// standard cluster: the node list and its zone order change both times.
+func BenchmarkPublishNodeAddRemove(b *testing.B) {
+	specs := []workload.ClusterSpec{workload.Standard()}
+	if *bench50k {
+		specs = append(specs, workload.Standard50k())
+	}
+	for _, spec := range specs {
+		b.Run(fmt.Sprintf("nodes=%d", spec.Nodes), func(b *testing.B) {
+			cl := cluster(spec)
+			l := loadLocal(b, cl)
+			extra := cl.Nodes[0].DeepCopy()
+			extra.Name = "bench-extra-node"
+			l.Core.AddNode(extra)
+			if _, err := l.Publish(); err != nil {
+				b.Fatal(err)
+			}
+			runtime.GC()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if err := l.Core.RemoveNode(extra); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := l.Publish(); err != nil {
+					b.Fatal(err)
+				}
+				l.Core.AddNode(extra)
+				if _, err := l.Publish(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/publish")
+		})
+	}
+}
+
+// The node list is built from the slots the zone tree lists, not by name.
+// Through random node adds, removes (some naming the wrong zone, which
+// upstream reports and which leaves the name listed), zone moves, and pods
+// that keep entries alive as ghosts, every published list must equal the
+// tree's names resolved by name, skipping names without a node object.
+func TestNodeListBySlotMatchesByName(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	l := NewLocal(2, 0)
+	c := l.Core
+	zone := map[string]string{}
+	seq := 0
+	const (
+		clean     = iota // every removal names the node's one zone
+		twoZones         // AddNode may list a name in a second zone
+		wrongZone        // and RemoveNode may name a zone the node is not in
+	)
+	step := func(i int, mode int) {
+		clean := mode == clean
+		n := fmt.Sprintf("n%02d", rng.IntN(30))
+		switch r := rng.IntN(10); {
+		case r < 4:
+			if _, ok := zone[n]; !ok || !clean {
+				zone[n] = fmt.Sprintf("z%d", rng.IntN(3)) // unclean: a second zone lists the name
+			}
+			c.AddNode(testNode(n, zone[n]))
+		case r < 6:
+			z, ok := zone[n]
+			if mode == wrongZone && rng.IntN(5) == 0 {
+				z = "wrong" // the tree removal fails; the name stays listed
+			}
+			if mode != wrongZone && !ok {
+				return // a node the tree does not list: its removal fails
+			}
+			if c.RemoveNode(testNode(n, z)) == nil {
+				delete(zone, n)
+			}
+		case r < 8:
+			if old, ok := zone[n]; ok {
+				zone[n] = fmt.Sprintf("z%d", rng.IntN(3))
+				c.UpdateNode(testNode(n, old), testNode(n, zone[n]))
+			}
+		default:
+			seq++
+			require.NoError(t, c.AddPod(testPod(t, fmt.Sprint("p", seq), n, 10)))
+		}
+		s, err := l.Publish()
+		require.NoError(t, err)
+		names, _ := c.tree.List()
+		var want []string
+		for _, name := range names {
+			if e := c.nodes[name]; e != nil && e.node != nil {
+				want = append(want, name)
+			}
+		}
+		var got []string
+		for i := range s.NumNodes() {
+			got = append(got, s.At(i).Node().Name)
+		}
+		require.Equal(t, want, got, "step %d (mode %d, stale=%v)", i, mode, c.treeStale)
+	}
+	for i := range 2000 {
+		step(i, clean)
+	}
+	require.False(t, c.treeStale, "clean node operations never leave a name behind")
+	for i := range 3000 {
+		step(i, twoZones)
+	}
+	require.True(t, c.treeStale, "no removal left a name listed in a second zone")
+	for i := range 3000 {
+		step(i, wrongZone)
+	}
+}
+
 func affinityPod(t testing.TB, uid, node string, aff, anti bool) *framework.PodInfo {
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, UID: types.UID(uid)}, Spec: v1.PodSpec{NodeName: node}}
 	term := []v1.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}}}

@@ -55,10 +55,12 @@ func ZoneKey(node *v1.Node) string {
 	return region + ":\x00:" + zone
 }
 
-// zone is one zone of a Tree: its key and its node names in insertion order.
+// zone is one zone of a Tree: its key and its node names in insertion order,
+// each with the id its adder gave it (-1 if none).
 type zone struct {
 	key     string
 	names   []string
+	ids     []int32             // parallel to names
 	members map[string]struct{} // the set of names, for the duplicate check
 }
 
@@ -90,7 +92,19 @@ func (t *Tree) Add(node *v1.Node) {
 // does nothing. Duplicates are detected per zone only: a name present under
 // another zone key is added a second time.
 func (t *Tree) AddName(name, zoneKey string) {
-	if t.add(name, zoneKey) {
+	t.AddNameID(name, zoneKey, -1)
+}
+
+// AddID is Add with an id that AppendIDs lists in place of the name: the
+// owner's handle for the node, so that it can walk the list without
+// looking names up. A name added again to the same zone keeps its first id.
+func (t *Tree) AddID(node *v1.Node, id int32) {
+	t.AddNameID(node.Name, ZoneKey(node), id)
+}
+
+// AddNameID is AddName with an id (see AddID).
+func (t *Tree) AddNameID(name, zoneKey string, id int32) {
+	if t.add(name, zoneKey, id) {
 		t.version++
 	}
 }
@@ -121,25 +135,30 @@ func (t *Tree) RemoveName(name, zoneKey string) error {
 // Upstream panics when oldNode is nil and newNode has a non-empty zone key;
 // Update does not.
 func (t *Tree) Update(oldNode, newNode *v1.Node) {
+	t.UpdateID(oldNode, newNode, -1)
+}
+
+// UpdateID is Update that gives the name id in its new zone (see AddID).
+func (t *Tree) UpdateID(oldNode, newNode *v1.Node, id int32) {
 	oldName, oldKey := newNode.Name, ""
 	if oldNode != nil {
 		oldName, oldKey = oldNode.Name, ZoneKey(oldNode)
 	}
-	t.update(oldName, oldKey, newNode.Name, ZoneKey(newNode))
+	t.update(oldName, oldKey, newNode.Name, ZoneKey(newNode), id)
 }
 
 // UpdateName is Update for a node named name whose zone key changes from
 // oldZoneKey to newZoneKey.
 func (t *Tree) UpdateName(name, oldZoneKey, newZoneKey string) {
-	t.update(name, oldZoneKey, name, newZoneKey)
+	t.update(name, oldZoneKey, name, newZoneKey, -1)
 }
 
-func (t *Tree) update(oldName, oldKey, newName, newKey string) {
+func (t *Tree) update(oldName, oldKey, newName, newKey string, id int32) {
 	if oldKey == newKey {
 		return
 	}
 	removed := t.remove(oldName, oldKey)
-	added := t.add(newName, newKey)
+	added := t.add(newName, newKey, id)
 	if removed || added {
 		t.version++
 	}
@@ -190,6 +209,43 @@ func (t *Tree) AppendList(dst []string) ([]string, error) {
 	return dst, nil
 }
 
+// AppendIDs appends, in List's order, the id each name was added with (-1
+// for names added without one) and returns the extended slice, with the
+// error List would return. It allocates only if dst lacks capacity for
+// NumNodes more ids.
+func (t *Tree) AppendIDs(dst []int32) ([]int32, error) {
+	if len(t.zones) == 0 {
+		return dst, nil
+	}
+	want := len(dst) + t.numNodes
+	exhausted := 0
+	for idx := 0; len(dst) < want; idx++ {
+		if exhausted >= len(t.zones) {
+			return dst, ErrZonesExhausted
+		}
+		for _, z := range t.zones {
+			if n := len(z.ids); idx >= n {
+				if idx == n {
+					exhausted++
+				}
+				continue
+			}
+			dst = append(dst, z.ids[idx])
+		}
+	}
+	return dst, nil
+}
+
+// Has reports whether name is in any zone. It costs one map lookup per zone.
+func (t *Tree) Has(name string) bool {
+	for _, z := range t.zones {
+		if _, ok := z.members[name]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // Zones returns a copy of the zone keys in zone order.
 func (t *Tree) Zones() []string {
 	keys := make([]string, len(t.zones))
@@ -207,8 +263,8 @@ func (t *Tree) Version() uint64 {
 	return t.version
 }
 
-// add reports whether it added name to the zone zoneKey.
-func (t *Tree) add(name, zoneKey string) bool {
+// add reports whether it added name, with id, to the zone zoneKey.
+func (t *Tree) add(name, zoneKey string, id int32) bool {
 	z, ok := t.byKey[zoneKey]
 	if !ok {
 		if t.byKey == nil {
@@ -221,6 +277,7 @@ func (t *Tree) add(name, zoneKey string) bool {
 		return false
 	}
 	z.names = append(z.names, name)
+	z.ids = append(z.ids, id)
 	z.members[name] = struct{}{}
 	t.numNodes++
 	return true
@@ -241,6 +298,8 @@ func (t *Tree) remove(name, zoneKey string) bool {
 			copy(z.names[i:], z.names[i+1:])
 			z.names[last] = ""
 			z.names = z.names[:last]
+			copy(z.ids[i:], z.ids[i+1:])
+			z.ids = z.ids[:last]
 			break
 		}
 	}
