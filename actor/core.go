@@ -107,6 +107,8 @@ type Core struct {
 	affFlips      []*entry           // entries whose aff or anti count crossed zero this epoch (duplicates allowed)
 	listPos       []int32            // slot -> index in the node list of the last buildLists; -1: not listed
 	listIrregular bool               // the last buildLists saw a slot twice: affinity edits rebuild
+	affEdits      []listEdit         // scratch for editAffinityLists
+	antiEdits     []listEdit         // scratch for editAffinityLists
 	bySlot        []*entry           // slot -> live entry (nil when free)
 	slots         []slotState        // slot -> list-building state; zero when free
 	treeVersion   uint64             // tree version the published lists were built from
@@ -759,58 +761,49 @@ func (c *Core) BuildMeta() {
 	c.affFlips = c.affFlips[:0]
 }
 
-// maxAffEdits is how many list insertions or removals one epoch makes
-// before rebuilding the affinity lists with one walk of the node list.
-const maxAffEdits = 16
-
 // editAffinityLists applies the epoch's affinity flips to the two lists
-// without walking the node list: each flip inserts or removes one slot at
-// the position binary search finds by list index. The published lists are
-// never written: the first edit of each list copies it. Many flips, or a
-// node list the tree produced with a name twice, take one rebuild instead.
+// without walking the node list: binary search (by list position) finds
+// where each flip inserts or removes a slot in the published list, and one
+// pass copies the runs between those points into the new list. The
+// published lists are never written. A node list the tree produced with a
+// name twice, or a flip the lists disagree with, takes one rebuild instead.
 func (c *Core) editAffinityLists() {
 	order, aff, anti, err := c.builder.Lists()
-	edits := 0
+	affEdits, antiEdits := c.affEdits[:0], c.antiEdits[:0]
+	ok := !c.listIrregular
 	for _, e := range c.affFlips {
+		if !ok {
+			break
+		}
 		if !c.listed(e) {
 			continue // not in the node list: in no list
 		}
 		st := &c.slots[e.slot]
 		if st.aff != st.inAff {
-			edits++
+			affEdits, ok = c.listEdit(affEdits, aff, e.slot, st.aff)
+			st.inAff = st.aff
 		}
-		if st.anti != st.inAnti {
-			edits++
+		if ok && st.anti != st.inAnti {
+			antiEdits, ok = c.listEdit(antiEdits, anti, e.slot, st.anti)
+			st.inAnti = st.anti
 		}
 	}
-	if edits == 0 {
-		return
-	}
-	if edits > maxAffEdits || c.listIrregular {
+	c.affEdits, c.antiEdits = affEdits[:0], antiEdits[:0]
+	switch {
+	case !ok: // the lists disagree with the counts: rebuild them
 		c.buildAffinityLists(order, err)
-		return
+	case len(affEdits) > 0 || len(antiEdits) > 0:
+		c.builder.SetLists(order, c.applyListEdits(aff, affEdits), c.applyListEdits(anti, antiEdits), err)
 	}
-	affOwned, antiOwned := false, false
-	for _, e := range c.affFlips {
-		if !c.listed(e) {
-			continue
-		}
-		ok := true
-		st := &c.slots[e.slot]
-		if want := st.aff; want != st.inAff {
-			aff, ok = c.editList(aff, e.slot, want, affOwned)
-			affOwned, st.inAff = true, want
-		}
-		if want := st.anti; ok && want != st.inAnti {
-			anti, ok = c.editList(anti, e.slot, want, antiOwned)
-			antiOwned, st.inAnti = true, want
-		}
-		if !ok { // the lists disagree with the counts: rebuild them
-			c.buildAffinityLists(order, err)
-			return
-		}
-	}
-	c.builder.SetLists(order, aff, anti, err)
+}
+
+// listEdit is one insertion (add) or removal of slot at index idx of a
+// published list; pos is the slot's position in the node list.
+type listEdit struct {
+	idx  int
+	pos  int32
+	slot int32
+	add  bool
 }
 
 // listed reports whether e is the live entry of its slot and in the node
@@ -819,45 +812,92 @@ func (c *Core) listed(e *entry) bool {
 	return int(e.slot) < len(c.listPos) && c.listPos[e.slot] >= 0 && c.bySlot[e.slot] == e
 }
 
-// editList inserts (add) or removes slot in list, which is ordered by
-// listPos. owned says list was made in this epoch and may be written. It
-// reports false, changing nothing, if slot is already in (add) or missing
-// from (remove) the list.
-func (c *Core) editList(list []int32, slot int32, add, owned bool) ([]int32, bool) {
+// listEdit appends the edit that inserts (add) or removes slot in list,
+// which is ordered by listPos. It reports false if slot is already in (add)
+// or missing from (remove) the list.
+func (c *Core) listEdit(edits []listEdit, list []int32, slot int32, add bool) ([]listEdit, bool) {
 	p := c.listPos[slot]
 	i, found := slices.BinarySearchFunc(list, p, func(s, p int32) int { return cmp.Compare(c.listPos[s], p) })
-	switch {
-	case add && !found:
-		if owned {
-			return slices.Insert(list, i, slot), true
-		}
-		out := make([]int32, len(list)+1, len(list)+1+len(list)/16)
-		copy(out, list[:i])
-		out[i] = slot
-		copy(out[i+1:], list[i:])
-		return out, true
-	case !add && found:
-		if owned {
-			return slices.Delete(list, i, i+1), true
-		}
-		out := make([]int32, len(list)-1, len(list)+len(list)/16)
-		copy(out, list[:i])
-		copy(out[i:], list[i+1:])
-		return out, true
+	if found == add {
+		return edits, false
 	}
-	return list, false
+	return append(edits, listEdit{idx: i, pos: p, slot: slot, add: add}), true
+}
+
+// applyListEdits returns list with edits applied, in a new slice (list when
+// there are none): one sequential copy, whatever the number of edits.
+func (c *Core) applyListEdits(list []int32, edits []listEdit) []int32 {
+	if len(edits) == 0 {
+		return list
+	}
+	// By index; at one index the insertions (in list order) come before
+	// the removal of the element there.
+	slices.SortFunc(edits, func(a, b listEdit) int {
+		if a.idx != b.idx {
+			return cmp.Compare(a.idx, b.idx)
+		}
+		if a.add != b.add {
+			if a.add {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.pos, b.pos)
+	})
+	n := len(list)
+	for _, e := range edits {
+		if e.add {
+			n++
+		} else {
+			n--
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]int32, 0, n)
+	prev := 0
+	for _, e := range edits {
+		out = append(out, list[prev:e.idx]...)
+		prev = e.idx
+		if e.add {
+			out = append(out, e.slot)
+		} else {
+			prev++ // drop list[e.idx]
+		}
+	}
+	return append(out, list[prev:]...)
 }
 
 // buildAffinityLists re-derives the two affinity lists from the node list,
 // by slot, without touching the tree or hashing names.
 func (c *Core) buildAffinityLists(order []int32, err error) {
-	var aff, anti []int32
+	// Counted first: growing the lists by append reallocated them ~17
+	// times per rebuild, and at 50,000 nodes the GC assists those large
+	// allocations paid made the rebuild cost 12 ms.
+	na, nn := 0, 0
 	for _, slot := range order {
 		st := &c.slots[slot]
-		if st.inAff = st.aff; st.inAff {
+		st.inAff, st.inAnti = st.aff, st.anti
+		if st.aff {
+			na++
+		}
+		if st.anti {
+			nn++
+		}
+	}
+	var aff, anti []int32
+	if na > 0 {
+		aff = make([]int32, 0, na)
+	}
+	if nn > 0 {
+		anti = make([]int32, 0, nn)
+	}
+	for _, slot := range order {
+		if st := &c.slots[slot]; st.aff {
 			aff = append(aff, slot)
 		}
-		if st.inAnti = st.anti; st.inAnti {
+		if st := &c.slots[slot]; st.anti {
 			anti = append(anti, slot)
 		}
 	}
@@ -867,7 +907,6 @@ func (c *Core) buildAffinityLists(order []int32, err error) {
 func (c *Core) buildLists() {
 	listed := c.listSlots()
 	order := make([]int32, 0, len(listed))
-	var aff, anti []int32
 	c.listPos = slices.Grow(c.listPos[:0], int(c.nextSlot))[:c.nextSlot]
 	c.listIrregular = false
 	for i := range c.listPos {
@@ -877,18 +916,11 @@ func (c *Core) buildLists() {
 		if slot < 0 || !c.slots[slot].hasNode {
 			continue // upstream logs and skips names missing from the snapshot map
 		}
-		st := &c.slots[slot]
 		if c.listPos[slot] >= 0 {
 			c.listIrregular = true // listed twice: only full rebuilds keep upstream's list
 		}
 		c.listPos[slot] = int32(len(order))
 		order = append(order, slot)
-		if st.inAff = st.aff; st.inAff {
-			aff = append(aff, slot)
-		}
-		if st.inAnti = st.anti; st.inAnti {
-			anti = append(anti, slot)
-		}
 	}
 	var err error
 	if len(order) != c.tree.NumNodes() {
@@ -900,7 +932,7 @@ func (c *Core) buildLists() {
 		}
 		err = &snapshot.InconsistentListError{ListLen: len(order), TreeNodes: c.tree.NumNodes(), MapLen: indexed, CacheEntries: len(c.nodes)}
 	}
-	c.builder.SetLists(order, aff, anti, err)
+	c.buildAffinityLists(order, err)
 }
 
 // listSlots returns the slots of the entries of the tree's list, in its

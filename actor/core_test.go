@@ -378,7 +378,7 @@ func TestAffinityListEdits(t *testing.T) {
 	for epoch := range 400 {
 		ops := rng.IntN(4) // 0..3 changes per epoch
 		if epoch%50 == 49 {
-			ops = 3 * maxAffEdits // past the edit bound: a rebuild
+			ops = 48 // many flips in one epoch
 		}
 		for range ops {
 			switch r := rng.IntN(20); {

@@ -150,7 +150,12 @@ func (t *Tree) UpdateID(oldNode, newNode *v1.Node, id int32) {
 // UpdateName is Update for a node named name whose zone key changes from
 // oldZoneKey to newZoneKey.
 func (t *Tree) UpdateName(name, oldZoneKey, newZoneKey string) {
-	t.update(name, oldZoneKey, name, newZoneKey, -1)
+	t.UpdateNameID(name, oldZoneKey, newZoneKey, -1)
+}
+
+// UpdateNameID is UpdateName that gives name id in its new zone (see AddID).
+func (t *Tree) UpdateNameID(name, oldZoneKey, newZoneKey string, id int32) {
+	t.update(name, oldZoneKey, name, newZoneKey, id)
 }
 
 func (t *Tree) update(oldName, oldKey, newName, newKey string, id int32) {
@@ -184,29 +189,7 @@ func (t *Tree) List() ([]string, error) {
 // extended slice. It allocates only if dst lacks capacity for NumNodes more
 // names.
 func (t *Tree) AppendList(dst []string) ([]string, error) {
-	if len(t.zones) == 0 {
-		return dst, nil
-	}
-	// The loop is upstream's list(), so that even an inconsistent count
-	// gives upstream's result: rounds always complete, and the zones are
-	// declared exhausted only at the start of a round.
-	want := len(dst) + t.numNodes
-	exhausted := 0
-	for idx := 0; len(dst) < want; idx++ {
-		if exhausted >= len(t.zones) {
-			return dst, ErrZonesExhausted
-		}
-		for _, z := range t.zones {
-			if n := len(z.names); idx >= n {
-				if idx == n {
-					exhausted++
-				}
-				continue
-			}
-			dst = append(dst, z.names[idx])
-		}
-	}
-	return dst, nil
+	return interleave(t.zones, t.numNodes, dst, func(z *zone) []string { return z.names })
 }
 
 // AppendIDs appends, in List's order, the id each name was added with (-1
@@ -214,23 +197,33 @@ func (t *Tree) AppendList(dst []string) ([]string, error) {
 // error List would return. It allocates only if dst lacks capacity for
 // NumNodes more ids.
 func (t *Tree) AppendIDs(dst []int32) ([]int32, error) {
-	if len(t.zones) == 0 {
+	return interleave(t.zones, t.numNodes, dst, func(z *zone) []int32 { return z.ids })
+}
+
+// interleave appends count elements of(z) of the zones zone-interleaved:
+// element 0 of every zone in zone order, then element 1, and so on. The loop
+// is upstream's list(), so that even an inconsistent count gives upstream's
+// result: rounds always complete, and the zones are declared exhausted only
+// at the start of a round.
+func interleave[T any](zones []*zone, count int, dst []T, of func(*zone) []T) ([]T, error) {
+	if len(zones) == 0 {
 		return dst, nil
 	}
-	want := len(dst) + t.numNodes
+	want := len(dst) + count
 	exhausted := 0
 	for idx := 0; len(dst) < want; idx++ {
-		if exhausted >= len(t.zones) {
+		if exhausted >= len(zones) {
 			return dst, ErrZonesExhausted
 		}
-		for _, z := range t.zones {
-			if n := len(z.ids); idx >= n {
+		for _, z := range zones {
+			elems := of(z)
+			if n := len(elems); idx >= n {
 				if idx == n {
 					exhausted++
 				}
 				continue
 			}
-			dst = append(dst, z.ids[idx])
+			dst = append(dst, elems[idx])
 		}
 	}
 	return dst, nil

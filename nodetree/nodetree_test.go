@@ -716,6 +716,11 @@ func TestRandomAgainstModel(t *testing.T) {
 			nNames := 2 + rng.IntN(30)
 			nZones := 1 + rng.IntN(6)
 			name := func() string { return fmt.Sprintf("n%d", rng.IntN(nNames)) }
+			idOf := func(n string) int32 { // every name has one id: its number
+				var id int32
+				fmt.Sscanf(n, "n%d", &id)
+				return id
+			}
 			zoneKey := func() string {
 				z := rng.IntN(nZones + 1)
 				if z == nZones {
@@ -734,7 +739,7 @@ func TestRandomAgainstModel(t *testing.T) {
 					n, z := name(), zoneKey()
 					desc = fmt.Sprintf("add %s %q", n, z)
 					changed = m.add(n, z)
-					tr.AddName(n, z)
+					tr.AddNameID(n, z, idOf(n))
 				case op < 8:
 					n, z := name(), zoneKey()
 					desc = fmt.Sprintf("remove %s %q", n, z)
@@ -753,13 +758,19 @@ func TestRandomAgainstModel(t *testing.T) {
 						a := m.add(n, nz)
 						changed = r || a
 					}
-					tr.UpdateName(n, oz, nz)
+					tr.UpdateNameID(n, oz, nz, idOf(n))
 				}
 				desc = fmt.Sprintf("step %d: %s", step, desc)
 				want := m.list()
 				got, err := tr.List()
 				require.NoError(t, err, desc)
 				require.Equal(t, want, got, desc)
+				ids, err := tr.AppendIDs(nil)
+				require.NoError(t, err, desc)
+				require.Len(t, ids, len(got), desc)
+				for i, n := range got {
+					require.Equal(t, idOf(n), ids[i], "%s: id of %s at %d", desc, n, i)
+				}
 				require.Equal(t, m.numNodes(), tr.NumNodes(), desc)
 				require.True(t, slices.Equal(m.order, tr.Zones()), "%s: zones %q, want %q", desc, tr.Zones(), m.order)
 				if changed {

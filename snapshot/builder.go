@@ -120,14 +120,6 @@ func (b *Builder) SetLists(order, aff, anti []int32, err error) {
 	b.order, b.aff, b.anti, b.err = order, aff, anti, err
 }
 
-// Order returns the node list as of this transaction (read-only).
-func (b *Builder) Order() []int32 {
-	if b.lists {
-		return b.order
-	}
-	return b.last.order
-}
-
 // Lists returns the node list, the two affinity lists and the list error as
 // of this transaction (read-only; SetLists replaces them).
 func (b *Builder) Lists() (order, aff, anti []int32, err error) {
