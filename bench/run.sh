@@ -12,6 +12,9 @@
 #                  mean nothing)
 #   DOCS=dir       where to write BENCHMARKS.md and bench/ (default ../docs)
 #   DATE=yyyy-mm-dd  date in the raw file's name (default today, UTC)
+#   REPORT_ONLY=1  run nothing: rebuild BENCHMARKS.md and the charts from the
+#                  raw file of DATE and the commands saved beside it (after
+#                  editing docs/bench/optimizations.md or scale.md)
 #
 # The full run (COUNT=6, 5k nodes) takes about 8-15 minutes on the 2-core
 # reference machine. Close other CPU-heavy work first: the workloads use both
@@ -98,12 +101,21 @@ if [ "${BENCH_50K:-0}" = 1 ]; then
 	fi
 fi
 
-go test -c -o "$BENCH_DIR/bench.test" . # build once; every group runs the same binary
-trap 'rm -f "$BENCH_DIR/bench.test"' EXIT
-
-: >"$RAW"
-COMMANDS=()
-START=$(date +%s)
+CMDS=$RAW.commands
+if [ "${REPORT_ONLY:-0}" = 1 ]; then
+	[ -s "$RAW" ] && [ -s "$CMDS" ] || { echo "REPORT_ONLY: $RAW or $CMDS missing" >&2; exit 1; }
+	mapfile -t COMMANDS <"$CMDS"
+	START=$(sed -n 's/^# start //p' "$RAW.time")
+	END=$(sed -n 's/^# end //p' "$RAW.time")
+	RUNS=()
+else
+	go test -c -o "$BENCH_DIR/bench.test" . # build once; every group runs the same binary
+	trap 'rm -f "$BENCH_DIR/bench.test"' EXIT
+	: >"$RAW"
+	: >"$CMDS"
+	COMMANDS=()
+	START=$(date +%s)
+fi
 for g in "${RUNS[@]}"; do
 	last=${g##*|}
 	rest=${g%|*}
@@ -120,10 +132,14 @@ for g in "${RUNS[@]}"; do
 		cmd+=("$flag")
 	fi
 	COMMANDS+=("GOMAXPROCS=2 ${cmd[*]}")
+	echo "GOMAXPROCS=2 ${cmd[*]}" >>"$CMDS"
 	echo ">>> ${cmd[*]}" >&2
 	"${cmd[@]}" | tee -a "$RAW"
 done
-END=$(date +%s)
+if [ "${REPORT_ONLY:-0}" != 1 ]; then
+	END=$(date +%s)
+	printf '# start %s\n# end %s\n' "$START" "$END" >"$RAW.time"
+fi
 
 STAT=$(benchstat -col /impl "$RAW")
 go run ./cmd/plot -out "$DOCS/bench" -prefix bench/ -md "$DOCS/bench/charts.md" "$RAW"
@@ -132,9 +148,14 @@ CPU=$(grep -m1 '^cpu:' "$RAW" || true)
 GOOS=$(grep -m1 '^goos:' "$RAW" || true)
 GOARCH=$(grep -m1 '^goarch:' "$RAW" || true)
 GOVERSION=$(go version)
-COMMIT=$(git -C "$BENCH_DIR/.." rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [ -n "$(git -C "$BENCH_DIR/.." status --porcelain -- . ':!docs' 2>/dev/null)" ]; then
-	COMMIT="$COMMIT (with uncommitted changes)"
+if [ "${REPORT_ONLY:-0}" = 1 ]; then
+	COMMIT=$(sed -n 's/^# commit //p' "$RAW.time")
+else
+	COMMIT=$(git -C "$BENCH_DIR/.." rev-parse --short HEAD 2>/dev/null || echo unknown)
+	if [ -n "$(git -C "$BENCH_DIR/.." status --porcelain -- . ':!docs' 2>/dev/null)" ]; then
+		COMMIT="$COMMIT (with uncommitted changes)"
+	fi
+	printf '# commit %s\n' "$COMMIT" >>"$RAW.time"
 fi
 
 {
