@@ -50,68 +50,105 @@ func benchW1(b *testing.B, impl string, spec workload.ClusterSpec, nReaders int)
 		f.churn = workload.NewInformerChurnMix(f.cluster, 101, workload.W1Mix())
 	}
 	events := f.churn.Generate(b.N)
-	readers := make([]Reader, nReaders)
-	hists := make([]*hist.Histogram, nReaders)
-	for i := range readers {
-		readers[i] = f.impl.NewReader()
-		if err := readers[i].Refresh(); err != nil { // upstream: the full first clone
-			b.Fatal(err)
-		}
-		hists[i] = hist.New()
-	}
+	pool := newW1Readers(b, f.impl, nReaders)
 	wh := hist.New()
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	var readErr atomic.Pointer[error]
-	sinks := make([]int64, nReaders)
 	runtime.GC()
 	b.ReportAllocs()
 	b.ResetTimer()
-	for i := range readers {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(i), 0x77))
-			rd, h := readers[i], hists[i]
-			var sink int64
-			for !stop.Load() {
-				t0 := time.Now()
-				if err := rd.Refresh(); err != nil {
-					readErr.Store(&err)
-					return
-				}
-				n := rd.NumNodes()
-				for range 10 {
-					v := rd.NodeAt(rng.IntN(n))
-					sink += v.MilliCPU + int64(v.Pods)
-				}
-				h.Record(time.Since(t0))
-			}
-			sinks[i] = sink
-		})
-	}
+	pool.start()
 	start := time.Now()
 	for _, ev := range events {
 		t0 := time.Now()
 		if err := Apply(f.impl, ev); err != nil {
-			stop.Store(true)
-			wg.Wait()
+			_ = pool.stop()
 			b.Fatalf("writer %v: %v", ev.Kind, err)
 		}
 		wh.Record(time.Since(t0))
 	}
 	writer := time.Since(start)
-	stop.Store(true)
-	wg.Wait()
+	err := pool.stop()
 	b.StopTimer()
-	if p := readErr.Load(); p != nil {
-		b.Fatalf("reader: %v", *p)
+	if err != nil {
+		b.Fatalf("reader: %v", err)
 	}
 	b.ReportMetric(float64(b.N)/writer.Seconds(), "writer-events/s")
 	reportHist(b, "writer", wh)
 	if nReaders > 0 {
-		rh := merge(hists)
+		rh := merge(pool.hists)
 		b.ReportMetric(float64(rh.Count())/writer.Seconds(), "reads/s")
 		reportHist(b, "reader", rh)
 	}
+}
+
+// w1Readers runs W1's readers: each loops over w1Read, recording the
+// latency of every iteration in its own histogram, until stop. Each reader
+// took its first snapshot in newW1Readers (upstream: its full first clone),
+// which is setup.
+type w1Readers struct {
+	readers []Reader
+	hists   []*hist.Histogram // hists[i] is written only by reader i until stop returns
+	quit    atomic.Bool
+	wg      sync.WaitGroup
+	err     atomic.Pointer[error] // the first reader error, if any
+}
+
+func newW1Readers(b *testing.B, impl Impl, n int) *w1Readers {
+	p := &w1Readers{readers: make([]Reader, n), hists: make([]*hist.Histogram, n)}
+	for i := range p.readers {
+		p.readers[i] = impl.NewReader()
+		if err := p.readers[i].Refresh(); err != nil {
+			b.Fatal(err)
+		}
+		p.hists[i] = hist.New()
+	}
+	return p
+}
+
+// start launches one goroutine per reader; stop ends and waits for them.
+func (p *w1Readers) start() {
+	for i := range p.readers {
+		p.wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(i), 0x77))
+			rd, h := p.readers[i], p.hists[i]
+			var sink int64
+			for !p.quit.Load() {
+				t0 := time.Now()
+				v, err := w1Read(rd, rng)
+				if err != nil {
+					p.err.CompareAndSwap(nil, &err)
+					return
+				}
+				sink += v
+				h.Record(time.Since(t0))
+			}
+			_ = sink
+		})
+	}
+}
+
+func (p *w1Readers) stop() error {
+	p.quit.Store(true)
+	p.wg.Wait()
+	if e := p.err.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// w1Read is one W1 reader iteration: take the latest snapshot and read 10
+// random nodes of its list. It returns what it read, summed, so that the
+// reads cannot be optimised away.
+func w1Read(rd Reader, rng *rand.Rand) (int64, error) {
+	if err := rd.Refresh(); err != nil {
+		return 0, err
+	}
+	var sink int64
+	n := rd.NumNodes()
+	for range 10 {
+		v := rd.NodeAt(rng.IntN(n))
+		sink += v.MilliCPU + int64(v.Pods)
+	}
+	return sink, nil
 }
 
 // BenchmarkW1CPUShare measures what the W1 bar's "writer at 90% of its own
@@ -131,36 +168,11 @@ func BenchmarkW1CPUShare(b *testing.B) {
 			for i := range buf {
 				buf[i] = byte(i)
 			}
-			var stop atomic.Bool
-			var wg sync.WaitGroup
-			readers := make([]Reader, r)
-			for i := range readers {
-				readers[i] = f.impl.NewReader()
-				if err := readers[i].Refresh(); err != nil {
-					b.Fatal(err)
-				}
-			}
+			pool := newW1Readers(b, f.impl, r)
 			runtime.GC()
 			b.ReportAllocs()
 			b.ResetTimer()
-			for i := range readers {
-				wg.Go(func() {
-					rng := rand.New(rand.NewPCG(uint64(i), 0x77))
-					rd := readers[i]
-					var sink int64
-					for !stop.Load() {
-						if err := rd.Refresh(); err != nil {
-							panic(err)
-						}
-						n := rd.NumNodes()
-						for range 10 {
-							v := rd.NodeAt(rng.IntN(n))
-							sink += v.MilliCPU + int64(v.Pods)
-						}
-					}
-					_ = sink
-				})
-			}
+			pool.start()
 			start := time.Now()
 			var sum [32]byte
 			for range b.N {
@@ -168,9 +180,11 @@ func BenchmarkW1CPUShare(b *testing.B) {
 				copy(buf, sum[:])
 			}
 			writer := time.Since(start)
-			stop.Store(true)
-			wg.Wait()
+			err := pool.stop()
 			b.StopTimer()
+			if err != nil {
+				b.Fatalf("reader: %v", err)
+			}
 			b.ReportMetric(float64(b.N)/writer.Seconds(), "writer-units/s")
 		})
 	}
@@ -226,15 +240,12 @@ func BenchmarkW1ReadFloor(b *testing.B) {
 									sink += v.MilliCPU + int64(v.Pods)
 								}
 							} else {
-								if err := rd.Refresh(); err != nil {
+								v, err := w1Read(rd, rng)
+								if err != nil {
 									readErr.Store(&err)
 									return
 								}
-								n := rd.NumNodes()
-								for range 10 {
-									v := rd.NodeAt(rng.IntN(n))
-									sink += v.MilliCPU + int64(v.Pods)
-								}
+								sink += v
 							}
 							h.Record(time.Since(t0))
 						}
