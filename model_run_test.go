@@ -194,7 +194,7 @@ func checkModel(t *testing.T, c *schedcache.Cache, m *model, snap, prev *schedca
 	}
 	// Node list in zone-tree order, nodeless names skipped.
 	var wantList, wantAff, wantAnti []string
-	for _, name := range m.treeList() {
+	for _, name := range m.tree.List() {
 		if e := m.entries[name]; e != nil && e.node != nil {
 			wantList = append(wantList, name)
 			if len(e.aff) > 0 {
@@ -212,7 +212,7 @@ func checkModel(t *testing.T, c *schedcache.Cache, m *model, snap, prev *schedca
 	})
 	require.Equal(t, wantList, gotList, "%s: List order", at)
 	require.Equal(t, len(wantList), snap.NumNodes())
-	require.Equal(t, len(wantList) != m.treeCount(), snap.Err() != nil, "%s: list consistency error %v", at, snap.Err())
+	require.Equal(t, len(wantList) != m.tree.Count(), snap.Err() != nil, "%s: list consistency error %v", at, snap.Err())
 	names := func(nis []*framework.NodeInfo) []string {
 		var out []string
 		for _, ni := range nis {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/schedcache/schedcache"
 	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/internal/zonemodel"
 	"github.com/schedcache/schedcache/nodetree"
 )
 
@@ -23,13 +24,12 @@ import (
 // scratch; nothing is incremental except what upstream makes history
 // dependent (pod order, host-port sets, image registry, affinity sub-lists).
 type model struct {
-	ttl      time.Duration
-	pods     map[string]*mPod
-	entries  map[string]*mEntry
-	zones    map[string][]string // zone key -> names, in insertion order
-	zoneList []string
-	images   map[string]*mImage
-	touched  map[string]bool // entries changed by the current op
+	ttl     time.Duration
+	pods    map[string]*mPod
+	entries map[string]*mEntry
+	tree    *zonemodel.Model // the zone tree, naive
+	images  map[string]*mImage
+	touched map[string]bool // entries changed by the current op
 }
 
 type mPod struct {
@@ -58,7 +58,7 @@ func newModel(ttl time.Duration) *model {
 		ttl:     ttl,
 		pods:    map[string]*mPod{},
 		entries: map[string]*mEntry{},
-		zones:   map[string][]string{},
+		tree:    zonemodel.New(),
 		images:  map[string]*mImage{},
 		touched: map[string]bool{},
 	}
@@ -224,65 +224,6 @@ func (m *model) expire(now time.Time) {
 	}
 }
 
-// ---- tree (naive) ----
-
-func (m *model) treeAdd(n *v1.Node) {
-	z := nodetree.ZoneKey(n)
-	for _, name := range m.zones[z] {
-		if name == n.Name {
-			return
-		}
-	}
-	if _, ok := m.zones[z]; !ok {
-		m.zoneList = append(m.zoneList, z)
-	}
-	m.zones[z] = append(m.zones[z], n.Name)
-}
-
-func (m *model) treeRemove(n *v1.Node) bool {
-	z := nodetree.ZoneKey(n)
-	for i, name := range m.zones[z] {
-		if name == n.Name {
-			m.zones[z] = append(m.zones[z][:i:i], m.zones[z][i+1:]...)
-			if len(m.zones[z]) == 0 {
-				delete(m.zones, z)
-				for j, k := range m.zoneList {
-					if k == z {
-						m.zoneList = append(m.zoneList[:j:j], m.zoneList[j+1:]...)
-						break
-					}
-				}
-			}
-			return true
-		}
-	}
-	return false
-}
-
-func (m *model) treeList() []string {
-	var out []string
-	for i := 0; ; i++ {
-		any := false
-		for _, z := range m.zoneList {
-			if i < len(m.zones[z]) {
-				out = append(out, m.zones[z][i])
-				any = true
-			}
-		}
-		if !any {
-			return out
-		}
-	}
-}
-
-func (m *model) treeCount() int {
-	n := 0
-	for _, z := range m.zoneList {
-		n += len(m.zones[z])
-	}
-	return n
-}
-
 // ---- images ----
 
 func (m *model) register(n *v1.Node) {
@@ -318,7 +259,7 @@ func (m *model) addNode(n *v1.Node) {
 	if e.node != nil {
 		m.unregister(e.node)
 	}
-	m.treeAdd(n)
+	m.tree.Add(n.Name, nodetree.ZoneKey(n))
 	m.register(n)
 	e.node = n
 }
@@ -327,7 +268,7 @@ func (m *model) updateNode(old, n *v1.Node) {
 	e, ok := m.entries[n.Name]
 	if !ok {
 		e = m.entry(n.Name)
-		m.treeAdd(n)
+		m.tree.Add(n.Name, nodetree.ZoneKey(n))
 	} else {
 		m.touched[n.Name] = true
 		if e.node != nil {
@@ -335,8 +276,8 @@ func (m *model) updateNode(old, n *v1.Node) {
 		}
 	}
 	if nodetree.ZoneKey(old) != nodetree.ZoneKey(n) {
-		m.treeRemove(old)
-		m.treeAdd(n)
+		m.tree.Remove(old.Name, nodetree.ZoneKey(old))
+		m.tree.Add(n.Name, nodetree.ZoneKey(n))
 	}
 	m.register(n)
 	e.node = n
@@ -352,7 +293,7 @@ func (m *model) removeNode(n *v1.Node) error {
 	if len(e.pods) == 0 {
 		delete(m.entries, n.Name)
 	}
-	if !m.treeRemove(n) {
+	if !m.tree.Remove(n.Name, nodetree.ZoneKey(n)) {
 		return schedcache.ErrNodeNotInZone
 	}
 	m.unregister(n)

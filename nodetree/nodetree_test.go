@@ -11,6 +11,8 @@ import (
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schedcache/schedcache/internal/zonemodel"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -651,64 +653,6 @@ func TestZonesIsCopy(t *testing.T) {
 	require.Equal(t, []string{}, New().Zones())
 }
 
-// model is a deliberately naive nodeTree.
-type model struct {
-	zones map[string][]string
-	order []string
-}
-
-func (m *model) add(name, key string) bool {
-	names, ok := m.zones[key]
-	if !ok {
-		m.order = append(m.order, key)
-	}
-	if slices.Contains(names, name) {
-		return false
-	}
-	m.zones[key] = append(names, name)
-	return true
-}
-
-func (m *model) remove(name, key string) bool {
-	names := m.zones[key]
-	i := slices.Index(names, name)
-	if i < 0 {
-		return false
-	}
-	names = slices.Delete(slices.Clone(names), i, i+1)
-	if len(names) > 0 {
-		m.zones[key] = names
-		return true
-	}
-	delete(m.zones, key)
-	m.order = slices.DeleteFunc(m.order, func(z string) bool { return z == key })
-	return true
-}
-
-func (m *model) list() []string {
-	var out []string
-	for idx := 0; ; idx++ {
-		found := false
-		for _, z := range m.order {
-			if idx < len(m.zones[z]) {
-				out = append(out, m.zones[z][idx])
-				found = true
-			}
-		}
-		if !found {
-			return out
-		}
-	}
-}
-
-func (m *model) numNodes() int {
-	n := 0
-	for _, names := range m.zones {
-		n += len(names)
-	}
-	return n
-}
-
 func TestRandomAgainstModel(t *testing.T) {
 	for seed := range uint64(20) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -729,7 +673,7 @@ func TestRandomAgainstModel(t *testing.T) {
 				return fmt.Sprintf("r:\x00:z%d", z)
 			}
 			tr := New()
-			m := &model{zones: map[string][]string{}}
+			m := zonemodel.New() // a deliberately naive zone tree
 			for step := range 2000 {
 				before := tr.Version()
 				var changed bool
@@ -738,12 +682,12 @@ func TestRandomAgainstModel(t *testing.T) {
 				case op < 5:
 					n, z := name(), zoneKey()
 					desc = fmt.Sprintf("add %s %q", n, z)
-					changed = m.add(n, z)
+					changed = m.Add(n, z)
 					tr.AddNameID(n, z, idOf(n))
 				case op < 8:
 					n, z := name(), zoneKey()
 					desc = fmt.Sprintf("remove %s %q", n, z)
-					changed = m.remove(n, z)
+					changed = m.Remove(n, z)
 					err := tr.RemoveName(n, z)
 					if changed {
 						require.NoError(t, err, desc)
@@ -754,14 +698,14 @@ func TestRandomAgainstModel(t *testing.T) {
 					n, oz, nz := name(), zoneKey(), zoneKey()
 					desc = fmt.Sprintf("update %s %q -> %q", n, oz, nz)
 					if oz != nz {
-						r := m.remove(n, oz)
-						a := m.add(n, nz)
+						r := m.Remove(n, oz)
+						a := m.Add(n, nz)
 						changed = r || a
 					}
 					tr.UpdateNameID(n, oz, nz, idOf(n))
 				}
 				desc = fmt.Sprintf("step %d: %s", step, desc)
-				want := m.list()
+				want := m.List()
 				got, err := tr.List()
 				require.NoError(t, err, desc)
 				require.Equal(t, want, got, desc)
@@ -771,8 +715,8 @@ func TestRandomAgainstModel(t *testing.T) {
 				for i, n := range got {
 					require.Equal(t, idOf(n), ids[i], "%s: id of %s at %d", desc, n, i)
 				}
-				require.Equal(t, m.numNodes(), tr.NumNodes(), desc)
-				require.True(t, slices.Equal(m.order, tr.Zones()), "%s: zones %q, want %q", desc, tr.Zones(), m.order)
+				require.Equal(t, m.Count(), tr.NumNodes(), desc)
+				require.True(t, slices.Equal(m.Zones(), tr.Zones()), "%s: zones %q, want %q", desc, tr.Zones(), m.Zones())
 				if changed {
 					require.Greater(t, tr.Version(), before, desc)
 				} else {

@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/internal/zonemodel"
 )
 
 // sentinels are the exported errors; every error the cache returns must
@@ -61,8 +62,8 @@ func zoneKey(n *v1.Node) string {
 type model struct {
 	pods    map[string]*mPod
 	entries map[string]*mEntry
-	zones   map[string][]string // zone key -> names in insertion order
-	order   []string            // zone keys in creation order
+	tree    *zonemodel.Model // the zone tree (section 6), naive
+	order   []string         // zone keys in creation order
 }
 
 // req is a pod's contribution to its node, from the fuzz pod table:
@@ -89,7 +90,7 @@ type mEntry struct {
 }
 
 func newModel() *model {
-	return &model{pods: map[string]*mPod{}, entries: map[string]*mEntry{}, zones: map[string][]string{}}
+	return &model{pods: map[string]*mPod{}, entries: map[string]*mEntry{}, tree: zonemodel.New()}
 }
 
 func (m *model) entry(name string) *mEntry {
@@ -191,76 +192,11 @@ func (m *model) remove(p *v1.Pod) error {
 	return nil
 }
 
-// ---- zone tree (section 6) ----
-
-func (m *model) treeAdd(n *v1.Node) {
-	z := zoneKey(n)
-	names, ok := m.zones[z]
-	for _, name := range names {
-		if name == n.Name {
-			return
-		}
-	}
-	if !ok {
-		m.order = append(m.order, z)
-	}
-	m.zones[z] = append(names, n.Name)
-}
-
-func (m *model) treeRemove(n *v1.Node) bool {
-	z := zoneKey(n)
-	names := m.zones[z]
-	for i, name := range names {
-		if name != n.Name {
-			continue
-		}
-		names = append(names[:i:i], names[i+1:]...)
-		if len(names) > 0 {
-			m.zones[z] = names
-			return true
-		}
-		delete(m.zones, z)
-		for j, k := range m.order {
-			if k == z {
-				m.order = append(m.order[:j:j], m.order[j+1:]...)
-				break
-			}
-		}
-		return true
-	}
-	return false
-}
-
-// treeList is the round-robin interleaving of the zones.
-func (m *model) treeList() []string {
-	var out []string
-	for i := 0; ; i++ {
-		more := false
-		for _, z := range m.order {
-			if i < len(m.zones[z]) {
-				out = append(out, m.zones[z][i])
-				more = true
-			}
-		}
-		if !more {
-			return out
-		}
-	}
-}
-
-func (m *model) treeCount() int {
-	n := 0
-	for _, names := range m.zones {
-		n += len(names)
-	}
-	return n
-}
-
 // ---- nodes (section 3) ----
 
 func (m *model) addNode(n *v1.Node) {
 	m.entry(n.Name)
-	m.treeAdd(n)
+	m.tree.Add(n.Name, zoneKey(n))
 	m.entries[n.Name].node = n
 }
 
@@ -273,11 +209,11 @@ func (m *model) updateNode(old, n *v1.Node) error {
 	}
 	if m.entries[n.Name] == nil {
 		m.entry(n.Name)
-		m.treeAdd(n)
+		m.tree.Add(n.Name, zoneKey(n))
 	}
 	if zoneKey(old) != zoneKey(n) {
-		m.treeRemove(old)
-		m.treeAdd(n)
+		m.tree.Remove(old.Name, zoneKey(old))
+		m.tree.Add(n.Name, zoneKey(n))
 	}
 	m.entries[n.Name].node = n
 	return nil
@@ -292,7 +228,7 @@ func (m *model) removeNode(n *v1.Node) error {
 	if e.pods == 0 {
 		delete(m.entries, n.Name)
 	}
-	if !m.treeRemove(n) {
+	if !m.tree.Remove(n.Name, zoneKey(n)) {
 		return schedcache.ErrNodeNotInZone
 	}
 	return nil
@@ -302,7 +238,7 @@ func (m *model) removeNode(n *v1.Node) error {
 // entry has no node object.
 func (m *model) list() []string {
 	var out []string
-	for _, name := range m.treeList() {
+	for _, name := range m.tree.List() {
 		if e := m.entries[name]; e != nil && e.node != nil {
 			out = append(out, name)
 		}

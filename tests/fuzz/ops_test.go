@@ -326,13 +326,13 @@ func compare(c *schedcache.Cache, m *model) error {
 	})
 	want := m.list()
 	if !slices.Equal(list, want) {
-		return fmt.Errorf("node list %q, want %q (zones %q)", list, want, m.order)
+		return fmt.Errorf("node list %q, want %q (zones %q)", list, want, m.tree.Zones())
 	}
 	if snap.NumNodes() != len(want) {
 		return fmt.Errorf("NumNodes %d, want %d", snap.NumNodes(), len(want))
 	}
-	if wantErr := len(want) != m.treeCount(); (snap.Err() != nil) != wantErr {
-		return fmt.Errorf("snapshot Err() = %v, want an error: %v (list %d, tree %d)", snap.Err(), wantErr, len(want), m.treeCount())
+	if wantErr := len(want) != m.tree.Count(); (snap.Err() != nil) != wantErr {
+		return fmt.Errorf("snapshot Err() = %v, want an error: %v (list %d, tree %d)", snap.Err(), wantErr, len(want), m.tree.Count())
 	}
 	for _, name := range opNodes {
 		e := m.entries[name]
