@@ -133,6 +133,7 @@ type Options struct {
 type Coordinator struct {
 	core      *Core                             // owned by the run goroutine
 	shards    []*shard.Shard                    // owned by the run goroutine
+	folder    *snapshot.Folder                  // pod-log folds; owned by the run goroutine, stopped by shutdown
 	sent      []int                             // scratch: shards sent to in this flush; owned by run
 	waiters   []*Op                             // synchronous ops of the current epoch; owned by run
 	asyncErrs []AsyncError                      // not yet handed to the notifier; owned by run
@@ -161,8 +162,8 @@ type Coordinator struct {
 	submitters atomic.Int64
 }
 
-// Start launches the coordinator, its shards and (if OnAsyncError is set)
-// the notifier goroutine. They stop on Stop or when ctx is done.
+// Start launches the coordinator, its shards, the pod-log folder and (if
+// OnAsyncError is set) the notifier goroutine. They stop on Stop or when ctx is done.
 func Start(ctx context.Context, o Options) *Coordinator {
 	if o.Shards < 1 {
 		o.Shards = 1
@@ -201,6 +202,8 @@ func Start(ctx context.Context, o Options) *Coordinator {
 		}
 		a.shards = append(a.shards, shard.Start(fmt.Sprintf("shard %d", i), shard.NewCore(nextGen), hook))
 	}
+	a.folder = snapshot.StartFolder()
+	a.core.builder.SetFolder(a.folder)
 	a.published.Store(a.core.Last())
 	if a.opts.OnAsyncError != nil {
 		go a.notify()
@@ -617,6 +620,7 @@ func (a *Coordinator) shutdown() {
 	for _, s := range a.shards {
 		s.Stop()
 	}
+	a.folder.Stop()
 	if a.opts.OnAsyncError != nil {
 		a.finalc <- a.asyncErrs // buffered: never waits for a busy handler
 		a.asyncErrs = nil

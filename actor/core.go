@@ -721,7 +721,8 @@ func (c *Core) ResetMutations() {
 }
 
 // BuildMeta records in the snapshot builder everything the coordinator
-// itself knows: pods, the name index, the used-PVC set, and the lists.
+// itself knows: pods, the name index, the used-PVC set, and the lists;
+// it folds the pod log when it is due, while the shards apply the epoch.
 func (c *Core) BuildMeta() {
 	b := c.builder
 	for _, key := range c.dirtyPods {
@@ -759,6 +760,7 @@ func (c *Core) BuildMeta() {
 	c.listsDirty = false
 	clear(c.affFlips)
 	c.affFlips = c.affFlips[:0]
+	b.FoldPods()
 }
 
 // editAffinityLists applies the epoch's affinity flips to the two lists

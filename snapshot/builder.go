@@ -7,54 +7,28 @@ import (
 
 // Builder assembles the next snapshot from the last committed one by
 // path-copying what changed. Contract: owned by one goroutine (the
-// coordinator); not safe for concurrent use; never blocks. Snapshots it
-// committed are immutable and safe for any number of readers.
+// coordinator); not safe for concurrent use; blocks only where FoldPods
+// says. Snapshots it committed are immutable and safe for any number of
+// readers.
 type Builder struct {
-	last   *Snapshot                                  // last committed; immutable
-	nodes  *persist.VectorEditor[*framework.NodeInfo] // open editors of the current transaction, nil when untouched
-	index  *persist.MapEditor[int32]
-	pvc    *persist.MapEditor[struct{}]
-	podLog []podChange         // the last snapshot's log, extended in place past its length
-	folded map[string]struct{} // scratch for foldPods: keys whose last change is applied
-	lists  bool                // SetLists was called in this transaction
-	order  []int32
-	aff    []int32
-	anti   []int32
-	err    error
+	last    *Snapshot                                  // last committed; immutable
+	nodes   *persist.VectorEditor[*framework.NodeInfo] // open editors of the current transaction, nil when untouched
+	index   *persist.MapEditor[int32]
+	pvc     *persist.MapEditor[struct{}]
+	pods    persist.Map[PodEntry] // the pod trie of the transaction: the last snapshot's, or the fold of its log
+	podLog  []podChange           // pod changes after pods: the last snapshot's log extended in place past its length, or a new log after a fold
+	podSum  []uint64              // podHash of each podLog key, kept alongside podLog
+	folder  *Folder               // nil: folds run in FoldPods
+	foldLen int                   // > 0: the folder is folding podLog[:foldLen] onto pods
+	lists   bool                  // SetLists was called in this transaction
+	order   []int32
+	aff     []int32
+	anti    []int32
+	err     error
 }
 
 // NewBuilder returns a builder whose last snapshot is empty.
 func NewBuilder() *Builder { return &Builder{last: &Snapshot{published: true}} }
-
-// foldPods returns the pod trie and log for the next snapshot. Appending to
-// the log writes only past the lengths earlier snapshots see; a log over
-// podLogFold entries is folded into a new trie and restarted.
-func (b *Builder) foldPods() (persist.Map[PodEntry], []podChange) {
-	if len(b.podLog) <= podLogFold {
-		return b.last.pods, b.podLog
-	}
-	// Only each key's last change matters: walking the log backwards, a
-	// key seen already is skipped, so a pod added and removed within one
-	// log (an assume-bind-remove cycle) costs no path copy at all.
-	e := b.last.pods.Edit()
-	if b.folded == nil {
-		b.folded = make(map[string]struct{}, 2*podLogFold)
-	}
-	for i := len(b.podLog) - 1; i >= 0; i-- {
-		c := &b.podLog[i]
-		if _, later := b.folded[c.key]; later {
-			continue
-		}
-		b.folded[c.key] = struct{}{}
-		if c.gone {
-			e.Delete(c.key)
-		} else {
-			e.Set(c.key, c.e)
-		}
-	}
-	clear(b.folded)
-	return e.Done(), make([]podChange, 0, 2*podLogFold)
-}
 
 // Last returns the last committed snapshot.
 func (b *Builder) Last() *Snapshot { return b.last }
@@ -86,19 +60,28 @@ func (b *Builder) DeleteIndex(name string) {
 	b.index.Delete(name)
 }
 
-// podLogFold is how many pod changes a snapshot's log may hold before the
-// builder folds them into the pod trie with one transient edit, so that one
-// path copy serves many changes.
-const podLogFold = 256
+// podLogFold is how many pod changes the log may hold before the builder
+// folds them into the pod trie with one transient edit, so that one path
+// copy serves many changes (the larger the fold, the more changes share the
+// upper nodes of the trie). A lookup scans the log's hashes, a dense
+// []uint64, before it walks the trie. podLogCap is a new log's capacity;
+// podLogMax is the length at which the builder waits for its folder.
+const (
+	podLogFold = 1024
+	podLogCap  = 2 * podLogFold
+	podLogMax  = 8 * podLogFold
+)
 
 // SetPod records the entry of pod key; DeletePod removes it.
 func (b *Builder) SetPod(key string, e PodEntry) {
 	b.podLog = append(b.podLog, podChange{key: key, e: e})
+	b.podSum = append(b.podSum, podHash(key))
 }
 
 // DeletePod removes pod key.
 func (b *Builder) DeletePod(key string) {
 	b.podLog = append(b.podLog, podChange{key: key, gone: true})
+	b.podSum = append(b.podSum, podHash(key))
 }
 
 // SetPVC adds (used=true) or removes a key of the used-PVC set.
@@ -137,8 +120,10 @@ func (b *Builder) Commit(epoch uint64, nodeCount, podCount int) *Snapshot {
 	s.epoch = epoch
 	s.nodeCount = nodeCount
 	s.podCount = podCount
-	s.pods, s.podLog = b.foldPods()
-	b.podLog = s.podLog
+	if b.folder == nil {
+		b.FoldPods()
+	}
+	s.pods, s.podLog, s.podSum = b.pods, b.podLog, b.podSum
 	s.published = true
 	if b.nodes != nil {
 		s.nodes = b.nodes.Done()

@@ -10,6 +10,7 @@ package snapshot
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -75,6 +76,7 @@ type Snapshot struct {
 	pvc       persist.Map[struct{}]               // used PVC keys "namespace/name"
 	pods      persist.Map[PodEntry]               // pod key (UID) -> entry, up to the changes in podLog
 	podLog    []podChange                         // pod changes after pods, oldest first; a prefix of a log shared with later snapshots, never written below its length
+	podSum    []uint64                            // podHash of each podLog key; shared and written like podLog
 	podCount  int                                 // pods held (assumed included)
 	nodeCount int                                 // NodeInfo entries, ghosts and nodeless included
 	err       error                               // list/tree inconsistency, reported by UpdateSnapshot
@@ -196,11 +198,22 @@ type podChange struct {
 	gone bool
 }
 
+// podSeed seeds podHash.
+var podSeed = maphash.MakeSeed()
+
+// podHash is the hash of a pod key in the pod log.
+func podHash(key string) uint64 { return maphash.String(podSeed, key) }
+
 // Pod returns the entry for pod key (the UID).
 func (s *Snapshot) Pod(key string) (PodEntry, bool) {
-	for i := len(s.podLog) - 1; i >= 0; i-- {
-		if c := &s.podLog[i]; c.key == key {
-			return c.e, !c.gone
+	if len(s.podSum) > 0 {
+		h := podHash(key)
+		for i := len(s.podSum) - 1; i >= 0; i-- {
+			if s.podSum[i] == h {
+				if c := &s.podLog[i]; c.key == key {
+					return c.e, !c.gone
+				}
+			}
 		}
 	}
 	return s.pods.Get(key)

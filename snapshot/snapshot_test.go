@@ -1,7 +1,11 @@
 package snapshot
 
 import (
+	"errors"
+	"fmt"
+	"maps"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -122,46 +126,114 @@ func TestNewSnapshot(t *testing.T) {
 
 // The pod log and its folding into the trie: every snapshot, held for as
 // long as the test runs, keeps answering exactly as the model did when it
-// was committed, across many folds.
+// was committed, across many folds: run inline (no folder), on a folder
+// goroutine, and on a stalled folder whose results arrive late, some only
+// once the log has reached podLogMax and the builder has to wait.
 func TestPodLogFoldsAndHeldSnapshots(t *testing.T) {
-	b := NewBuilder()
-	model := map[string]bool{} // key -> assumed
-	type held struct {
-		s     *Snapshot
-		model map[string]bool
-	}
-	var kept []held
-	pod := &v1.Pod{}
-	for epoch := 1; epoch <= 300; epoch++ {
-		for j := 0; j < epoch%7; j++ { // 0..6 changes per epoch, folds every ~64
-			k := string(rune('a' + (epoch*7+j)%23))
-			switch {
-			case (epoch+j)%5 == 0:
-				b.DeletePod(k)
-				delete(model, k)
-			default:
-				assumed := (epoch+j)%2 == 0
-				b.SetPod(k, PodEntry{Pod: pod, Assumed: assumed})
-				model[k] = assumed
+	const keys = 61
+	for _, mode := range []string{"inline", "folder", "stalled"} {
+		t.Run(mode, func(t *testing.T) {
+			b := NewBuilder()
+			var stalled *Folder
+			switch mode {
+			case "folder":
+				f := StartFolder()
+				defer f.Stop()
+				b.SetFolder(f)
+			case "stalled":
+				// No goroutine: the test runs each fold when it chooses.
+				stalled = &Folder{reqc: make(chan foldReq, 1), resc: make(chan foldResult, 1)}
+				b.SetFolder(stalled)
 			}
-		}
-		s := b.Commit(uint64(epoch), 0, len(model))
-		cp := make(map[string]bool, len(model))
-		for k, v := range model {
-			cp[k] = v
-		}
-		kept = append(kept, held{s, cp})
+			model := map[string]bool{} // key -> assumed
+			type held struct {
+				s     *Snapshot
+				model map[string]bool
+			}
+			var kept []held
+			pod := &v1.Pod{}
+			folds, waits := 0, 0
+			for epoch := 1; epoch <= 4000 || folds < 6; epoch++ {
+				for j := 0; j < epoch%13; j++ { // 0..12 changes per epoch
+					k := fmt.Sprint((epoch*7 + j) % keys)
+					switch {
+					case (epoch+j)%5 == 0:
+						b.DeletePod(k)
+						delete(model, k)
+					default:
+						assumed := (epoch+j)%2 == 0
+						b.SetPod(k, PodEntry{Pod: pod, Assumed: assumed})
+						model[k] = assumed
+					}
+				}
+				if stalled != nil && len(stalled.reqc) == 1 {
+					switch {
+					case len(b.podLog) >= podLogMax: // FoldPods will wait for this one
+						waits++
+						go func(r foldReq) {
+							time.Sleep(time.Millisecond)
+							stalled.resc <- r.fold()
+						}(<-stalled.reqc)
+					case epoch%97 == 0 && folds%2 == 1: // the result is ready for the next FoldPods
+						stalled.resc <- (<-stalled.reqc).fold()
+					}
+				}
+				started := b.foldLen == 0 && len(b.podLog) > podLogFold
+				if started {
+					folds++
+				}
+				pending := b.foldLen
+				b.FoldPods()
+				s := b.Commit(uint64(epoch), 0, len(model))
+				if epoch%3 == 0 || started || pending != b.foldLen { // every third, and each fold's start and end
+					kept = append(kept, held{s, maps.Clone(model)})
+				}
+			}
+			require.Greater(t, folds, 4, "folds started")
+			if stalled != nil {
+				require.Positive(t, waits, "the builder waited for a stalled fold")
+			}
+			for i, h := range kept {
+				got := map[string]bool{}
+				h.s.RangePods(func(k string, e PodEntry) bool { got[k] = e.Assumed; return true })
+				require.Equal(t, h.model, got, "snapshot %d: RangePods", i)
+				require.Equal(t, len(h.model), h.s.PodCount())
+				for c := 0; c < keys; c++ {
+					e, ok := h.s.Pod(fmt.Sprint(c))
+					want, wok := h.model[fmt.Sprint(c)]
+					require.Equal(t, wok, ok, "snapshot %d key %d", i, c)
+					require.Equal(t, want, e.Assumed, "snapshot %d key %d", i, c)
+				}
+			}
+		})
 	}
-	for i, h := range kept {
-		got := map[string]bool{}
-		h.s.RangePods(func(k string, e PodEntry) bool { got[k] = e.Assumed; return true })
-		require.Equal(t, h.model, got, "snapshot %d: RangePods", i)
-		require.Equal(t, len(h.model), h.s.PodCount())
-		for c := 'a'; c < 'a'+23; c++ {
-			e, ok := h.s.Pod(string(c))
-			want, wok := h.model[string(c)]
-			require.Equal(t, wok, ok, "snapshot %d key %c", i, c)
-			require.Equal(t, want, e.Assumed, "snapshot %d key %c", i, c)
-		}
+}
+
+// A fold that panics fails the builder's next FoldPods with the panic, on
+// the builder's goroutine; the folder goroutine survives it and stops.
+func TestFoldPanicReachesBuilder(t *testing.T) {
+	foldHook = func() { panic("boom") }
+	defer func() { foldHook = nil }()
+	f := StartFolder()
+	defer f.Stop()
+	b := NewBuilder()
+	b.SetFolder(f)
+	for i := 0; i <= podLogFold; i++ {
+		b.SetPod(fmt.Sprint(i), PodEntry{Pod: &v1.Pod{}})
 	}
+	b.FoldPods() // submitted; the folder panics and reports it
+	require.Positive(t, b.foldLen)
+	for len(b.podLog) < podLogMax {
+		b.DeletePod("x")
+	}
+	require.PanicsWithError(t, "boom", func() {
+		defer func() {
+			if v := recover(); v != nil {
+				err := v.(error)
+				require.Contains(t, err.Error(), "pod log fold panicked: boom")
+				panic(errors.New("boom"))
+			}
+		}()
+		b.FoldPods()
+	})
 }
