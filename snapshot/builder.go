@@ -11,10 +11,15 @@ import (
 // says. Snapshots it committed are immutable and safe for any number of
 // readers.
 type Builder struct {
-	last    *Snapshot                                  // last committed; immutable
-	nodes   *persist.VectorEditor[*framework.NodeInfo] // open editors of the current transaction, nil when untouched
-	index   *persist.MapEditor[int32]
-	pvc     *persist.MapEditor[struct{}]
+	last  *Snapshot                                  // last committed; immutable
+	nodes *persist.VectorEditor[*framework.NodeInfo] // open editors of the current transaction, nil when untouched
+	index *persist.MapEditor[int32]
+	pvc   *persist.MapEditor[struct{}]
+	eds   struct { // the editors' memory, reused by every transaction
+		nodes persist.VectorEditor[*framework.NodeInfo]
+		index persist.MapEditor[int32]
+		pvc   persist.MapEditor[struct{}]
+	}
 	pods    persist.Map[PodEntry] // the pod trie of the transaction: the last snapshot's, or the fold of its log
 	podLog  []podChange           // pod changes after pods: the last snapshot's log extended in place past its length, or a new log after a fold
 	podSum  []uint64              // podHash of each podLog key, kept alongside podLog
@@ -36,7 +41,8 @@ func (b *Builder) Last() *Snapshot { return b.last }
 // SetNode records the frozen entry for slot (nil clears it).
 func (b *Builder) SetNode(slot int32, ni *framework.NodeInfo) {
 	if b.nodes == nil {
-		b.nodes = b.last.nodes.Edit()
+		b.last.nodes.EditInto(&b.eds.nodes)
+		b.nodes = &b.eds.nodes
 	}
 	if ni == nil && int(slot) >= b.nodes.Len() {
 		return
@@ -47,7 +53,8 @@ func (b *Builder) SetNode(slot int32, ni *framework.NodeInfo) {
 // SetIndex maps name to slot; DeleteIndex removes name.
 func (b *Builder) SetIndex(name string, slot int32) {
 	if b.index == nil {
-		b.index = b.last.index.Edit()
+		b.last.index.EditInto(&b.eds.index)
+		b.index = &b.eds.index
 	}
 	b.index.Set(name, slot)
 }
@@ -55,7 +62,8 @@ func (b *Builder) SetIndex(name string, slot int32) {
 // DeleteIndex removes name from the name index.
 func (b *Builder) DeleteIndex(name string) {
 	if b.index == nil {
-		b.index = b.last.index.Edit()
+		b.last.index.EditInto(&b.eds.index)
+		b.index = &b.eds.index
 	}
 	b.index.Delete(name)
 }
@@ -87,7 +95,8 @@ func (b *Builder) DeletePod(key string) {
 // SetPVC adds (used=true) or removes a key of the used-PVC set.
 func (b *Builder) SetPVC(key string, used bool) {
 	if b.pvc == nil {
-		b.pvc = b.last.pvc.Edit()
+		b.last.pvc.EditInto(&b.eds.pvc)
+		b.pvc = &b.eds.pvc
 	}
 	if used {
 		b.pvc.Set(key, struct{}{})

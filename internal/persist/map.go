@@ -42,7 +42,7 @@ type Map[V any] struct {
 // Canonical form: every node other than the root holds at least two entries
 // or at least one child.
 type mnode[V any] struct {
-	edit    *editToken
+	edit    editToken
 	datamap uint32
 	nodemap uint32
 	entries []mentry[V]
@@ -75,7 +75,16 @@ func (m Map[V]) Range(fn func(k string, v V) bool) {
 
 // Edit returns an editor whose initial contents are those of m.
 func (m Map[V]) Edit() *MapEditor[V] {
-	return &MapEditor[V]{root: m.root, n: m.n, tok: new(editToken)}
+	e := new(MapEditor[V])
+	m.EditInto(e)
+	return e
+}
+
+// EditInto makes e an editor of m, as Edit would return, reusing e's
+// memory: whatever e was editing is dropped (a finished editor loses
+// nothing).
+func (m Map[V]) EditInto(e *MapEditor[V]) {
+	*e = MapEditor[V]{root: m.root, n: m.n, tok: newToken()}
 }
 
 func mget[V any](n *mnode[V], k string) (V, bool) {
@@ -131,7 +140,7 @@ func mrange[V any](n *mnode[V], fn func(string, V) bool) bool {
 type MapEditor[V any] struct {
 	root *mnode[V]
 	n    int
-	tok  *editToken // nil after Done
+	tok  editToken // 0 after Done
 }
 
 // Len returns the number of entries of the map being built.
@@ -146,7 +155,7 @@ func (e *MapEditor[V]) Get(k string) (V, bool) {
 
 // Set sets the value of key k to v.
 func (e *MapEditor[V]) Set(k string, v V) {
-	if e.tok == nil {
+	if e.tok == 0 {
 		return
 	}
 	ent := mentry[V]{hash: hashKey(k), key: k, val: v}
@@ -168,7 +177,7 @@ func (e *MapEditor[V]) Set(k string, v V) {
 
 // Delete removes key k and reports whether it was present.
 func (e *MapEditor[V]) Delete(k string) bool {
-	if e.tok == nil || e.root == nil {
+	if e.tok == 0 || e.root == nil {
 		return false
 	}
 	root, removed := e.del(e.root, 0, hashKey(k), k)
@@ -181,7 +190,7 @@ func (e *MapEditor[V]) Delete(k string) bool {
 
 // Done returns the version built and freezes the editor.
 func (e *MapEditor[V]) Done() Map[V] {
-	e.tok = nil
+	e.tok = 0
 	return Map[V]{root: e.root, n: e.n}
 }
 

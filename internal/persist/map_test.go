@@ -204,6 +204,38 @@ func TestMapEditorReusesOwnNodes(t *testing.T) {
 	require.Equal(t, 17, v)
 }
 
+// MapEditor through EditInto: as TestVectorEditInto.
+func TestMapEditInto(t *testing.T) {
+	var e MapEditor[int]
+	Map[int]{}.EditInto(&e)
+	for i := range 3000 {
+		e.Set(strconv.Itoa(i), i)
+	}
+	m := e.Done()
+	var versions []Map[int]
+	for round := range 50 {
+		m.EditInto(&e)
+		e.Set(strconv.Itoa(round*37), -round)
+		e.Delete(strconv.Itoa(round*37 + 1))
+		m = e.Done()
+		versions = append(versions, m)
+	}
+	for i, m := range versions {
+		for round := range 50 {
+			v, ok := m.Get(strconv.Itoa(round*37 + 1))
+			require.Equal(t, round > i, ok, "version %d key %d", i, round*37+1)
+			v, _ = m.Get(strconv.Itoa(round * 37))
+			want := round * 37
+			if round <= i {
+				want = -round
+			}
+			require.Equal(t, want, v, "version %d", i)
+		}
+		require.Equal(t, 3000-(i+1), m.Len())
+	}
+	require.Zero(t, testing.AllocsPerRun(100, func() { m.EditInto(&e) }))
+}
+
 func TestMapGetNoAlloc(t *testing.T) {
 	e := Map[int]{}.Edit()
 	keys := make([]string, 5000)

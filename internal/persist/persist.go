@@ -14,12 +14,20 @@
 // channel send, an atomic store, a mutex), as for any Go value.
 package persist
 
+import "sync/atomic"
+
 const (
 	levelBits = 5
 	width     = 1 << levelBits
 	levelMask = width - 1
 )
 
-// editToken marks the nodes created by one editor. It has non-zero size so
-// that every token has its own address (zero-size allocations may share one).
-type editToken struct{ _ byte }
+// editToken marks the nodes created by one editor: a number no other editor
+// of the process had, from newToken. 0 marks a finished editor.
+type editToken uint64
+
+var lastToken atomic.Uint64
+
+// newToken returns a token no editor has had. It allocates nothing, so an
+// editor reused through EditInto costs no allocation per edit.
+func newToken() editToken { return editToken(lastToken.Add(1)) }

@@ -18,7 +18,7 @@ type Vector[T any] struct {
 // vbranch is an inner trie node. Nodes at shift levelBits use leaves;
 // higher nodes use kids. A nil child stands for a subtree of zero values.
 type vbranch[T any] struct {
-	edit *editToken
+	edit editToken
 	// ptrs holds *vbranch[T] children above shift levelBits and *vleaf[T]
 	// children at shift levelBits: one array instead of two halves the
 	// bytes a path copy moves. The GC traces unsafe.Pointer like any pointer.
@@ -26,7 +26,7 @@ type vbranch[T any] struct {
 }
 
 type vleaf[T any] struct {
-	edit *editToken
+	edit editToken
 	vals [width]T
 }
 
@@ -52,7 +52,16 @@ func (v Vector[T]) Range(fn func(i int, x T) bool) {
 
 // Edit returns an editor whose initial contents are those of v.
 func (v Vector[T]) Edit() *VectorEditor[T] {
-	return &VectorEditor[T]{root: v.root, n: v.n, shift: v.shift, tok: new(editToken)}
+	e := new(VectorEditor[T])
+	v.EditInto(e)
+	return e
+}
+
+// EditInto makes e an editor of v, as Edit would return, reusing e's
+// memory: whatever e was editing is dropped (a finished editor loses
+// nothing).
+func (v Vector[T]) EditInto(e *VectorEditor[T]) {
+	*e = VectorEditor[T]{root: v.root, n: v.n, shift: v.shift, tok: newToken()}
 }
 
 func vget[T any](b *vbranch[T], shift uint, i int) T {
@@ -110,7 +119,7 @@ type VectorEditor[T any] struct {
 	root  *vbranch[T]
 	n     int
 	shift uint
-	tok   *editToken // nil after Done
+	tok   editToken // 0 after Done
 }
 
 // Len returns the number of elements of the vector being built.
@@ -131,7 +140,7 @@ func (e *VectorEditor[T]) Get(i int) T {
 // length i+1 and the new elements other than i are zero. Set does nothing if
 // i < 0.
 func (e *VectorEditor[T]) Set(i int, x T) {
-	if e.tok == nil || i < 0 {
+	if e.tok == 0 || i < 0 {
 		return
 	}
 	if e.root == nil {
@@ -169,7 +178,7 @@ func (e *VectorEditor[T]) Append(x T) {
 // Truncate shortens the vector to n elements. It does nothing if n < 0 or
 // n >= Len. Elements later re-created by growth are zero.
 func (e *VectorEditor[T]) Truncate(n int) {
-	if e.tok == nil || n < 0 || n >= e.n {
+	if e.tok == 0 || n < 0 || n >= e.n {
 		return
 	}
 	if n == 0 {
@@ -271,6 +280,6 @@ func (e *VectorEditor[T]) ownLeaf(l *vleaf[T]) *vleaf[T] {
 
 // Done returns the version built and freezes the editor.
 func (e *VectorEditor[T]) Done() Vector[T] {
-	e.tok = nil
+	e.tok = 0
 	return Vector[T]{root: e.root, n: e.n, shift: e.shift}
 }

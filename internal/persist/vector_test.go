@@ -199,6 +199,34 @@ func TestVectorEditorReusesOwnNodes(t *testing.T) {
 	require.Equal(t, 101, v.Get(101))
 }
 
+// One editor's memory reused by EditInto, transaction after transaction:
+// each transaction copies what it shares with the versions before it (a
+// reused editor never writes into a node it built for an earlier version),
+// and starting one allocates nothing.
+func TestVectorEditInto(t *testing.T) {
+	var e VectorEditor[int]
+	Vector[int]{}.EditInto(&e)
+	model := make([]int, 3000)
+	for i := range model {
+		e.Append(i)
+		model[i] = i
+	}
+	var versions []Vector[int]
+	var models [][]int
+	v := e.Done()
+	for round := range 50 {
+		v.EditInto(&e)
+		e.Set(round*37%len(model), -round)
+		model[round*37%len(model)] = -round
+		v = e.Done()
+		versions, models = append(versions, v), append(models, slices.Clone(model))
+	}
+	for i := range versions {
+		requireVector(t, models[i], versions[i], fmt.Sprint("version ", i))
+	}
+	require.Zero(t, testing.AllocsPerRun(100, func() { v.EditInto(&e) }))
+}
+
 func TestVectorModel(t *testing.T) {
 	for seed := range uint64(9) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
