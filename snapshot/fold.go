@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/debug"
 
 	"github.com/schedcache/schedcache/internal/persist"
@@ -59,8 +60,14 @@ func (r foldReq) fold() (res foldResult) {
 	if foldHook != nil {
 		foldHook()
 	}
-	return foldResult{pods: foldLog(r.base, r.log)}
+	return foldResult{pods: foldLog(r.base, r.log, foldYield)}
 }
+
+// foldYield is how many keys a fold on the folder applies between two
+// yields of its P. A fold of a full window takes milliseconds; without
+// yields, a goroutine made runnable on the folder's P (the informer, the
+// coordinator, a shard) could wait for it up to a whole time slice (10 ms).
+const foldYield = 64
 
 // Stop ends the goroutine after the fold in flight, if any, and waits for
 // it. Its result is dropped.
@@ -69,10 +76,12 @@ func (f *Folder) Stop() {
 	<-f.done
 }
 
-// foldLog returns base with the changes of log applied. Only each key's last
-// change matters: walking the log backwards, a key seen already is skipped,
-// so a pod added and removed within one log costs no path copy at all.
-func foldLog(base persist.Map[PodEntry], log []podChange) persist.Map[PodEntry] {
+// foldLog returns base with the changes of log applied, yielding the P
+// (runtime.Gosched) after every yieldEvery keys if yieldEvery > 0. Only each
+// key's last change matters: walking the log backwards, a key seen already
+// is skipped, so a pod added and removed within one log costs no path copy
+// at all.
+func foldLog(base persist.Map[PodEntry], log []podChange, yieldEvery int) persist.Map[PodEntry] {
 	e := base.Edit()
 	seen := make(map[string]struct{}, len(log))
 	for i := len(log) - 1; i >= 0; i-- {
@@ -81,6 +90,9 @@ func foldLog(base persist.Map[PodEntry], log []podChange) persist.Map[PodEntry] 
 			continue
 		}
 		seen[c.key] = struct{}{}
+		if yieldEvery > 0 && len(seen)%yieldEvery == 0 {
+			runtime.Gosched()
+		}
 		if c.gone {
 			e.Delete(c.key)
 		} else {
@@ -121,7 +133,7 @@ func (b *Builder) FoldPods() {
 	req := foldReq{base: b.pods, log: b.podLog[:n:n]}
 	if b.folder == nil {
 		b.foldLen = n
-		b.installFold(foldResult{pods: foldLog(req.base, req.log)})
+		b.installFold(foldResult{pods: foldLog(req.base, req.log, 0)})
 		return
 	}
 	b.folder.reqc <- req
