@@ -21,11 +21,10 @@ func NextGeneration() int64 { return generation.Add(1) }
 // are shared with the previous frozen NodeInfo instead of copied.
 const (
 	dirtyAny     uint8 = 1 << iota // anything at all: the last NodeInfo is stale
-	dirtyPods                      // pods or an affinity sub-list
 	dirtyScalars                   // the requested scalars
 	dirtyPorts                     // used ports
 	dirtyPVCs                      // PVC reference counts
-	dirtyAll     = dirtyAny | dirtyPods | dirtyScalars | dirtyPorts | dirtyPVCs
+	dirtyAll     = dirtyAny | dirtyScalars | dirtyPorts | dirtyPVCs
 )
 
 // NodeState is owned by exactly one goroutine (a shard): it is not safe for
@@ -96,7 +95,7 @@ func (s *NodeState) AddPod(p *PodInfo) {
 		s.podsWithRequiredAntiAffinity = append(s.podsWithRequiredAntiAffinity, p)
 	}
 	s.update(p, 1)
-	s.dirty |= dirtyAny | dirtyPods
+	s.dirty |= dirtyAny
 }
 
 // RemovePod removes the pod with key exactly as upstream NodeInfo.RemovePod
@@ -133,12 +132,12 @@ func (s *NodeState) removePod(key string, stored *PodInfo, affinity, antiAffinit
 	// searched by key, first match, as upstream.
 	if affinity {
 		if s.podsWithAffinity, ok = removePodFromSlice(s.podsWithAffinity, key); ok {
-			s.dirty |= dirtyAny | dirtyPods
+			s.dirty |= dirtyAny
 		}
 	}
 	if antiAffinity {
 		if s.podsWithRequiredAntiAffinity, ok = removePodFromSlice(s.podsWithRequiredAntiAffinity, key); ok {
-			s.dirty |= dirtyAny | dirtyPods
+			s.dirty |= dirtyAny
 		}
 	}
 	i := -1
@@ -158,7 +157,7 @@ func (s *NodeState) removePod(key string, stored *PodInfo, affinity, antiAffinit
 	p := s.pods[i]
 	s.pods = removePodAt(s.pods, i)
 	s.update(p, -1)
-	s.dirty |= dirtyAny | dirtyPods
+	s.dirty |= dirtyAny
 	return nil
 }
 
@@ -277,9 +276,10 @@ func (s *NodeState) SetImageStates(m map[string]ImageStateSummary) {
 	s.dirty |= dirtyAny
 }
 
-// Freeze returns an immutable copy of the entry (3.6). Parts unchanged
-// since the previous Freeze are shared with the previous result, and if
-// nothing changed at all the previous result itself is returned. Nothing the
+// Freeze returns an immutable copy of the entry (3.6). The pod slices are
+// copied, into the NodeInfo's own allocation; other parts unchanged since
+// the previous Freeze are shared with the previous result, and if nothing
+// changed at all the previous result itself is returned. Nothing the
 // NodeState does afterwards changes a returned NodeInfo.
 func (s *NodeState) Freeze() *NodeInfo {
 	if s.last != nil && s.dirty&dirtyAny == 0 {
@@ -289,7 +289,13 @@ func (s *NodeState) Freeze() *NodeInfo {
 	if prev == nil {
 		s.dirty = dirtyAll
 	}
-	n := &NodeInfo{
+	// The pod slices are copied even when they did not change: they share
+	// one allocation with the NodeInfo, and sharing the previous copy would
+	// keep the whole previous NodeInfo alive.
+	np, na, nr := len(s.pods), len(s.podsWithAffinity), len(s.podsWithRequiredAntiAffinity)
+	total := np + na + nr
+	n, buf := newFrozen(total)
+	*n = NodeInfo{
 		node:             s.node,
 		requested:        s.requested,
 		nonZeroRequested: s.nonZeroRequested,
@@ -297,18 +303,9 @@ func (s *NodeState) Freeze() *NodeInfo {
 		imageStates:      s.imageStates,
 		generation:       s.generation,
 	}
-	if s.dirty&dirtyPods != 0 {
-		np, na, nr := len(s.pods), len(s.podsWithAffinity), len(s.podsWithRequiredAntiAffinity)
-		if total := np + na + nr; total > 0 {
-			buf := make([]*PodInfo, total)
-			n.pods = clipOrNil(buf[:np:np], s.pods)
-			n.podsWithAffinity = clipOrNil(buf[np:np+na:np+na], s.podsWithAffinity)
-			n.podsWithRequiredAntiAffinity = clipOrNil(buf[np+na:total:total], s.podsWithRequiredAntiAffinity)
-		}
-	} else {
-		n.pods, n.podsWithAffinity, n.podsWithRequiredAntiAffinity =
-			prev.pods, prev.podsWithAffinity, prev.podsWithRequiredAntiAffinity
-	}
+	n.pods = clipOrNil(buf[:np:np], s.pods)
+	n.podsWithAffinity = clipOrNil(buf[np:np+na:np+na], s.podsWithAffinity)
+	n.podsWithRequiredAntiAffinity = clipOrNil(buf[np+na:total:total], s.podsWithRequiredAntiAffinity)
 	if s.dirty&dirtyScalars != 0 {
 		if len(s.reqScalars) > 0 {
 			n.requested.scalars = slices.Clone(s.reqScalars)
@@ -340,6 +337,67 @@ func (s *NodeState) Clone() *NodeInfo { return s.Freeze() }
 
 // clipOrNil copies src into dst (same length) and returns dst, or nil when
 // src is empty.
+// newFrozen returns a NodeInfo and a pod buffer of length total, in one
+// allocation up to 64 pods (a node's usual share), else in two. The buffer
+// is rounded up to 8 pods, the step of the allocator's size classes there,
+// so that the single allocation costs no more memory than two.
+func newFrozen(total int) (*NodeInfo, []*PodInfo) {
+	if total == 0 {
+		return new(NodeInfo), nil
+	}
+	switch (total + 7) / 8 * 8 {
+	case 8:
+		p := new(struct {
+			n NodeInfo
+			b [8]*PodInfo
+		})
+		return &p.n, p.b[:total]
+	case 16:
+		p := new(struct {
+			n NodeInfo
+			b [16]*PodInfo
+		})
+		return &p.n, p.b[:total]
+	case 24:
+		p := new(struct {
+			n NodeInfo
+			b [24]*PodInfo
+		})
+		return &p.n, p.b[:total]
+	case 32:
+		p := new(struct {
+			n NodeInfo
+			b [32]*PodInfo
+		})
+		return &p.n, p.b[:total]
+	case 40:
+		p := new(struct {
+			n NodeInfo
+			b [40]*PodInfo
+		})
+		return &p.n, p.b[:total]
+	case 48:
+		p := new(struct {
+			n NodeInfo
+			b [48]*PodInfo
+		})
+		return &p.n, p.b[:total]
+	case 56:
+		p := new(struct {
+			n NodeInfo
+			b [56]*PodInfo
+		})
+		return &p.n, p.b[:total]
+	case 64:
+		p := new(struct {
+			n NodeInfo
+			b [64]*PodInfo
+		})
+		return &p.n, p.b[:total]
+	}
+	return new(NodeInfo), make([]*PodInfo, total)
+}
+
 func clipOrNil(dst, src []*PodInfo) []*PodInfo {
 	if len(src) == 0 {
 		return nil

@@ -538,3 +538,38 @@ func TestFrozenReadersRace(t *testing.T) {
 	<-done
 	<-done
 }
+
+// A Freeze after a pod change allocates the NodeInfo and its pod slices
+// together, one object, for every pod count up to 64; past that, two. The
+// frozen copies stay independent of later changes.
+func TestFreezeAllocations(t *testing.T) {
+	for _, pods := range []int{1, 7, 8, 9, 16, 31, 32, 33, 63, 64, 65, 100} {
+		next, _ := counter()
+		s := NewNodeState(next)
+		var infos []*PodInfo
+		for i := range pods {
+			pi, err := NewPodInfo(mkPod(fmt.Sprint("p", i), withContainers(ctr("c", rl("cpu", "100m")))))
+			require.NoError(t, err)
+			s.AddPod(pi)
+			infos = append(infos, pi)
+		}
+		s.Freeze()
+		extra, err := NewPodInfo(mkPod("extra", withContainers(ctr("c", rl("cpu", "100m")))))
+		require.NoError(t, err)
+		var frozen *NodeInfo
+		allocs := testing.AllocsPerRun(50, func() {
+			s.AddPod(extra)
+			frozen = s.Freeze()
+			require.NoError(t, s.RemovePodInfo(extra, false, false))
+		})
+		want := 1.0
+		if pods+1 > 64 {
+			want = 2
+		}
+		require.Equal(t, want, allocs, "%d pods", pods+1)
+		require.Len(t, frozen.Pods(), pods+1)
+		require.Equal(t, pods, len(s.Freeze().Pods()))
+		require.Len(t, frozen.Pods(), pods+1, "a later Freeze leaves the earlier one alone")
+		require.Same(t, infos[0], frozen.Pods()[0])
+	}
+}
