@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
+	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -342,60 +343,34 @@ func (s *NodeState) Clone() *NodeInfo { return s.Freeze() }
 // is rounded up to 8 pods, the step of the allocator's size classes there,
 // so that the single allocation costs no more memory than two.
 func newFrozen(total int) (*NodeInfo, []*PodInfo) {
-	if total == 0 {
+	switch {
+	case total == 0:
 		return new(NodeInfo), nil
-	}
-	switch (total + 7) / 8 * 8 {
-	case 8:
-		p := new(struct {
-			n NodeInfo
-			b [8]*PodInfo
-		})
-		return &p.n, p.b[:total]
-	case 16:
-		p := new(struct {
-			n NodeInfo
-			b [16]*PodInfo
-		})
-		return &p.n, p.b[:total]
-	case 24:
-		p := new(struct {
-			n NodeInfo
-			b [24]*PodInfo
-		})
-		return &p.n, p.b[:total]
-	case 32:
-		p := new(struct {
-			n NodeInfo
-			b [32]*PodInfo
-		})
-		return &p.n, p.b[:total]
-	case 40:
-		p := new(struct {
-			n NodeInfo
-			b [40]*PodInfo
-		})
-		return &p.n, p.b[:total]
-	case 48:
-		p := new(struct {
-			n NodeInfo
-			b [48]*PodInfo
-		})
-		return &p.n, p.b[:total]
-	case 56:
-		p := new(struct {
-			n NodeInfo
-			b [56]*PodInfo
-		})
-		return &p.n, p.b[:total]
-	case 64:
-		p := new(struct {
-			n NodeInfo
-			b [64]*PodInfo
-		})
-		return &p.n, p.b[:total]
+	case total <= 64:
+		return frozenAllocs[(total-1)/8](total)
 	}
 	return new(NodeInfo), make([]*PodInfo, total)
+}
+
+// frozenAllocs[k] allocates a NodeInfo with room for 8(k+1) pods.
+var frozenAllocs = [...]func(total int) (*NodeInfo, []*PodInfo){
+	frozenWith[[8]*PodInfo], frozenWith[[16]*PodInfo], frozenWith[[24]*PodInfo], frozenWith[[32]*PodInfo],
+	frozenWith[[40]*PodInfo], frozenWith[[48]*PodInfo], frozenWith[[56]*PodInfo], frozenWith[[64]*PodInfo],
+}
+
+// frozenWith allocates a NodeInfo and an array A of *PodInfo together and
+// returns the first total elements of the array. A must be [k]*PodInfo
+// with k >= total (frozenAllocs guarantees it); the array keeps its type,
+// so the collector scans it as pointers.
+func frozenWith[A any](total int) (*NodeInfo, []*PodInfo) {
+	p := new(struct {
+		n NodeInfo
+		b A
+	})
+	if uintptr(total)*unsafe.Sizeof((*PodInfo)(nil)) > unsafe.Sizeof(p.b) {
+		panic(fmt.Sprintf("schedcache: frozen pod buffer of %d bytes for %d pods", unsafe.Sizeof(p.b), total))
+	}
+	return &p.n, unsafe.Slice((**PodInfo)(unsafe.Pointer(&p.b)), total)
 }
 
 func clipOrNil(dst, src []*PodInfo) []*PodInfo {

@@ -573,3 +573,22 @@ func TestFreezeAllocations(t *testing.T) {
 		require.Same(t, infos[0], frozen.Pods()[0])
 	}
 }
+
+// Every pod count up to 64 gets a buffer of its own length from a block that
+// holds it (frozenWith panics otherwise), and the buffers of two NodeInfos
+// never overlap.
+func TestNewFrozenSizes(t *testing.T) {
+	for total := 0; total <= 130; total++ {
+		a, abuf := newFrozen(total)
+		b, bbuf := newFrozen(total)
+		require.Len(t, abuf, total)
+		require.NotSame(t, a, b)
+		for i := range abuf {
+			abuf[i], bbuf[i] = &PodInfo{}, nil
+		}
+		for i := range abuf {
+			require.NotNil(t, abuf[i], "total %d index %d", total, i)
+		}
+	}
+	require.Panics(t, func() { frozenWith[[8]*PodInfo](9) })
+}
