@@ -65,12 +65,7 @@ func benchW1(b *testing.B, impl string, spec workload.ClusterSpec, nReaders int)
 		}
 		wh.Record(time.Since(t0))
 	}
-	writer := time.Since(start)
-	err := pool.stop()
-	b.StopTimer()
-	if err != nil {
-		b.Fatalf("reader: %v", err)
-	}
+	writer := pool.finish(b, start)
 	b.ReportMetric(float64(b.N)/writer.Seconds(), "writer-events/s")
 	reportHist(b, "writer", wh)
 	if nReaders > 0 {
@@ -135,6 +130,19 @@ func (p *w1Readers) stop() error {
 	return nil
 }
 
+// finish ends a writer's timed loop begun at start: it returns the writer's
+// time, stops the readers and the benchmark timer, and fails b if a reader
+// failed.
+func (p *w1Readers) finish(b *testing.B, start time.Time) time.Duration {
+	writer := time.Since(start)
+	err := p.stop()
+	b.StopTimer()
+	if err != nil {
+		b.Fatalf("reader: %v", err)
+	}
+	return writer
+}
+
 // w1Read is one W1 reader iteration: take the latest snapshot and read 10
 // random nodes of its list. It returns what it read, summed, so that the
 // reads cannot be optimised away.
@@ -179,12 +187,7 @@ func BenchmarkW1CPUShare(b *testing.B) {
 				sum = sha256.Sum256(buf) // each unit depends on the last
 				copy(buf, sum[:])
 			}
-			writer := time.Since(start)
-			err := pool.stop()
-			b.StopTimer()
-			if err != nil {
-				b.Fatalf("reader: %v", err)
-			}
+			writer := pool.finish(b, start)
 			b.ReportMetric(float64(b.N)/writer.Seconds(), "writer-units/s")
 		})
 	}
