@@ -42,8 +42,9 @@ func StartFolder() *Folder {
 
 func (f *Folder) run() {
 	defer close(f.done)
+	seen := make(map[string]struct{}, podLogCap) // owned by this goroutine; reused by every fold
 	for r := range f.reqc {
-		f.resc <- r.fold()
+		f.resc <- r.fold(seen)
 	}
 }
 
@@ -51,7 +52,8 @@ func (f *Folder) run() {
 // make a fold panic.
 var foldHook func()
 
-func (r foldReq) fold() (res foldResult) {
+// fold runs foldLog with seen as its scratch map (nil: a new one).
+func (r foldReq) fold(seen map[string]struct{}) (res foldResult) {
 	defer func() {
 		if v := recover(); v != nil {
 			res = foldResult{err: fmt.Errorf("schedcache: pod log fold panicked: %v\n%s", v, debug.Stack())}
@@ -60,7 +62,7 @@ func (r foldReq) fold() (res foldResult) {
 	if foldHook != nil {
 		foldHook()
 	}
-	return foldResult{pods: foldLog(r.base, r.log, foldYield)}
+	return foldResult{pods: foldLog(r.base, r.log, foldYield, seen)}
 }
 
 // foldYield is how many keys a fold on the folder applies between two
@@ -81,9 +83,14 @@ func (f *Folder) Stop() {
 // key's last change matters: walking the log backwards, a key seen already
 // is skipped, so a pod added and removed within one log costs no path copy
 // at all.
-func foldLog(base persist.Map[PodEntry], log []podChange, yieldEvery int) persist.Map[PodEntry] {
+//
+// seen is scratch space, empty on entry and on return; nil allocates one.
+func foldLog(base persist.Map[PodEntry], log []podChange, yieldEvery int, seen map[string]struct{}) persist.Map[PodEntry] {
 	e := base.Edit()
-	seen := make(map[string]struct{}, len(log))
+	if seen == nil {
+		seen = make(map[string]struct{}, len(log))
+	}
+	defer clear(seen)
 	for i := len(log) - 1; i >= 0; i-- {
 		c := &log[i]
 		if _, later := seen[c.key]; later {
@@ -133,7 +140,7 @@ func (b *Builder) FoldPods() {
 	req := foldReq{base: b.pods, log: b.podLog[:n:n]}
 	if b.folder == nil {
 		b.foldLen = n
-		b.installFold(foldResult{pods: foldLog(req.base, req.log, 0)})
+		b.installFold(foldResult{pods: foldLog(req.base, req.log, 0, nil)})
 		return
 	}
 	b.folder.reqc <- req

@@ -172,10 +172,10 @@ func TestPodLogFoldsAndHeldSnapshots(t *testing.T) {
 						waits++
 						go func(r foldReq) {
 							time.Sleep(time.Millisecond)
-							stalled.resc <- r.fold()
+							stalled.resc <- r.fold(nil)
 						}(<-stalled.reqc)
 					case epoch%97 == 0 && folds%2 == 1: // the result is ready for the next FoldPods
-						stalled.resc <- (<-stalled.reqc).fold()
+						stalled.resc <- (<-stalled.reqc).fold(nil)
 					}
 				}
 				started := b.foldLen == 0 && len(b.podLog) > podLogFold
