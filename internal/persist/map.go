@@ -84,7 +84,11 @@ func (m Map[V]) Edit() *MapEditor[V] {
 // memory: whatever e was editing is dropped (a finished editor loses
 // nothing).
 func (m Map[V]) EditInto(e *MapEditor[V]) {
-	*e = MapEditor[V]{root: m.root, n: m.n, tok: newToken()}
+	sh := e.allocs
+	if sh == nil {
+		sh = allocsFor[V]()
+	}
+	*e = MapEditor[V]{root: m.root, n: m.n, tok: newToken(), allocs: sh}
 }
 
 func mget[V any](n *mnode[V], k string) (V, bool) {
@@ -138,9 +142,10 @@ func mrange[V any](n *mnode[V], fn func(string, V) bool) bool {
 // Done the editor is frozen: Get and Len report the returned version, Set
 // does nothing and Delete does nothing and returns false.
 type MapEditor[V any] struct {
-	root *mnode[V]
-	n    int
-	tok  editToken // 0 after Done
+	root   *mnode[V]
+	n      int
+	tok    editToken      // 0 after Done
+	allocs *nodeAllocs[V] // node constructors; shared by every editor of V
 }
 
 // Len returns the number of entries of the map being built.
@@ -160,11 +165,9 @@ func (e *MapEditor[V]) Set(k string, v V) {
 	}
 	ent := mentry[V]{hash: hashKey(k), key: k, val: v}
 	if e.root == nil {
-		e.root = &mnode[V]{
-			edit:    e.tok,
-			datamap: uint32(1) << (ent.hash & levelMask),
-			entries: []mentry[V]{ent},
-		}
+		e.root = e.allocs.node(e.tok, 1, 0)
+		e.root.datamap = uint32(1) << (ent.hash & levelMask)
+		e.root.entries = append(e.root.entries, ent)
 		e.n = 1
 		return
 	}
@@ -194,22 +197,54 @@ func (e *MapEditor[V]) Done() Map[V] {
 	return Map[V]{root: e.root, n: e.n}
 }
 
-// own returns n if e owns it, else an owned copy of n. The copy has its own
-// slices, with room for one more element; an empty slice is dropped rather
-// than kept, as its spare capacity would be shared with n.
+// own returns n if e owns it, else an owned copy of n, allocated as one
+// object with its arrays (see nodeWith). The copy's arrays are exactly
+// full (spareCap); an empty one is dropped, never shared with n.
 func (e *MapEditor[V]) own(n *mnode[V]) *mnode[V] {
 	if n.edit == e.tok {
 		return n
 	}
-	c := &mnode[V]{edit: e.tok, datamap: n.datamap, nodemap: n.nodemap}
-	if len(n.entries) > 0 {
-		c.entries = make([]mentry[V], len(n.entries), len(n.entries)+1)
-		copy(c.entries, n.entries)
+	return e.copyNode(n, spareCap(len(n.entries), 0), spareCap(len(n.kids), 0))
+}
+
+// room returns n, owned by e, with room for addE more entries and addK more
+// kids: n itself if e owns it and it has the room, else a copy. A copy of an
+// owned node doubles the grown array, so that a long transient edit grows a
+// node in amortised constant time, as append would; it replaces n, which
+// no other version can reference.
+func (e *MapEditor[V]) room(n *mnode[V], addE, addK int) *mnode[V] {
+	le, lk := len(n.entries), len(n.kids)
+	if n.edit != e.tok {
+		return e.copyNode(n, spareCap(le, addE), spareCap(lk, addK))
 	}
-	if len(n.kids) > 0 {
-		c.kids = make([]*mnode[V], len(n.kids), len(n.kids)+1)
-		copy(c.kids, n.kids)
+	if cap(n.entries)-le >= addE && cap(n.kids)-lk >= addK {
+		return n
 	}
+	return e.copyNode(n, growCap(le, cap(n.entries), addE), growCap(lk, cap(n.kids), addK))
+}
+
+// spareCap is the capacity of a copied array of l elements about to get add
+// more: exactly l+add. A path copy touches most nodes once per edit, so a
+// spare slot would cost memory in every version for an insertion that
+// rarely comes; room grows an owned node when one does.
+func spareCap(l, add int) int { return l + add }
+
+// growCap is the capacity of an owned array of l elements and capacity c
+// about to get add more: c if that is enough, else at least double l, up to
+// the inline limit.
+func growCap(l, c, add int) int {
+	if l+add <= c {
+		return c
+	}
+	return max(l+add, min(2*l, maxInline))
+}
+
+// copyNode returns a copy of n owned by e with capacities ne and nk.
+func (e *MapEditor[V]) copyNode(n *mnode[V], ne, nk int) *mnode[V] {
+	c := e.allocs.node(e.tok, ne, nk)
+	c.datamap, c.nodemap = n.datamap, n.nodemap
+	c.entries = append(c.entries, n.entries...)
+	c.kids = append(c.kids, n.kids...)
 	return c
 }
 
@@ -224,7 +259,7 @@ func (e *MapEditor[V]) set(n *mnode[V], shift uint, ent *mentry[V]) (*mnode[V], 
 				return n, false
 			}
 		}
-		n = e.own(n)
+		n = e.room(n, 1, 0)
 		n.entries = append(n.entries, *ent)
 		return n, true
 	}
@@ -233,7 +268,7 @@ func (e *MapEditor[V]) set(n *mnode[V], shift uint, ent *mentry[V]) (*mnode[V], 
 		i := bits.OnesCount32(n.datamap & (bit - 1))
 		if old := n.entries[i]; old.hash != ent.hash || old.key != ent.key {
 			sub := e.merge(shift+levelBits, &old, ent)
-			n = e.own(n)
+			n = e.room(n, 0, 1)
 			n.entries = slices.Delete(n.entries, i, i+1)
 			n.datamap ^= bit
 			n.kids = slices.Insert(n.kids, bits.OnesCount32(n.nodemap&(bit-1)), sub)
@@ -253,7 +288,7 @@ func (e *MapEditor[V]) set(n *mnode[V], shift uint, ent *mentry[V]) (*mnode[V], 
 		}
 		return n, added
 	}
-	n = e.own(n)
+	n = e.room(n, 1, 0)
 	n.entries = slices.Insert(n.entries, bits.OnesCount32(n.datamap&(bit-1)), *ent)
 	n.datamap |= bit
 	return n, true
@@ -263,21 +298,23 @@ func (e *MapEditor[V]) set(n *mnode[V], shift uint, ent *mentry[V]) (*mnode[V], 
 // keys differ and whose hashes agree below shift.
 func (e *MapEditor[V]) merge(shift uint, a, b *mentry[V]) *mnode[V] {
 	if shift >= 64 {
-		return &mnode[V]{edit: e.tok, entries: []mentry[V]{*a, *b}}
+		n := e.allocs.node(e.tok, 2, 0)
+		n.entries = append(n.entries, *a, *b)
+		return n
 	}
 	ia, ib := (a.hash>>shift)&levelMask, (b.hash>>shift)&levelMask
 	if ia == ib {
-		return &mnode[V]{
-			edit:    e.tok,
-			nodemap: uint32(1) << ia,
-			kids:    []*mnode[V]{e.merge(shift+levelBits, a, b)},
-		}
+		n := e.allocs.node(e.tok, 0, 1)
+		n.nodemap = uint32(1) << ia
+		n.kids = append(n.kids, e.merge(shift+levelBits, a, b))
+		return n
 	}
-	n := &mnode[V]{edit: e.tok, datamap: uint32(1)<<ia | uint32(1)<<ib}
+	n := e.allocs.node(e.tok, 2, 0)
+	n.datamap = uint32(1)<<ia | uint32(1)<<ib
 	if ia < ib {
-		n.entries = []mentry[V]{*a, *b}
+		n.entries = append(n.entries, *a, *b)
 	} else {
-		n.entries = []mentry[V]{*b, *a}
+		n.entries = append(n.entries, *b, *a)
 	}
 	return n
 }
@@ -331,7 +368,7 @@ func (e *MapEditor[V]) del(n *mnode[V], shift uint, h uint64, k string) (*mnode[
 		n.nodemap ^= bit
 	case kid.nodemap == 0 && len(kid.entries) == 1:
 		// Inline the kid's last entry here, keeping the canonical form.
-		n = e.own(n)
+		n = e.room(n, 1, 0)
 		n.kids = slices.Delete(n.kids, j, j+1)
 		n.nodemap ^= bit
 		n.entries = slices.Insert(n.entries, bits.OnesCount32(n.datamap&(bit-1)), kid.entries[0])
