@@ -522,6 +522,9 @@ func (c *Core) unregisterImages(node *v1.Node) {
 // makes touched nodes rebuild their summaries, moves only if some image's
 // size or node count really changed: a heartbeat with the same images is free.
 func (c *Core) replaceImages(old, node *v1.Node) {
+	if old != nil && sameImages(old, node) && c.reregisterIsNoop(node) {
+		return
+	}
 	type was struct {
 		name   string
 		exists bool
@@ -556,12 +559,52 @@ func (c *Core) replaceImages(old, node *v1.Node) {
 	}
 }
 
+// sameImages reports whether a and b list the same images: the same names
+// and sizes in the same order.
+func sameImages(a, b *v1.Node) bool {
+	x, y := a.Status.Images, b.Status.Images
+	if len(x) != len(y) {
+		return false
+	}
+	for i := range x {
+		if x[i].SizeBytes != y[i].SizeBytes || !slices.Equal(x[i].Names, y[i].Names) {
+			return false
+		}
+	}
+	return true
+}
+
+// reregisterIsNoop reports whether unregistering and registering node,
+// which is registered, would leave the registry as it is: true unless an
+// image only node holds would be re-created with another size than the
+// registry's (a size another node fixed before it left). Duplicate names
+// with different sizes may report false where re-registration is in fact
+// a no-op; the caller then takes the long way.
+func (c *Core) reregisterIsNoop(node *v1.Node) bool {
+	for i := range node.Status.Images {
+		img := &node.Status.Images[i]
+		for _, name := range img.Names {
+			st := c.images[name]
+			if st == nil || (st.count == 1 && st.size != img.SizeBytes) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// setNode makes node the entry's object. The entry's image summaries are
+// kept if node lists the same images as the object it replaces: they are a
+// function of that list and of the registry at imagesGen, and
+// PendingMutations rebuilds them if the registry has moved since.
 func (c *Core) setNode(e *entry, node *v1.Node) {
 	hadNode := e.node != nil
+	if e.node == nil || node == nil || !sameImages(e.node, node) {
+		e.imagesGen = 0
+		e.images = nil
+	}
 	e.node = node
 	c.slots[e.slot].hasNode = node != nil
-	e.imagesGen = 0
-	e.images = nil
 	c.emit(e, shard.Mutation{Kind: shard.SetNode, Node: node})
 	if !hadNode {
 		c.setNodePVC(e, +1)

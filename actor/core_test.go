@@ -429,3 +429,62 @@ func TestAffinityListEdits(t *testing.T) {
 		require.Equal(t, h.anti, names(anti), "held snapshot %d changed", h.snap.Epoch())
 	}
 }
+
+func imageNode(name string, images ...v1.ContainerImage) *v1.Node {
+	n := testNode(name, "A")
+	n.Status.Images = images
+	return n
+}
+
+// TestNodeHeartbeatImages: a node update listing the same images keeps the
+// registry and the node's summaries as they are, with the result upstream's
+// unregister-then-register gives, including the case where that
+// re-creates an image with the updated node's size.
+func TestNodeHeartbeatImages(t *testing.T) {
+	l := NewLocal(2, 0)
+	c := l.Core
+	img := func(name string, size int64) v1.ContainerImage {
+		return v1.ContainerImage{Names: []string{name}, SizeBytes: size}
+	}
+	summary := func(node, image string) framework.ImageStateSummary {
+		t.Helper()
+		s, err := l.Publish()
+		require.NoError(t, err)
+		ni, err := s.Get(node)
+		require.NoError(t, err)
+		sum, ok := ni.ImageState(image)
+		require.True(t, ok, "%s lists %s", node, image)
+		return sum
+	}
+	c.AddNode(imageNode("n1", img("x", 100)))
+	c.AddNode(imageNode("n2", img("x", 200), img("y", 50)))
+	require.Equal(t, framework.ImageStateSummary{Size: 100, NumNodes: 2}, summary("n2", "x"))
+
+	// A heartbeat: a new object, same images. Nothing moves.
+	gen, images := c.imageGen, c.nodes["n2"].images
+	old := c.nodes["n2"].node
+	c.UpdateNode(old, imageNode("n2", img("x", 200), img("y", 50)))
+	require.Equal(t, gen, c.imageGen)
+	require.Len(t, c.nodes["n2"].images, 2)
+	require.Equal(t, fmt.Sprintf("%p", images), fmt.Sprintf("%p", c.nodes["n2"].images), "summaries kept")
+	require.Equal(t, framework.ImageStateSummary{Size: 100, NumNodes: 2}, summary("n2", "x"))
+	require.Equal(t, framework.ImageStateSummary{Size: 50, NumNodes: 1}, summary("n2", "y"))
+
+	// n1 leaves: x keeps the size n1 fixed, now held by n2 alone; n2's
+	// summary is stale until n2 changes, as upstream's.
+	require.NoError(t, c.RemoveNode(c.nodes["n1"].node))
+	require.Equal(t, 1, c.images["x"].count)
+	require.Equal(t, framework.ImageStateSummary{Size: 100, NumNodes: 2}, summary("n2", "x"))
+
+	// A heartbeat of n2 now re-creates x with n2's size, as upstream's
+	// unregister and register do.
+	c.UpdateNode(c.nodes["n2"].node, imageNode("n2", img("x", 200), img("y", 50)))
+	require.Equal(t, framework.ImageStateSummary{Size: 200, NumNodes: 1}, summary("n2", "x"))
+
+	// An update that changes the list rebuilds the summaries.
+	gen = c.imageGen
+	c.UpdateNode(c.nodes["n2"].node, imageNode("n2", img("x", 200), img("y", 50), img("z", 7)))
+	require.Greater(t, c.imageGen, gen)
+	require.Equal(t, framework.ImageStateSummary{Size: 7, NumNodes: 1}, summary("n2", "z"))
+	require.Equal(t, framework.ImageStateSummary{Size: 200, NumNodes: 1}, summary("n2", "x"))
+}
