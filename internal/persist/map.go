@@ -84,11 +84,11 @@ func (m Map[V]) Edit() *MapEditor[V] {
 // memory: whatever e was editing is dropped (a finished editor loses
 // nothing).
 func (m Map[V]) EditInto(e *MapEditor[V]) {
-	sh := e.allocs
-	if sh == nil {
-		sh = allocsFor[V]()
+	a := e.allocs
+	if a == nil {
+		a = allocsFor[V]()
 	}
-	*e = MapEditor[V]{root: m.root, n: m.n, tok: newToken(), allocs: sh}
+	*e = MapEditor[V]{root: m.root, n: m.n, tok: newToken(), allocs: a}
 }
 
 func mget[V any](n *mnode[V], k string) (V, bool) {
@@ -199,35 +199,33 @@ func (e *MapEditor[V]) Done() Map[V] {
 
 // own returns n if e owns it, else an owned copy of n, allocated as one
 // object with its arrays (see nodeWith). The copy's arrays are exactly
-// full (spareCap); an empty one is dropped, never shared with n.
+// full: a path copy touches most nodes once per edit, so a spare slot would
+// cost memory in every version for an insertion that rarely comes (room
+// grows an owned node when one does). An empty array is dropped, never
+// shared with n.
 func (e *MapEditor[V]) own(n *mnode[V]) *mnode[V] {
 	if n.edit == e.tok {
 		return n
 	}
-	return e.copyNode(n, spareCap(len(n.entries), 0), spareCap(len(n.kids), 0))
+	return e.copyNode(n, len(n.entries), len(n.kids))
 }
 
 // room returns n, owned by e, with room for addE more entries and addK more
-// kids: n itself if e owns it and it has the room, else a copy. A copy of an
+// kids: n itself if e owns it and it has the room, else a copy (exactly
+// full if n is shared, as own's). A copy of an
 // owned node doubles the grown array, so that a long transient edit grows a
 // node in amortised constant time, as append would; it replaces n, which
 // no other version can reference.
 func (e *MapEditor[V]) room(n *mnode[V], addE, addK int) *mnode[V] {
 	le, lk := len(n.entries), len(n.kids)
 	if n.edit != e.tok {
-		return e.copyNode(n, spareCap(le, addE), spareCap(lk, addK))
+		return e.copyNode(n, le+addE, lk+addK)
 	}
 	if cap(n.entries)-le >= addE && cap(n.kids)-lk >= addK {
 		return n
 	}
 	return e.copyNode(n, growCap(le, cap(n.entries), addE), growCap(lk, cap(n.kids), addK))
 }
-
-// spareCap is the capacity of a copied array of l elements about to get add
-// more: exactly l+add. A path copy touches most nodes once per edit, so a
-// spare slot would cost memory in every version for an insertion that
-// rarely comes; room grows an owned node when one does.
-func spareCap(l, add int) int { return l + add }
 
 // growCap is the capacity of an owned array of l elements and capacity c
 // about to get add more: c if that is enough, else at least double l, up to
