@@ -15,8 +15,9 @@ import (
 // the array; an interior pointer keeps the whole object alive, as for any
 // Go object.
 
-// maxInline is the longest array a node object holds: 32 slots plus one
-// spare. Longer arrays (collision nodes only) are allocated separately.
+// maxInline is the longest array a node object holds: a node's 32 slots,
+// plus one that growCap's doubling may reach. Longer arrays (collision
+// nodes only) are allocated separately.
 const maxInline = width + 1
 
 type nodeWith[V, A any] struct {
@@ -25,6 +26,8 @@ type nodeWith[V, A any] struct {
 }
 
 // nodeAllocs holds the constructors of one value type, by array length.
+// Contract: immutable once built by allocsFor; any number of editors on any
+// goroutines share it.
 type nodeAllocs[V any] struct {
 	withEntries [maxInline + 1]func() (*mnode[V], []mentry[V])
 	withKids    [maxInline + 1]func() (*mnode[V], []*mnode[V])
