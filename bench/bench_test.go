@@ -55,6 +55,7 @@ func benchW1(b *testing.B, impl string, spec workload.ClusterSpec, nReaders int)
 	runtime.GC()
 	b.ReportAllocs()
 	b.ResetTimer()
+	defer timedProfile(b)()
 	pool.start()
 	start := time.Now()
 	for _, ev := range events {
@@ -287,6 +288,7 @@ func BenchmarkW2(b *testing.B) {
 				runtime.GC()
 				b.ReportAllocs()
 				b.ResetTimer()
+				defer timedProfile(b)()
 				for _, ev := range events {
 					if err := f.impl.Submit(ev); err != nil {
 						b.Fatalf("%v: %v", ev.Kind, err)
@@ -370,6 +372,7 @@ func benchW3(b *testing.B, impl string, spec workload.ClusterSpec, nSched int) {
 	runtime.GC()
 	b.ReportAllocs()
 	b.ResetTimer()
+	defer timedProfile(b)()
 	start := time.Now()
 	go func() { // the informer confirming bindings
 		for it := range confirm {
@@ -514,6 +517,7 @@ func benchW4(b *testing.B, impl string, spec workload.ClusterSpec) {
 	runtime.GC()
 	b.ReportAllocs()
 	b.ResetTimer()
+	defer timedProfile(b)()
 	go func() {
 		defer close(done)
 		rng := rand.New(rand.NewPCG(4, 4))
@@ -838,6 +842,7 @@ func benchCycle(b *testing.B, visible bool) {
 				runtime.GC()
 				b.ReportAllocs()
 				b.ResetTimer()
+				defer timedProfile(b)()
 				for i := range b.N {
 					p := f.pool[i%len(f.pool)]
 					t0 := time.Now()
