@@ -334,12 +334,19 @@ func affinityPod(t testing.TB, uid, node string, aff, anti bool) *framework.PodI
 // or lose their last affinity pod. Whatever the mix of flips per epoch
 // (none, one, several, past maxAffEdits, on nodeless entries, with node
 // adds and removes in between), every published list must equal the node
-// list filtered from scratch, and held snapshots must not change.
+// list filtered from scratch, and held snapshots must not change. With
+// 3,000 nodes the lists span several persist.Seq chunks, which flips split
+// and merge.
 func TestAffinityListEdits(t *testing.T) {
+	for _, nodes := range []int{40, 3000} {
+		t.Run(fmt.Sprint(nodes), func(t *testing.T) { testAffinityListEdits(t, nodes) })
+	}
+}
+
+func testAffinityListEdits(t *testing.T, nodes int) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	l := NewLocal(2, 0)
 	c := l.Core
-	const nodes = 40
 	zone := map[string]string{}
 	for i := range nodes {
 		n := fmt.Sprintf("n%02d", i)
@@ -378,6 +385,17 @@ func TestAffinityListEdits(t *testing.T) {
 	live := map[string]bool{}
 	var held []heldList
 	seq := 0
+	if nodes > 100 { // start with long lists: 2/3 of the nodes hold an affinity pod
+		for i := range nodes {
+			if i%3 == 0 {
+				continue
+			}
+			seq++
+			uid := fmt.Sprintf("p%d", seq)
+			require.NoError(t, c.AddPod(affinityPod(t, uid, fmt.Sprintf("n%02d", i), true, i%2 == 0)))
+			live[uid] = true
+		}
+	}
 	for epoch := range 400 {
 		ops := rng.IntN(4) // 0..3 changes per epoch
 		if epoch%50 == 49 {

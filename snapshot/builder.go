@@ -27,8 +27,8 @@ type Builder struct {
 	foldLen int                   // > 0: the folder is folding podLog[:foldLen] onto pods
 	lists   bool                  // SetLists was called in this transaction
 	order   []int32
-	aff     []int32
-	anti    []int32
+	aff     persist.Seq[int32]
+	anti    persist.Seq[int32]
 	err     error
 }
 
@@ -105,16 +105,16 @@ func (b *Builder) SetPVC(key string, used bool) {
 	}
 }
 
-// SetLists replaces the node list and the two affinity lists. The slices
-// are handed over: the caller must never write to them again.
-func (b *Builder) SetLists(order, aff, anti []int32, err error) {
+// SetLists replaces the node list and the two affinity lists. The order
+// slice is handed over: the caller must never write to it again.
+func (b *Builder) SetLists(order []int32, aff, anti persist.Seq[int32], err error) {
 	b.lists = true
 	b.order, b.aff, b.anti, b.err = order, aff, anti, err
 }
 
 // Lists returns the node list, the two affinity lists and the list error as
 // of this transaction (read-only; SetLists replaces them).
-func (b *Builder) Lists() (order, aff, anti []int32, err error) {
+func (b *Builder) Lists() (order []int32, aff, anti persist.Seq[int32], err error) {
 	if b.lists {
 		return b.order, b.aff, b.anti, b.err
 	}
@@ -149,7 +149,7 @@ func (b *Builder) Commit(epoch uint64, nodeCount, podCount int) *Snapshot {
 	if b.lists {
 		s.order, s.aff, s.anti, s.err = b.order, b.aff, b.anti, b.err
 		b.lists = false
-		b.order, b.aff, b.anti, b.err = nil, nil, nil, nil
+		b.order, b.aff, b.anti, b.err = nil, persist.Seq[int32]{}, persist.Seq[int32]{}, nil
 	}
 	b.last = &s
 	return b.last

@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/internal/persist"
 )
 
 // NewSnapshot builds a standalone snapshot from pods and nodes, independent
@@ -97,7 +98,7 @@ func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
 			anti = append(anti, slot)
 		}
 	}
-	b.SetLists(order, aff, anti, nil)
+	b.SetLists(order, persist.SeqOf(aff), persist.SeqOf(anti), nil)
 	s := b.Commit(0, len(states), len(keys))
 	s.published = false
 	return s

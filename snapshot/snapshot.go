@@ -71,8 +71,8 @@ type Snapshot struct {
 	nodes     persist.Vector[*framework.NodeInfo] // by slot; nil for nodeless or free slots
 	index     persist.Map[int32]                  // name -> slot, entries with a node object
 	order     []int32                             // slots in zone-tree order; shared, never written
-	aff       []int32                             // order filtered to nodes with affinity pods
-	anti      []int32                             // order filtered to nodes with required anti-affinity pods
+	aff       persist.Seq[int32]                  // order filtered to nodes with affinity pods, by list position
+	anti      persist.Seq[int32]                  // order filtered to nodes with required anti-affinity pods, by list position
 	pvc       persist.Map[struct{}]               // used PVC keys "namespace/name"
 	pods      persist.Map[PodEntry]               // pod key (UID) -> entry, up to the changes in podLog
 	podLog    []podChange                         // pod changes after pods, oldest first; a prefix of a log shared with later snapshots, never written below its length
@@ -143,6 +143,20 @@ func (s *Snapshot) resolve(slots []int32) []*framework.NodeInfo {
 	return out
 }
 
+// resolveSeq is resolve for an affinity list: nil for an empty one, as
+// upstream's list of a snapshot that never had such a node.
+func (s *Snapshot) resolveSeq(slots persist.Seq[int32]) []*framework.NodeInfo {
+	if slots.Len() == 0 {
+		return nil
+	}
+	out := make([]*framework.NodeInfo, 0, slots.Len())
+	slots.All(func(slot int32) bool {
+		out = append(out, s.nodes.Get(int(slot)))
+		return true
+	})
+	return out
+}
+
 // List returns a new slice of the nodes in zone-tree order. It costs
 // O(nodes); use At or Range to read without copying. The error is nil.
 func (s *Snapshot) List() ([]*framework.NodeInfo, error) { return s.resolve(s.order), nil }
@@ -150,19 +164,19 @@ func (s *Snapshot) List() ([]*framework.NodeInfo, error) { return s.resolve(s.or
 // HavePodsWithAffinityList returns a new slice of the nodes, in list order,
 // that hold at least one pod with pod affinity or anti-affinity.
 func (s *Snapshot) HavePodsWithAffinityList() ([]*framework.NodeInfo, error) {
-	return s.resolve(s.aff), nil
+	return s.resolveSeq(s.aff), nil
 }
 
 // HavePodsWithRequiredAntiAffinityList returns a new slice of the nodes, in
 // list order, that hold at least one pod with required anti-affinity.
 func (s *Snapshot) HavePodsWithRequiredAntiAffinityList() ([]*framework.NodeInfo, error) {
-	return s.resolve(s.anti), nil
+	return s.resolveSeq(s.anti), nil
 }
 
 // NumNodesWithAffinity and NumNodesWithRequiredAntiAffinity return the
 // lengths of the two lists without copying them.
-func (s *Snapshot) NumNodesWithAffinity() int             { return len(s.aff) }
-func (s *Snapshot) NumNodesWithRequiredAntiAffinity() int { return len(s.anti) }
+func (s *Snapshot) NumNodesWithAffinity() int             { return s.aff.Len() }
+func (s *Snapshot) NumNodesWithRequiredAntiAffinity() int { return s.anti.Len() }
 
 // Get returns the node named name if it has a node object, else a
 // *NotFoundError.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/internal/persist"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -39,7 +40,7 @@ func TestBuilderCommitLeavesOldSnapshots(t *testing.T) {
 	b.SetIndex("b", 1)
 	b.SetPod("p1", PodEntry{Assumed: true})
 	b.SetPVC("ns/c", true)
-	b.SetLists([]int32{1, 0}, nil, nil, nil)
+	b.SetLists([]int32{1, 0}, persist.Seq[int32]{}, persist.Seq[int32]{}, nil)
 	s1 := b.Commit(7, 2, 1)
 	require.Equal(t, uint64(7), s1.Epoch())
 	require.Equal(t, 2, s1.NumNodes())
@@ -54,7 +55,7 @@ func TestBuilderCommitLeavesOldSnapshots(t *testing.T) {
 	b.SetNode(0, nil)
 	b.DeletePod("p1")
 	b.SetPVC("ns/c", false)
-	b.SetLists([]int32{1}, nil, nil, &InconsistentListError{ListLen: 1, TreeNodes: 2})
+	b.SetLists([]int32{1}, persist.Seq[int32]{}, persist.Seq[int32]{}, &InconsistentListError{ListLen: 1, TreeNodes: 2})
 	s2 := b.Commit(8, 1, 0)
 	_, err := s2.Get("a")
 	require.ErrorIs(t, err, ErrNodeInfoNotFound)
@@ -76,7 +77,7 @@ func TestSnapshotCopies(t *testing.T) {
 	b := NewBuilder()
 	b.SetNode(0, frozen(t, "a"))
 	b.SetIndex("a", 0)
-	b.SetLists([]int32{0}, []int32{0}, nil, nil)
+	b.SetLists([]int32{0}, persist.SeqOf([]int32{0}), persist.Seq[int32]{}, nil)
 	pub := b.Commit(1, 1, 0)
 	l, err := pub.List()
 	require.NoError(t, err)
