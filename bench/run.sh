@@ -83,7 +83,10 @@ else
 fi
 # The 50,000-node variants (W1, W2, W4) load 1.5 million pods per
 # implementation; upstream's W1 readers copy 10x the nodes, so its writer
-# gets 10x fewer events through: fewer writer events there.
+# gets 10x fewer events through: fewer writer events with readers. With no
+# readers the writer runs the same 20,000 events as at 5k, so the scale
+# ratio compares the same amount of work (5,000 events there, as before
+# 2026-11-22, put 5k's and 50k's runs at different lengths).
 if [ "${BENCH_50K:-0}" = 1 ]; then
 	if [ "${QUICK:-0}" = 1 ]; then
 		RUNS+=(
@@ -93,7 +96,8 @@ if [ "${BENCH_50K:-0}" = 1 ]; then
 		)
 	else
 		RUNS+=(
-			'^BenchmarkW1$/impl=/nodes=50k/readers=(0|1)$|5000x|-bench.50k'
+			'^BenchmarkW1$/impl=/nodes=50k/readers=0$|20000x|-bench.50k'
+			'^BenchmarkW1$/impl=/nodes=50k/readers=1$|5000x|-bench.50k'
 			'^BenchmarkW1$/impl=/nodes=50k/readers=4$|300x|-bench.50k'
 			'^BenchmarkW2$/impl=/nodes=50k$|100000x|-bench.50k'
 			'^BenchmarkW4$/impl=/nodes=50k$|20000x|-bench.50k'
