@@ -233,18 +233,10 @@ func (a *Coordinator) Do(op *Op) Result {
 	if err := a.enqueue(op); err != nil {
 		return Result{Err: err}
 	}
-	select {
-	case r := <-op.reply:
-		return r
-	case <-a.runDone:
-		// run replies before it closes runDone: prefer a reply that is there.
-		select {
-		case r := <-op.reply:
-			return r
-		default:
-			return Result{Err: ErrClosed}
-		}
-	}
+	// A plain receive, not a select with runDone: every op that reached the
+	// mailbox gets exactly one reply, from its flush or from shutdown, which
+	// drains the mailbox until no submitter is left before run exits.
+	return <-op.reply
 }
 
 // Submit hands op to the coordinator without waiting for its result; it

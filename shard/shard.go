@@ -44,16 +44,21 @@ type Response struct {
 }
 
 // Shard is the goroutine that owns one Core. Contract: exactly one goroutine
-// (the coordinator) calls Do; Stop may be called once by the same owner.
-// Requests are served in order; Do blocks until the reply or until stop.
+// (the owner, the coordinator) calls Send, Recv, Do and Stop. Requests are
+// served in order; Do blocks until the reply. Stop is a handshake.
+//
+// The goroutine exits only when Stop closes reqc, and it replies to every
+// request it receives (serve recovers panics), so the owner's sends and
+// receives are plain channel operations: a select on a stop channel, which
+// cost the cycle's three hand-offs one selectgo each, could never fire.
 type Shard struct {
-	name  string
-	reqc  chan Request  // coordinator -> shard
-	respc chan Response // shard -> coordinator; buffered 1
-	stopc chan struct{} // closed by Stop
-	done  chan struct{} // closed when the goroutine exits
-	core  *Core         // owned by the shard goroutine
-	err   error         // owned by the shard goroutine; sticky once set
+	name    string
+	reqc    chan Request  // owner -> shard; closed by Stop
+	respc   chan Response // shard -> owner; buffered 1
+	done    chan struct{} // closed when the goroutine exits
+	stopped bool          // owned by the owner: Stop was called
+	core    *Core         // owned by the shard goroutine
+	err     error         // owned by the shard goroutine; sticky once set
 	// Hook, when non-nil, runs on the shard goroutine before each request
 	// is applied. Tests use it to inject panics.
 	Hook func(Request)
@@ -66,7 +71,6 @@ func Start(name string, core *Core, hook func(Request)) *Shard {
 		name:  name,
 		reqc:  make(chan Request),
 		respc: make(chan Response, 1),
-		stopc: make(chan struct{}),
 		done:  make(chan struct{}),
 		core:  core,
 		Hook:  hook,
@@ -77,13 +81,8 @@ func Start(name string, core *Core, hook func(Request)) *Shard {
 
 func (s *Shard) run() {
 	defer close(s.done)
-	for {
-		select {
-		case req := <-s.reqc:
-			s.respc <- s.serve(req)
-		case <-s.stopc:
-			return
-		}
+	for req := range s.reqc {
+		s.respc <- s.serve(req) // buffered: the owner receives before it sends again
 	}
 }
 
@@ -115,31 +114,28 @@ func (s *Shard) serve(req Request) (resp Response) {
 	return resp
 }
 
-// Send hands req to the shard without waiting for the reply. Every Send
-// must be followed by exactly one Recv.
+// Send hands req to the shard without waiting for the reply. Every
+// successful Send must be followed by exactly one Recv. After Stop it
+// returns ErrStopped.
 func (s *Shard) Send(req Request) error {
-	select {
-	case s.reqc <- req:
-		return nil
-	case <-s.done:
+	if s.stopped {
 		return ErrStopped
 	}
+	s.reqc <- req // the goroutine runs until Stop: it receives
+	return nil
 }
 
 // Recv waits for the reply to the last Send.
 func (s *Shard) Recv() Response {
-	select {
-	case r := <-s.respc:
-		return r
-	case <-s.done:
-		// The goroutine may have replied just before exiting.
+	if s.stopped {
 		select {
-		case r := <-s.respc:
+		case r := <-s.respc: // replied before Stop
 			return r
 		default:
 			return Response{Err: ErrStopped}
 		}
 	}
+	return <-s.respc // serve always replies, panics included
 }
 
 // Do sends req and waits for its reply.
@@ -151,12 +147,12 @@ func (s *Shard) Do(req Request) Response {
 }
 
 // Stop stops the goroutine and waits for it to exit. It is a handshake:
-// when Stop returns, the shard touches nothing any more.
+// when Stop returns, the shard touches nothing any more. Calling it again
+// does nothing.
 func (s *Shard) Stop() {
-	select {
-	case <-s.stopc:
-	default:
-		close(s.stopc)
+	if !s.stopped {
+		s.stopped = true
+		close(s.reqc)
 	}
 	<-s.done
 }
