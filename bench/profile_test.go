@@ -17,8 +17,9 @@ var profileNameRE = regexp.MustCompile(`[^A-Za-z0-9_.=-]+`)
 // -bench.timedprofile is set and returns the function that stops them; call
 // it right after b.ResetTimer and defer the result. Without the flag both
 // are no-ops. With the flag, the timer stops while the heap profiles are
-// written, and stops for good when the returned function runs. When a benchmark function runs more than once (b.N = 1 first),
-// the last run's profiles are kept.
+// written, and stops for good when the returned function runs. When a
+// benchmark function runs more than once (b.N = 1 first), the last run's
+// profiles are kept.
 func timedProfile(b *testing.B) func() {
 	b.Helper()
 	if *flagTimedProfile == "" {
