@@ -52,19 +52,21 @@ func (b *Builder) SetNode(slot int32, ni *framework.NodeInfo) {
 
 // SetIndex maps name to slot; DeleteIndex removes name.
 func (b *Builder) SetIndex(name string, slot int32) {
+	b.openIndex()
+	b.index.Set(name, slot)
+}
+
+// openIndex opens the name-index editor of the transaction, if it is not.
+func (b *Builder) openIndex() {
 	if b.index == nil {
 		b.last.index.EditInto(&b.eds.index)
 		b.index = &b.eds.index
 	}
-	b.index.Set(name, slot)
 }
 
 // DeleteIndex removes name from the name index.
 func (b *Builder) DeleteIndex(name string) {
-	if b.index == nil {
-		b.last.index.EditInto(&b.eds.index)
-		b.index = &b.eds.index
-	}
+	b.openIndex()
 	b.index.Delete(name)
 }
 

@@ -34,15 +34,7 @@ func SeqOf[T any](sorted []T) Seq[T] {
 	if len(sorted) == 0 {
 		return Seq[T]{}
 	}
-	s := Seq[T]{n: len(sorted), chunks: make([][]T, 0, (len(sorted)+SeqChunk-1)/SeqChunk)}
-	for len(sorted) > 0 {
-		k := min(len(sorted), SeqChunk)
-		c := make([]T, k)
-		copy(c, sorted)
-		s.chunks = append(s.chunks, c)
-		sorted = sorted[k:]
-	}
-	return s
+	return Seq[T]{chunks: cut(make([][]T, 0, len(sorted)/SeqChunk+1), sorted, true), n: len(sorted)}
 }
 
 // Len returns the number of elements.
@@ -88,20 +80,17 @@ func (s Seq[T]) Edit(edits []SeqEdit[T], cmp func(a, b T) int) (Seq[T], bool) {
 			return s, false
 		}
 	}
+	if s.n == 0 { // insertions only
+		c, ok := mergeChunk(nil, edits, cmp)
+		if !ok {
+			return s, false
+		}
+		return Seq[T]{chunks: cut(nil, c, false), n: len(c)}, true
+	}
 	n := s.n
 	out := make([][]T, 0, len(s.chunks)+1)
 	ci := 0
 	for len(edits) > 0 {
-		if ci == len(s.chunks) { // s is empty: insertions only
-			c, ok := mergeChunk(nil, edits, cmp)
-			if !ok {
-				return s, false
-			}
-			n += len(c)
-			edits = nil
-			out = appendChunk(out, c, true)
-			continue
-		}
 		// The first chunk from ci whose last element is >= the next edit's
 		// (the last chunk if none): the chunks before it are unchanged.
 		t := ci + sort.Search(len(s.chunks)-1-ci, func(j int) bool {
@@ -127,7 +116,7 @@ func (s Seq[T]) Edit(edits []SeqEdit[T], cmp func(a, b T) int) (Seq[T], bool) {
 		}
 		n += len(nc) - len(c)
 		edits = edits[k:]
-		out = appendChunk(out, nc, false)
+		out = appendChunk(out, nc)
 	}
 	if n == 0 {
 		return Seq[T]{}, true
@@ -167,24 +156,15 @@ func mergeChunk[T any](c []T, edits []SeqEdit[T], cmp func(a, b T) int) ([]T, bo
 	return append(nc, c[i:]...), true
 }
 
-// appendChunk appends the new chunk c to out: nothing if it is empty, in
-// pieces of SeqChunk if it is longer than 2*SeqChunk (fresh: c holds only
-// insertions, cut at SeqChunk), and merged with out's last chunk if it is
-// shorter than SeqChunk/4 and both fit in one chunk.
-func appendChunk[T any](out [][]T, c []T, fresh bool) [][]T {
+// appendChunk appends the new chunk c to out: nothing if it is empty, cut
+// into pieces if it is longer than 2*SeqChunk, and merged with out's last
+// chunk if it is shorter than SeqChunk/4 and both fit in one chunk.
+func appendChunk[T any](out [][]T, c []T) [][]T {
 	switch {
 	case len(c) == 0:
 		return out
-	case len(c) > 2*SeqChunk || (fresh && len(c) > SeqChunk):
-		for len(c) > 0 {
-			k := min(len(c), SeqChunk)
-			if len(c)-k < SeqChunk/4 && len(c) <= 2*SeqChunk {
-				k = len(c) // no small tail
-			}
-			out = append(out, c[:k:k])
-			c = c[k:]
-		}
-		return out
+	case len(c) > 2*SeqChunk:
+		return cut(out, c, false)
 	case len(c) < SeqChunk/4 && len(out) > 0 && len(out[len(out)-1])+len(c) <= 2*SeqChunk:
 		prev := out[len(out)-1]
 		m := make([]T, 0, len(prev)+len(c))
@@ -192,4 +172,25 @@ func appendChunk[T any](out [][]T, c []T, fresh bool) [][]T {
 		return out
 	}
 	return append(out, c)
+}
+
+// cut appends c to out in pieces of SeqChunk elements, the last piece also
+// taking a tail shorter than SeqChunk/4. With clone each piece is a copy of
+// its own (SeqOf: the caller keeps its slice); without, the pieces share c's
+// array, which nothing writes.
+func cut[T any](out [][]T, c []T, clone bool) [][]T {
+	for len(c) > 0 {
+		k := min(len(c), SeqChunk)
+		if len(c)-k < SeqChunk/4 {
+			k = len(c) // no small tail
+		}
+		piece := c[:k:k]
+		if clone {
+			piece = make([]T, k)
+			copy(piece, c)
+		}
+		out = append(out, piece)
+		c = c[k:]
+	}
+	return out
 }

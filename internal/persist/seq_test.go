@@ -61,13 +61,18 @@ func modelEdit(model []int, edits []SeqEdit[int]) ([]int, bool) {
 }
 
 func TestSeqOf(t *testing.T) {
-	for _, n := range []int{0, 1, SeqChunk - 1, SeqChunk, SeqChunk + 1, 5*SeqChunk + 7} {
+	for _, n := range []int{0, 1, SeqChunk - 1, SeqChunk, SeqChunk + 1, 5*SeqChunk + 7, 5*SeqChunk + SeqChunk/4} {
 		model := make([]int, n)
 		for i := range model {
 			model[i] = 3 * i
 		}
 		s := SeqOf(model)
 		checkSeq(t, model, s, n)
+		for i, c := range s.chunks { // cut without a small tail
+			if len(s.chunks) > 1 {
+				require.GreaterOrEqual(t, len(c), SeqChunk/4, "n %d chunk %d", n, i)
+			}
+		}
 		if n > 0 {
 			model[0] = -1 // SeqOf copied its input
 			require.Equal(t, 0, s.AppendTo(nil)[0])
