@@ -34,6 +34,16 @@ type podRecord struct {
 	armed           uint64 // generation of the expiry-heap item that may expire it
 }
 
+// dirtyPod is a change of a pod's snapshot entry: the record that holds
+// the pod now, or nil if it was removed. A record replaced in place later in
+// the epoch is read as it is at BuildMeta; since the changes are applied in
+// order and the last change of a key wins, the snapshot gets the final
+// state either way. Owned by the coordinator goroutine.
+type dirtyPod struct {
+	key string
+	rec *podRecord
+}
+
 // entry is the coordinator's view of one NodeInfo entry; the NodeState
 // itself lives in shard `shard` at `slot`. Owned by the coordinator goroutine.
 type entry struct {
@@ -101,7 +111,7 @@ type Core struct {
 	seq           uint64                   // operations applied
 	muts          [][]shard.Mutation       // per shard, current epoch
 	dirtyEntries  []*entry                 // touched entries, current epoch
-	dirtyPods     []string                 // pod keys whose snapshot entry may have changed (duplicates allowed)
+	dirtyPods     []dirtyPod               // pod changes of the current epoch, in order (a key may repeat: the last wins)
 	dirtyPVC      []string                 // used-PVC keys whose membership may have changed
 	pvcUsed       map[string]int           // PVC key -> entries with a node that reference it
 	listsDirty    bool                     // node list (and so the affinity lists) must be rebuilt
@@ -233,6 +243,15 @@ func (c *Core) bumpPVC(k string, sign int) {
 // ---- pods ----
 
 func (c *Core) aggregate(info *framework.PodInfo, assumed bool) {
+	r := &podRecord{info: info, entry: c.attach(info), assumed: assumed}
+	key := info.Key()
+	c.pods[key] = r
+	c.dirtyPods = append(c.dirtyPods, dirtyPod{key: key, rec: r})
+}
+
+// attach adds info to the entry of its node (created if missing) and
+// returns that entry.
+func (c *Core) attach(info *framework.PodInfo) *entry {
 	e := c.nodes[info.NodeName()]
 	if e == nil {
 		e = c.newEntry(info.NodeName())
@@ -262,14 +281,33 @@ func (c *Core) aggregate(info *framework.PodInfo, assumed bool) {
 			c.bumpPVC(k, +1)
 		}
 	}
-	c.pods[info.Key()] = &podRecord{info: info, entry: e, assumed: assumed}
-	c.dirtyPods = append(c.dirtyPods, info.Key())
+	return e
 }
 
-// subtract removes the stored pod of r from its entry. aff and anti say
-// whether the affinity sub-lists are searched (decided by the pod object
-// the caller passed, as upstream).
+// subtract removes the stored pod of r from its entry and from the cache.
+// aff and anti say whether the affinity sub-lists are searched (decided by
+// the pod object the caller passed, as upstream).
 func (c *Core) subtract(r *podRecord, aff, anti bool) {
+	c.detach(r, aff, anti)
+	key := r.info.Key()
+	delete(c.pods, key)
+	c.dirtyPods = append(c.dirtyPods, dirtyPod{key: key})
+}
+
+// replace swaps the stored pod of r for info (same key), exactly as a
+// subtract followed by an aggregate of an added pod (upstream's updatePod:
+// removePod then addPod), but keeps r in the pod map: the record is reset
+// in place, so the map is neither searched nor written. An expiry-heap item
+// still pointing at r is stale from then on (r is no longer assumed).
+func (c *Core) replace(r *podRecord, aff, anti bool, info *framework.PodInfo) {
+	c.detach(r, aff, anti)
+	*r = podRecord{info: info, entry: c.attach(info)}
+	c.dirtyPods = append(c.dirtyPods, dirtyPod{key: info.Key(), rec: r})
+}
+
+// detach removes the stored pod of r from its entry, deleting the entry if
+// that left it without pods and without a node.
+func (c *Core) detach(r *podRecord, aff, anti bool) {
 	e := r.entry
 	c.emit(e, shard.Mutation{Kind: shard.RemovePod, Pod: r.info, Key: r.info.Key(), Affinity: aff, AntiAffinity: anti})
 	e.pods--
@@ -299,9 +337,6 @@ func (c *Core) subtract(r *podRecord, aff, anti bool) {
 	if len(e.pvc) == 0 {
 		e.pvc = nil
 	}
-	key := r.info.Key()
-	delete(c.pods, key)
-	c.dirtyPods = append(c.dirtyPods, key)
 	if e.pods == 0 && e.node == nil {
 		c.deleteEntry(e)
 	}
@@ -369,8 +404,7 @@ func (c *Core) AddPod(info *framework.PodInfo) error {
 	case !ok:
 		c.aggregate(info, false)
 	case r.assumed:
-		c.subtract(r, r.info.HasAffinity(), r.info.HasRequiredAntiAffinity())
-		c.aggregate(info, false)
+		c.replace(r, r.info.HasAffinity(), r.info.HasRequiredAntiAffinity(), info)
 	default:
 		return &PodError{Op: "AddPod", Key: key, Node: info.NodeName(), Err: ErrPodAlreadyAdded}
 	}
@@ -401,8 +435,7 @@ func (c *Core) UpdatePod(oldPod *v1.Pod, info *framework.PodInfo) error {
 	if info.Key() != key {
 		return &PodError{Op: "UpdatePod", Key: key, Err: ErrUIDMismatch}
 	}
-	c.subtract(r, framework.PodHasAffinity(oldPod), framework.PodHasRequiredAntiAffinity(oldPod))
-	c.aggregate(info, false)
+	c.replace(r, framework.PodHasAffinity(oldPod), framework.PodHasRequiredAntiAffinity(oldPod), info)
 	return nil
 }
 
@@ -773,11 +806,11 @@ func (c *Core) ResetMutations() {
 // it folds the pod log when it is due, while the shards apply the epoch.
 func (c *Core) BuildMeta() {
 	b := c.builder
-	for _, key := range c.dirtyPods {
-		if r, ok := c.pods[key]; ok {
-			b.SetPod(key, snapshot.PodEntry{Pod: r.info.Pod(), Assumed: r.assumed})
+	for _, d := range c.dirtyPods {
+		if d.rec != nil {
+			b.SetPod(d.key, snapshot.PodEntry{Pod: d.rec.info.Pod(), Assumed: d.rec.assumed})
 		} else {
-			b.DeletePod(key)
+			b.DeletePod(d.key)
 		}
 	}
 	for _, k := range c.dirtyPVC {
@@ -961,6 +994,7 @@ func (c *Core) Commit() *snapshot.Snapshot {
 	}
 	clear(c.dirtyEntries)
 	c.dirtyEntries = c.dirtyEntries[:0]
+	clear(c.dirtyPods)
 	c.dirtyPods = c.dirtyPods[:0]
 	c.dirtyPVC = c.dirtyPVC[:0]
 	c.freeSlots = append(c.freeSlots, c.freedEpoch...)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -505,4 +506,122 @@ func TestNodeHeartbeatImages(t *testing.T) {
 	require.Greater(t, c.imageGen, gen)
 	require.Equal(t, framework.ImageStateSummary{Size: 7, NumNodes: 1}, summary("n2", "z"))
 	require.Equal(t, framework.ImageStateSummary{Size: 200, NumNodes: 1}, summary("n2", "x"))
+}
+
+// Several changes of one pod within an epoch (confirmations and updates
+// reuse the pod's record in place; the epoch's changes are applied in order,
+// last one winning) must publish exactly the final state. Random operations
+// on a few keys, published every 1-20 operations, are checked against a
+// plain model: each key's presence, node, assumed state and pod object, the
+// pod count, every node's requested CPU and the number of entries (ghost
+// entries, which exist only while they hold pods, included).
+func TestPodChangesWithinEpoch(t *testing.T) {
+	type modelPod struct {
+		pod      *v1.Pod
+		milli    int64
+		assumed  bool
+		deadline time.Time // zero: no deadline armed
+	}
+	const ttl = 10 * time.Second
+	rng := rand.New(rand.NewPCG(21, 22))
+	l := NewLocal(3, ttl)
+	c := l.Core
+	nodes := []string{"n0", "n1", "n2", "n3"}
+	for i, n := range nodes {
+		c.AddNode(testNode(n, fmt.Sprint("z", i%2)))
+	}
+	targets := append(slices.Clone(nodes), "ghost0", "ghost1") // ghosts: pods on nodes never added
+	model := map[string]*modelPod{}
+	now := time.Unix(1000, 0)
+	pending := 0
+	for step := range 20000 {
+		key := fmt.Sprint("p", rng.IntN(40))
+		m := model[key]
+		milli := int64(10 * (1 + rng.IntN(9)))
+		pi := testPod(t, key, targets[rng.IntN(len(targets))], milli)
+		switch {
+		case m == nil && rng.IntN(2) == 0:
+			require.NoError(t, c.AssumePod(pi))
+			model[key] = &modelPod{pod: pi.Pod(), milli: milli, assumed: true}
+		case m == nil:
+			require.NoError(t, c.AddPod(pi))
+			model[key] = &modelPod{pod: pi.Pod(), milli: milli}
+		case m.assumed && rng.IntN(3) == 0:
+			require.NoError(t, c.FinishBinding(key, now))
+			m.deadline = now.Add(ttl)
+		case m.assumed && rng.IntN(2) == 0: // confirmation, possibly on another node
+			require.NoError(t, c.AddPod(pi))
+			model[key] = &modelPod{pod: pi.Pod(), milli: milli}
+		case m.assumed:
+			require.NoError(t, c.ForgetPod(key, m.pod))
+			delete(model, key)
+		case rng.IntN(2) == 0: // update in place: same node
+			upd := testPod(t, key, m.pod.Spec.NodeName, milli)
+			require.NoError(t, c.UpdatePod(m.pod, upd))
+			model[key] = &modelPod{pod: upd.Pod(), milli: milli}
+		default:
+			require.NoError(t, c.RemovePod(key, m.pod))
+			delete(model, key)
+		}
+		if rng.IntN(50) == 0 {
+			now = now.Add(time.Duration(rng.IntN(15)) * time.Second)
+			for {
+				if _, more := c.Expire(now, 1000); !more {
+					break
+				}
+			}
+			for k, m := range model {
+				if m.assumed && !m.deadline.IsZero() && now.After(m.deadline) {
+					delete(model, k)
+				}
+			}
+		}
+		if pending++; pending < 1+rng.IntN(20) {
+			continue
+		}
+		pending = 0
+		s, err := l.Publish()
+		require.NoError(t, err)
+		require.Equal(t, len(model), s.PodCount(), "step %d", step)
+		want := map[string]int64{}
+		for i := range 40 {
+			k := fmt.Sprint("p", i)
+			got, ok := s.Pod(k)
+			m := model[k]
+			require.Equal(t, m != nil, ok, "step %d: %s present", step, k)
+			if m == nil {
+				continue
+			}
+			require.Same(t, m.pod, got.Pod, "step %d: %s object", step, k)
+			require.Equal(t, m.assumed, got.Assumed, "step %d: %s assumed", step, k)
+			want[m.pod.Spec.NodeName] += m.milli
+		}
+		entries := len(nodes)
+		for _, n := range nodes {
+			ni, err := s.Get(n)
+			require.NoError(t, err, "step %d: %s", step, n)
+			require.Equal(t, want[n], ni.Requested().MilliCPU, "step %d: %s requested", step, n)
+		}
+		// Ghost entries are not in the snapshot's name index: read their
+		// aggregates from the shards.
+		names := c.SlotNames()
+		ghosts := map[string]int64{}
+		for _, sh := range l.Shards {
+			for slot, ni := range sh.Dump() {
+				if n := names[slot]; !slices.Contains(nodes, n) {
+					ghosts[n] = ni.Requested().MilliCPU
+				}
+			}
+		}
+		for _, n := range targets[len(nodes):] {
+			if want[n] > 0 {
+				entries++
+				require.Equal(t, want[n], ghosts[n], "step %d: ghost %s requested", step, n)
+			} else {
+				require.NotContains(t, ghosts, n, "step %d: empty ghost %s must be gone", step, n)
+			}
+		}
+		require.Len(t, ghosts, entries-len(nodes), "step %d", step)
+		require.Equal(t, entries, s.NodeCount(), "step %d", step)
+	}
 }

@@ -7,6 +7,7 @@ package shard
 
 import (
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -91,25 +92,42 @@ func (e *InvariantError) Unwrap() error { return e.Err }
 
 // Core is the state of one shard. Contract: not safe for concurrent use; it
 // is owned by one goroutine (the Shard's, or a test's). Apply never blocks.
+//
+// Entries are indexed by slot in a slice: the coordinator hands out slots
+// densely (freed slots are reused), so a slot finds its entry without
+// hashing, and the slice's length is the largest slot in use plus one
+// (shared by all shards: a shard's slice has holes where other shards'
+// slots are).
 type Core struct {
-	nodes   map[int32]*framework.NodeState // owned by the shard goroutine
-	dirty   []int32                        // slots changed since the last Flush
-	isDirty map[int32]struct{}             // set form of dirty
-	nextGen func() int64                   // the cache's generation source (atomic; shared)
-	frozen  []Frozen                       // reused Flush result; valid until the next Flush
+	slots   []slotEntry  // slot -> entry; owned by the shard goroutine
+	n       int          // entries held (non-nil states in slots); owned by the shard goroutine
+	dirty   []int32      // slots changed since the last Flush, first change first; owned by the shard goroutine
+	nextGen func() int64 // the cache's generation source (atomic; shared)
+	frozen  []Frozen     // reused Flush result; valid until the next Flush
+}
+
+// slotEntry is one slot of a shard: its state (nil when the shard holds no
+// entry there) and whether it is in Core.dirty.
+type slotEntry struct {
+	state *framework.NodeState
+	dirty bool
 }
 
 // NewCore returns an empty shard core drawing generations from nextGen.
 func NewCore(nextGen func() int64) *Core {
-	return &Core{
-		nodes:   make(map[int32]*framework.NodeState),
-		isDirty: make(map[int32]struct{}),
-		nextGen: nextGen,
-	}
+	return &Core{nextGen: nextGen}
 }
 
 // Len returns the number of entries the shard holds.
-func (c *Core) Len() int { return len(c.nodes) }
+func (c *Core) Len() int { return c.n }
+
+// state returns the entry at slot, or nil.
+func (c *Core) state(slot int32) *framework.NodeState {
+	if slot < 0 || int(slot) >= len(c.slots) {
+		return nil
+	}
+	return c.slots[slot].state
+}
 
 // Apply applies muts in order. It stops at the first mutation that
 // contradicts the state and returns an *InvariantError; the mutations before
@@ -126,24 +144,33 @@ func (c *Core) Apply(muts []Mutation) error {
 var (
 	errExists  = fmt.Errorf("entry already exists")
 	errMissing = fmt.Errorf("no such entry")
+	errSlot    = fmt.Errorf("negative slot")
 )
 
 func (c *Core) apply(m *Mutation) error {
+	if m.Slot < 0 {
+		return errSlot
+	}
 	if m.Kind == Create {
-		if _, ok := c.nodes[m.Slot]; ok {
+		if c.state(m.Slot) != nil {
 			return errExists
 		}
-		c.nodes[m.Slot] = framework.NewNodeState(c.nextGen)
+		if need := int(m.Slot) + 1; need > len(c.slots) {
+			c.slots = slices.Grow(c.slots, need-len(c.slots))[:need]
+		}
+		c.slots[m.Slot].state = framework.NewNodeState(c.nextGen)
+		c.n++
 		c.markDirty(m.Slot)
 		return nil
 	}
-	s, ok := c.nodes[m.Slot]
-	if !ok {
+	s := c.state(m.Slot)
+	if s == nil {
 		return errMissing
 	}
 	switch m.Kind {
 	case Delete:
-		delete(c.nodes, m.Slot)
+		c.slots[m.Slot].state = nil
+		c.n--
 	case AddPod:
 		s.AddPod(m.Pod)
 	case RemovePod:
@@ -170,11 +197,10 @@ func (c *Core) apply(m *Mutation) error {
 }
 
 func (c *Core) markDirty(slot int32) {
-	if _, ok := c.isDirty[slot]; ok {
-		return
+	if e := &c.slots[slot]; !e.dirty {
+		e.dirty = true
+		c.dirty = append(c.dirty, slot)
 	}
-	c.isDirty[slot] = struct{}{}
-	c.dirty = append(c.dirty, slot)
 }
 
 // Flush freezes every entry changed since the previous Flush and returns
@@ -184,11 +210,12 @@ func (c *Core) Flush() []Frozen {
 	c.frozen = c.frozen[:0]
 	for _, slot := range c.dirty {
 		f := Frozen{Slot: slot}
-		if s, ok := c.nodes[slot]; ok && s.Node() != nil {
-			f.Info = s.Freeze()
+		e := &c.slots[slot]
+		if e.state != nil && e.state.Node() != nil {
+			f.Info = e.state.Freeze()
 		}
 		c.frozen = append(c.frozen, f)
-		delete(c.isDirty, slot)
+		e.dirty = false
 	}
 	c.dirty = c.dirty[:0]
 	return c.frozen
@@ -197,7 +224,7 @@ func (c *Core) Flush() []Frozen {
 // Get returns an immutable clone of the entry at slot, nodeless entries
 // included, or nil if there is none.
 func (c *Core) Get(slot int32) *framework.NodeInfo {
-	if s, ok := c.nodes[slot]; ok {
+	if s := c.state(slot); s != nil {
 		return s.Clone()
 	}
 	return nil
@@ -205,9 +232,11 @@ func (c *Core) Get(slot int32) *framework.NodeInfo {
 
 // Dump returns immutable clones of every entry, nodeless ones included.
 func (c *Core) Dump() map[int32]*framework.NodeInfo {
-	out := make(map[int32]*framework.NodeInfo, len(c.nodes))
-	for slot, s := range c.nodes {
-		out[slot] = s.Clone()
+	out := make(map[int32]*framework.NodeInfo, c.n)
+	for slot, e := range c.slots {
+		if e.state != nil {
+			out[int32(slot)] = e.state.Clone()
+		}
 	}
 	return out
 }

@@ -74,6 +74,34 @@ func TestCoreInvariantErrors(t *testing.T) {
 	err = c.Apply([]Mutation{{Kind: AddPod, Slot: 9, Pod: podInfo(t, "x", 1)}})
 	require.ErrorAs(t, err, &ie)
 	require.Equal(t, int32(9), ie.Slot)
+	err = c.Apply([]Mutation{{Kind: Create, Slot: -1}})
+	require.ErrorAs(t, err, &ie)
+	require.Equal(t, int32(-1), ie.Slot)
+	require.Nil(t, c.Get(-1))
+	require.Equal(t, 1, c.Len(), "refused mutations leave the entries as they were")
+}
+
+// Slots may arrive sparse (the other shards own the holes), be deleted and
+// be created again: Len, Get, Dump and Flush see exactly the live ones.
+func TestCoreSparseSlots(t *testing.T) {
+	c := NewCore(newGen())
+	require.NoError(t, c.Apply([]Mutation{{Kind: Create, Slot: 7}, {Kind: Create, Slot: 2}, {Kind: AddPod, Slot: 7, Pod: podInfo(t, "a", 3)}}))
+	require.Equal(t, 2, c.Len())
+	require.Nil(t, c.Get(5), "a hole has no entry")
+	require.Nil(t, c.Get(100), "past the end has no entry")
+	c.Flush()
+	require.NoError(t, c.Apply([]Mutation{{Kind: Delete, Slot: 7}, {Kind: Create, Slot: 7}, {Kind: AddPod, Slot: 7, Pod: podInfo(t, "b", 4)}}))
+	fs := c.Flush()
+	require.Len(t, fs, 1, "one slot changed three times is frozen once")
+	require.Equal(t, int32(7), fs[0].Slot)
+	require.Equal(t, int64(4), c.Get(7).Requested().MilliCPU, "the re-created entry starts empty")
+	d := c.Dump()
+	require.Len(t, d, 2)
+	require.Contains(t, d, int32(2))
+	require.Contains(t, d, int32(7))
+	require.NoError(t, c.Apply([]Mutation{{Kind: Delete, Slot: 2}}))
+	require.Equal(t, 1, c.Len())
+	require.Len(t, c.Dump(), 1)
 }
 
 func TestCoreGetAndDump(t *testing.T) {
