@@ -86,13 +86,16 @@ fi
 # gets 10x fewer events through: fewer writer events with readers. With no
 # readers the writer runs the same 20,000 events as at 5k, so the scale
 # ratio compares the same amount of work (5,000 events there, as before
-# 2026-11-22, put 5k's and 50k's runs at different lengths).
+# 2026-11-22, put 5k's and 50k's runs at different lengths). The scale
+# floor (a map-based cache doing the least per event) runs W1's and W2's
+# streams at both sizes for the per-event table.
 if [ "${BENCH_50K:-0}" = 1 ]; then
 	if [ "${QUICK:-0}" = 1 ]; then
 		RUNS+=(
 			'^BenchmarkW1$/impl=/nodes=50k/readers=(0|1|4)$|100x|-bench.50k'
 			'^BenchmarkW2$/impl=/nodes=50k$|1000x|-bench.50k'
 			'^BenchmarkW4$/impl=/nodes=50k$|1000x|-bench.50k'
+			'^BenchmarkScaleFloor$|1000x|-bench.50k'
 		)
 	else
 		RUNS+=(
@@ -101,6 +104,7 @@ if [ "${BENCH_50K:-0}" = 1 ]; then
 			'^BenchmarkW1$/impl=/nodes=50k/readers=4$|300x|-bench.50k'
 			'^BenchmarkW2$/impl=/nodes=50k$|100000x|-bench.50k'
 			'^BenchmarkW4$/impl=/nodes=50k$|20000x|-bench.50k'
+			'^BenchmarkScaleFloor$|100000x|-bench.50k'
 		)
 	fi
 fi

@@ -370,6 +370,7 @@ func main() {
 			}
 		}
 	}
+	m.WriteString(scaleTable(d))
 	if *md != "" {
 		if err := os.WriteFile(*md, []byte(m.String()), 0o644); err != nil {
 			fatal(err)
@@ -431,6 +432,52 @@ func floorTable(d data, size string) string {
 	}
 	m.WriteString("\n")
 	return m.String()
+}
+
+// scaleTable compares the per-event cost of W1's writer (no readers) and of
+// W2 at 5,000 and 50,000 nodes for both implementations and for the floor
+// (BenchmarkScaleFloor: a map-based cache doing the least any cache does
+// per event). Empty unless the floor ran at both sizes.
+func scaleTable(d data) string {
+	floor := func(w, size string) string { return fmt.Sprintf("BenchmarkScaleFloor/workload=%s/nodes=%s", w, size) }
+	if _, ok := d[floor("W1", "50k")]; !ok {
+		return ""
+	}
+	rows := []struct {
+		label string
+		key   func(size string) string
+		w     string
+	}{
+		{"W1 writer, no readers", func(size string) string { return fmt.Sprintf("BenchmarkW1/nodes=%s/readers=0", size) }, "W1"},
+		{"W2 informer churn", func(size string) string { return fmt.Sprintf("BenchmarkW2/nodes=%s", size) }, "W2"},
+	}
+	var m strings.Builder
+	m.WriteString("### Per event at 5,000 and 50,000 nodes\n\n")
+	m.WriteString("| per event (ns/op) | implementation | 5k | 50k | 50k / 5k (bar: 1.3x) | 50k - 5k |\n|---|---|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		for _, impl := range []string{"upstream", "schedcache", "floor"} {
+			key := r.key
+			if impl == "floor" {
+				key = func(size string) string { return floor(r.w, size) }
+			}
+			a, b := d.value(key("5k"), impl, "ns/op"), d.value(key("50k"), impl, "ns/op")
+			ratio, diff := "n/a", "n/a"
+			if !math.IsNaN(a) && !math.IsNaN(b) && a != 0 {
+				ratio = fmt.Sprintf("%.2fx", b/a)
+				diff = fmtDur(b - a)
+			}
+			fmt.Fprintf(&m, "| %s | %s | %s | %s | %s | %s |\n", r.label, impl, fmtNSCell(a), fmtNSCell(b), ratio, diff)
+		}
+	}
+	m.WriteString("\n")
+	return m.String()
+}
+
+func fmtNSCell(v float64) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return fmtDur(v)
 }
 
 func cell(c chart, v float64) string {

@@ -91,3 +91,40 @@ BenchmarkW1ReadFloor/impl=floor/nodes=5k/variant=snapshot/readers=4-2 	 100	 1 n
 		t.Fatalf("R=4 row: want %q in\n%s", want, got)
 	}
 }
+
+// scaleTable puts each implementation's and the floor's 5k and 50k medians
+// side by side with their ratio and difference.
+func TestScaleTable(t *testing.T) {
+	raw := `BenchmarkW1/impl=upstream/nodes=5k/readers=0-2 	 100	 6000 ns/op
+BenchmarkW1/impl=upstream/nodes=50k/readers=0-2 	 100	 9000 ns/op
+BenchmarkW1/impl=schedcache/nodes=5k/readers=0-2 	 100	 8000 ns/op
+BenchmarkW1/impl=schedcache/nodes=50k/readers=0-2 	 100	 12000 ns/op
+BenchmarkW2/impl=schedcache/nodes=5k-2 	 100	 3000 ns/op
+`
+	d := data{}
+	if err := parse(strings.NewReader(raw), d); err != nil {
+		t.Fatal(err)
+	}
+	if got := scaleTable(d); got != "" {
+		t.Fatalf("without floor lines: got %q, want nothing", got)
+	}
+	more := `BenchmarkScaleFloor/impl=floor/workload=W1/nodes=5k-2 	 100	 1600 ns/op
+BenchmarkScaleFloor/impl=floor/workload=W1/nodes=5k-2 	 100	 1800 ns/op
+BenchmarkScaleFloor/impl=floor/workload=W1/nodes=5k-2 	 100	 9999 ns/op
+BenchmarkScaleFloor/impl=floor/workload=W1/nodes=50k-2 	 100	 2400 ns/op
+`
+	if err := parse(strings.NewReader(more), d); err != nil {
+		t.Fatal(err)
+	}
+	got := scaleTable(d)
+	for _, want := range []string{
+		"| W1 writer, no readers | upstream | 6µs | 9µs | 1.50x | 3µs |",
+		"| W1 writer, no readers | schedcache | 8µs | 12µs | 1.50x | 4µs |",
+		"| W1 writer, no readers | floor | 1.8µs | 2.4µs | 1.33x | 600ns |", // median of three at 5k
+		"| W2 informer churn | schedcache | 3µs | n/a | n/a | n/a |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("missing %q in\n%s", want, got)
+		}
+	}
+}
