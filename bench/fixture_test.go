@@ -102,8 +102,8 @@ func getFixture(b *testing.B, impl, family string, spec workload.ClusterSpec, o 
 //
 // The released heap is returned to the OS here, during setup: left to the
 // background scavenger, returning a 50k fixture's gigabytes ran inside the
-// next benchmark's timed region, on one of its two Ps, and so charged the
-// implementation that runs second (schedcache) for upstream's garbage.
+// next benchmark's timed region, on one of its two Ps, and so charged
+// whichever implementation ran next for the previous one's garbage.
 func releaseFixture() {
 	if current != nil {
 		current.impl.Close()

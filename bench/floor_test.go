@@ -20,7 +20,7 @@ import (
 // slice of its pods. BenchmarkScaleFloor runs W1's and W2's event streams on
 // it at 5,000 and 50,000 nodes: the difference between the two sizes is the
 // cost of touching 10x more state (cache and TLB misses on this machine),
-// which any implementation pays on top of its work.
+// which an implementation that touches at least this state pays as well.
 //
 // Contract: not safe for concurrent use.
 type floorCache struct {

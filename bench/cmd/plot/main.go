@@ -417,12 +417,6 @@ func floorTable(d data, size string) string {
 		return ""
 	}
 	const unit = "reader-p99.9-ns"
-	fmtNS := func(v float64) string {
-		if math.IsNaN(v) {
-			return "n/a"
-		}
-		return fmtDur(v)
-	}
 	var m strings.Builder
 	m.WriteString("| reader p99.9 | bar: upstream / 100 | schedcache (W1, with the writer) | no writer, schedcache snapshots | no writer, no cache: a plain slice |\n|---|---:|---:|---:|---:|\n")
 	for _, r := range []string{"1", "4", "16"} {
@@ -466,14 +460,15 @@ func scaleTable(d data) string {
 				ratio = fmt.Sprintf("%.2fx", b/a)
 				diff = fmtDur(b - a)
 			}
-			fmt.Fprintf(&m, "| %s | %s | %s | %s | %s | %s |\n", r.label, impl, fmtNSCell(a), fmtNSCell(b), ratio, diff)
+			fmt.Fprintf(&m, "| %s | %s | %s | %s | %s | %s |\n", r.label, impl, fmtNS(a), fmtNS(b), ratio, diff)
 		}
 	}
 	m.WriteString("\n")
 	return m.String()
 }
 
-func fmtNSCell(v float64) string {
+// fmtNS formats a duration in ns, or n/a for a missing median.
+func fmtNS(v float64) string {
 	if math.IsNaN(v) {
 		return "n/a"
 	}
