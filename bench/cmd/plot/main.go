@@ -433,17 +433,14 @@ func floorTable(d data, size string) string {
 // (BenchmarkScaleFloor: a map-based cache doing the least any cache does
 // per event). Empty unless the floor ran at both sizes.
 func scaleTable(d data) string {
-	floor := func(w, size string) string { return fmt.Sprintf("BenchmarkScaleFloor/workload=%s/nodes=%s", w, size) }
-	if _, ok := d[floor("W1", "50k")]; !ok {
+	if _, ok := d["BenchmarkScaleFloor/workload=W1/nodes=50k"]; !ok {
 		return ""
 	}
 	rows := []struct {
-		label string
-		key   func(size string) string
-		w     string
+		label, key, floorKey string // keys with %s for the size
 	}{
-		{"W1 writer, no readers", func(size string) string { return fmt.Sprintf("BenchmarkW1/nodes=%s/readers=0", size) }, "W1"},
-		{"W2 informer churn", func(size string) string { return fmt.Sprintf("BenchmarkW2/nodes=%s", size) }, "W2"},
+		{"W1 writer, no readers", "BenchmarkW1/nodes=%s/readers=0", "BenchmarkScaleFloor/workload=W1/nodes=%s"},
+		{"W2 informer churn", "BenchmarkW2/nodes=%s", "BenchmarkScaleFloor/workload=W2/nodes=%s"},
 	}
 	var m strings.Builder
 	m.WriteString("### Per event at 5,000 and 50,000 nodes\n\n")
@@ -452,13 +449,16 @@ func scaleTable(d data) string {
 		for _, impl := range []string{"upstream", "schedcache", "floor"} {
 			key := r.key
 			if impl == "floor" {
-				key = func(size string) string { return floor(r.w, size) }
+				key = r.floorKey
 			}
-			a, b := d.value(key("5k"), impl, "ns/op"), d.value(key("50k"), impl, "ns/op")
+			a, b := d.value(fmt.Sprintf(key, "5k"), impl, "ns/op"), d.value(fmt.Sprintf(key, "50k"), impl, "ns/op")
 			ratio, diff := "n/a", "n/a"
 			if !math.IsNaN(a) && !math.IsNaN(b) && a != 0 {
 				ratio = fmt.Sprintf("%.2fx", b/a)
-				diff = fmtDur(b - a)
+				diff = fmtDur(math.Abs(b - a))
+				if b < a {
+					diff = "-" + diff
+				}
 			}
 			fmt.Fprintf(&m, "| %s | %s | %s | %s | %s | %s |\n", r.label, impl, fmtNS(a), fmtNS(b), ratio, diff)
 		}
