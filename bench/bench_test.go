@@ -196,15 +196,22 @@ func BenchmarkW1CPUShare(b *testing.B) {
 
 // BenchmarkW1ReadFloor measures the lowest latency a W1 reader can have on
 // this machine: R readers read 10 random nodes per iteration, exactly as
-// W1's do, with no writer at all, either from a plain slice of the nodes'
-// values (variant=plain-slice: no cache, no snapshot, no pointer chasing
-// past the slice) or from schedcache snapshots taken in the loop
-// (variant=snapshot). Each reader makes b.N reads. The W1 bar asks for a
-// reader p99.9 of 1/100 of upstream's; this floor shows where that falls
-// below what an iteration costs even with nothing else running.
+// W1's do, with no writer at all, from one of:
+//   - variant=plain-slice: a slice of the nodes' values copied out
+//     beforehand (no cache, no snapshot, no pointer chasing past the slice);
+//   - variant=nodeinfo-slice: a plain slice of the snapshot's *NodeInfo,
+//     read through the same view as W1's readers (the NodeInfo and its node
+//     object are dereferenced, as any cache that hands out NodeInfos makes
+//     its readers do; upstream's List returns such a slice), but no
+//     persistent vector and no snapshot load;
+//   - variant=snapshot: schedcache snapshots taken in the loop, as in W1.
+//
+// Each reader makes b.N reads. The W1 bar asks for a reader p99.9 of 1/100
+// of upstream's; this floor shows where that falls below what an iteration
+// costs even with nothing else running.
 func BenchmarkW1ReadFloor(b *testing.B) {
 	spec := workload.Standard()
-	for _, variant := range []string{"plain-slice", "snapshot"} {
+	for _, variant := range []string{"plain-slice", "nodeinfo-slice", "snapshot"} {
 		for _, r := range []int{1, 4, 16} {
 			b.Run(fmt.Sprintf("impl=floor/nodes=%s/variant=%s/readers=%d", sizeName(spec), variant, r), func(b *testing.B) {
 				f := getFixture(b, "schedcache", "W1", spec, Options{})
@@ -216,6 +223,7 @@ func BenchmarkW1ReadFloor(b *testing.B) {
 				for i := range plain {
 					plain[i] = probe.NodeAt(i)
 				}
+				infos, _ := probe.(*schedReader).s.List()
 				readers := make([]Reader, r)
 				hists := make([]*hist.Histogram, r)
 				for i := range readers {
@@ -238,12 +246,18 @@ func BenchmarkW1ReadFloor(b *testing.B) {
 						var sink int64
 						for range b.N {
 							t0 := time.Now()
-							if variant == "plain-slice" {
+							switch variant {
+							case "plain-slice":
 								for range 10 {
 									v := &plain[rng.IntN(len(plain))]
 									sink += v.MilliCPU + int64(v.Pods)
 								}
-							} else {
+							case "nodeinfo-slice":
+								for range 10 {
+									v := scView(infos[rng.IntN(len(infos))])
+									sink += v.MilliCPU + int64(v.Pods)
+								}
+							default:
 								v, err := w1Read(rd, rng)
 								if err != nil {
 									readErr.Store(&err)
