@@ -1,6 +1,8 @@
 package snapshot
 
 import (
+	"runtime"
+
 	"github.com/schedcache/schedcache/framework"
 	"github.com/schedcache/schedcache/internal/persist"
 )
@@ -48,6 +50,22 @@ func (b *Builder) SetNode(slot int32, ni *framework.NodeInfo) {
 		return
 	}
 	b.nodes.Set(int(slot), ni)
+}
+
+// PrefetchNodes reads, without changing anything, what SetNode of each of
+// slots will copy (the vector leaves that hold them), with the misses in
+// flight together, so that the SetNodes that follow find them in cache.
+// The coordinator calls it while the shards freeze the epoch's entries.
+func (b *Builder) PrefetchNodes(slots []int32) {
+	var sink uintptr
+	for _, slot := range slots {
+		if b.nodes != nil {
+			sink += b.nodes.PrefetchLeaf(int(slot))
+		} else {
+			sink += b.last.nodes.PrefetchLeaf(int(slot))
+		}
+	}
+	runtime.KeepAlive(sink) // keeps the loads
 }
 
 // SetIndex maps name to slot; DeleteIndex removes name.

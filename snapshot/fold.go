@@ -91,21 +91,33 @@ func foldLog(base persist.Map[PodEntry], log []podChange, yieldEvery int, seen m
 		seen = make(map[string]struct{}, len(log))
 	}
 	defer clear(seen)
-	for i := len(log) - 1; i >= 0; i-- {
-		c := &log[i]
-		if _, later := seen[c.key]; later {
-			continue
+	var keys [persist.PrefetchMax]string
+	var sink uintptr
+	for end := len(log); end > 0; end -= persist.PrefetchMax {
+		// Load the paths of a chunk of keys together (misses in flight at
+		// once), then apply the chunk's changes, last first.
+		chunk := log[max(0, end-persist.PrefetchMax):end]
+		for i := range chunk {
+			keys[i] = chunk[i].key
 		}
-		seen[c.key] = struct{}{}
-		if yieldEvery > 0 && len(seen)%yieldEvery == 0 {
-			runtime.Gosched()
-		}
-		if c.gone {
-			e.Delete(c.key)
-		} else {
-			e.Set(c.key, c.e)
+		sink += e.Prefetch(keys[:len(chunk)])
+		for i := len(chunk) - 1; i >= 0; i-- {
+			c := &chunk[i]
+			if _, later := seen[c.key]; later {
+				continue
+			}
+			seen[c.key] = struct{}{}
+			if yieldEvery > 0 && len(seen)%yieldEvery == 0 {
+				runtime.Gosched()
+			}
+			if c.gone {
+				e.Delete(c.key)
+			} else {
+				e.Set(c.key, c.e)
+			}
 		}
 	}
+	runtime.KeepAlive(sink) // keeps the prefetches' loads
 	return e.Done()
 }
 

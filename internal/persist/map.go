@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"math/bits"
 	"slices"
+	"unsafe"
 )
 
 // seed is the process-wide hash seed of every Map.
@@ -376,4 +377,63 @@ func (e *MapEditor[V]) del(n *mnode[V], shift uint, h uint64, k string) (*mnode[
 		n.kids[j] = kid
 	}
 	return n, true
+}
+
+// PrefetchMax is the most keys one Prefetch call reads the paths of.
+const PrefetchMax = 64
+
+// Prefetch reads, without changing anything, every node on the paths of
+// keys (at most PrefetchMax; the rest are ignored) in the map being built:
+// one word per cache line of each node's entries and children, which is
+// what a path copy reads. It walks all the keys one level at a time, so
+// the loads of one level do not depend on each other and the processor
+// keeps their cache misses in flight together; an edit of those keys
+// right after finds its nodes in cache. It returns a value computed from
+// what it read, which the caller keeps so that the loads are not removed.
+// It has no effect on the editor.
+func (e *MapEditor[V]) Prefetch(keys []string) uintptr {
+	if e.root == nil || e.tok == 0 {
+		return 0
+	}
+	var cur [PrefetchMax]*mnode[V]
+	var hs [PrefetchMax]uint64
+	n := min(len(keys), PrefetchMax)
+	for i := range n {
+		hs[i], cur[i] = hashKey(keys[i]), e.root
+	}
+	var sink uintptr
+	for shift := uint(0); shift < 64; shift += levelBits {
+		more := false
+		for i := range n {
+			nd := cur[i]
+			if nd == nil {
+				continue
+			}
+			sink += touchNode(nd)
+			bit := uint32(1) << ((hs[i] >> shift) & levelMask)
+			if nd.nodemap&bit == 0 {
+				cur[i] = nil
+				continue
+			}
+			cur[i] = nd.kids[bits.OnesCount32(nd.nodemap&(bit-1))]
+			more = true
+		}
+		if !more {
+			break
+		}
+	}
+	return sink
+}
+
+// touchNode reads one word per cache line of n's arrays.
+func touchNode[V any](n *mnode[V]) uintptr {
+	sum := uintptr(n.datamap)
+	step := max(1, 64/int(unsafe.Sizeof(n.entries[0])))
+	for i := 0; i < len(n.entries); i += step {
+		sum += uintptr(n.entries[i].hash)
+	}
+	for i := 0; i < len(n.kids); i += 8 {
+		sum += uintptr(unsafe.Pointer(n.kids[i]))
+	}
+	return sum
 }

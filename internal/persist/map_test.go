@@ -698,3 +698,53 @@ func TestConcurrentEditors(t *testing.T) {
 		require.Equal(t, i, v.Get(i))
 	}
 }
+
+// Prefetch only reads: in the middle of a transient edit, over present and
+// absent keys, more keys than PrefetchMax, and keys whose paths end in
+// collision nodes, the editor goes on to build exactly what an editor that
+// never prefetched builds. An empty or finished editor reads nothing.
+func TestMapEditorPrefetchOnlyReads(t *testing.T) {
+	require.Zero(t, Map[int]{}.Edit().Prefetch([]string{"a"}), "empty editor")
+	for name, h := range map[string]func(string) uint64{"maphash": nil, "deep prefix": collisionHashes["deep prefix"], "four hashes": collisionHashes["four hashes"]} {
+		t.Run(name, func(t *testing.T) {
+			if h != nil {
+				setHash(t, h)
+			}
+			rng := rand.New(rand.NewPCG(7, 7))
+			model := map[string]int{}
+			var base Map[int]
+			for range 3 { // versions shared with the editors below
+				e := base.Edit()
+				for range 700 {
+					k := fmt.Sprint("k", rng.IntN(3000))
+					e.Set(k, len(k))
+					model[k] = len(k)
+				}
+				base = e.Done()
+			}
+			var keys []string
+			for i := range 3 * PrefetchMax {
+				keys = append(keys, fmt.Sprint("k", rng.IntN(3000)), fmt.Sprint("absent", i))
+			}
+			with, without := base.Edit(), base.Edit()
+			for i, k := range keys {
+				if i%50 == 0 {
+					require.NotPanics(t, func() { _ = with.Prefetch(keys[i:]) })
+				}
+				if i%3 == 0 {
+					with.Delete(k)
+					without.Delete(k)
+					delete(model, k)
+				} else {
+					with.Set(k, i)
+					without.Set(k, i)
+					model[k] = i
+				}
+			}
+			got := with.Done()
+			requireMap(t, model, got)
+			requireMap(t, model, without.Done())
+			require.Zero(t, with.Prefetch(keys), "a finished editor reads nothing")
+		})
+	}
+}

@@ -283,3 +283,35 @@ func (e *VectorEditor[T]) Done() Vector[T] {
 	e.tok = 0
 	return Vector[T]{root: e.root, n: e.n, shift: e.shift}
 }
+
+// PrefetchLeaf reads, without changing anything, one word per cache line of
+// the leaf that holds index i (nothing if i is out of range or its subtree
+// is zero): what a Set of i through an editor copies. Calls for several
+// indexes in a row do not depend on each other, so the processor keeps
+// their cache misses in flight together. It returns a value computed from
+// what it read, which the caller keeps so that the loads are not removed.
+func (v Vector[T]) PrefetchLeaf(i int) uintptr {
+	return prefetchLeaf(v.root, v.shift, v.n, i)
+}
+
+// PrefetchLeaf is Vector.PrefetchLeaf for the vector being built. It has no
+// effect on the editor.
+func (e *VectorEditor[T]) PrefetchLeaf(i int) uintptr {
+	return prefetchLeaf(e.root, e.shift, e.n, i)
+}
+
+func prefetchLeaf[T any](root *vbranch[T], shift uint, n, i int) uintptr {
+	if uint(i) >= uint(n) || root == nil {
+		return 0
+	}
+	l := vleafAt(root, shift, i)
+	if l == nil {
+		return 0
+	}
+	sum := uintptr(l.edit)
+	step := max(1, 64/int(unsafe.Sizeof(l.vals[0])))
+	for j := 0; j < width; j += step {
+		sum += uintptr(*(*byte)(unsafe.Pointer(&l.vals[j])))
+	}
+	return sum
+}

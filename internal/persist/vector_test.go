@@ -487,3 +487,36 @@ func BenchmarkVectorBatchEdit(b *testing.B) {
 		})
 	}
 }
+
+// PrefetchLeaf only reads: on a committed vector and on an editor in the
+// middle of a transient edit, at indexes in range, out of range and in
+// zero subtrees of a sparse vector, the vector and what the editor builds
+// are unchanged, and an absent leaf reads nothing.
+func TestVectorPrefetchLeafOnlyReads(t *testing.T) {
+	require.Zero(t, Vector[int]{}.PrefetchLeaf(0), "empty vector")
+	e := Vector[int]{}.Edit()
+	model := make([]int, 5000)
+	for _, i := range []int{0, 1, 31, 32, 1023, 1024, 4999} { // sparse: zero subtrees between
+		e.Set(i, i+1)
+		model[i] = i + 1
+	}
+	v := e.Done()
+	require.Zero(t, v.PrefetchLeaf(2000), "a zero subtree has no leaf")
+	require.Zero(t, v.PrefetchLeaf(-1))
+	require.Zero(t, v.PrefetchLeaf(5000))
+	ed := v.Edit()
+	for i := range model {
+		_ = v.PrefetchLeaf(i) + ed.PrefetchLeaf(i)
+		if i%7 == 0 {
+			ed.Set(i, -i)
+		}
+	}
+	requireVector(t, model, v)
+	want := slices.Clone(model)
+	for i := range want {
+		if i%7 == 0 {
+			want[i] = -i
+		}
+	}
+	requireVector(t, want, ed.Done())
+}
