@@ -380,3 +380,34 @@ func clipOrNil(dst, src []*PodInfo) []*PodInfo {
 	copy(dst, src)
 	return dst
 }
+
+// The two Prefetch methods read, without changing anything, the memory that
+// changing and then freezing s will read, so that a batch of changes to
+// many states can first load all of them with the cache misses in flight
+// together: call PrefetchHead for every state of the batch, then
+// PrefetchLists for every one, then make the changes. Each returns a value
+// computed from what it read, which the caller keeps (so that the loads are
+// not removed). Neither has any effect on s.
+
+// PrefetchHead reads s itself.
+func (s *NodeState) PrefetchHead() uintptr {
+	return uintptr(len(s.pods)) + uintptr(len(s.podsWithAffinity)) + uintptr(s.requested.MilliCPU) + uintptr(s.dirty)
+}
+
+// PrefetchLists reads one word per cache line of the pod lists and the
+// head of the previous Freeze result.
+func (s *NodeState) PrefetchLists() uintptr {
+	var sum uintptr
+	for _, l := range [...][]*PodInfo{s.pods, s.podsWithAffinity, s.podsWithRequiredAntiAffinity} {
+		for i := 0; i < len(l); i += cacheLinePtrs {
+			sum += uintptr(unsafe.Pointer(l[i]))
+		}
+	}
+	if s.last != nil {
+		sum += uintptr(s.last.generation)
+	}
+	return sum
+}
+
+// cacheLinePtrs is the number of pointers in a 64-byte cache line.
+const cacheLinePtrs = int(64 / unsafe.Sizeof(uintptr(0)))

@@ -592,3 +592,48 @@ func TestNewFrozenSizes(t *testing.T) {
 	}
 	require.Panics(t, func() { frozenWith[[8]*PodInfo](9) })
 }
+
+// The Prefetch methods only read: after them the state freezes to the very
+// NodeInfo it froze to before (nothing marked dirty), its lists are those
+// it had, and a later change freezes exactly as on a state never
+// prefetched. Lists longer than one cache line and a state never frozen
+// (no previous copy) are covered.
+func TestNodeStatePrefetchOnlyReads(t *testing.T) {
+	next, _ := counter()
+	fresh := NewNodeState(next)
+	require.NotPanics(t, func() { _ = fresh.PrefetchHead() + fresh.PrefetchLists() })
+
+	build := func() *NodeState {
+		next, _ := counter()
+		s := NewNodeState(next)
+		s.SetNode(mkNode("n", nil))
+		for i := range 20 { // 20 pods: three cache lines of pointers
+			var muts []func(*v1.Pod)
+			switch i % 4 {
+			case 1:
+				muts = append(muts, withAffinity(podAffinity))
+			case 2:
+				muts = append(muts, withAffinity(requiredAntiAff))
+			}
+			s.AddPod(mustPodInfo(t, mkPod(fmt.Sprint("p", i), muts...)))
+		}
+		return s
+	}
+	s, plain := build(), build()
+	require.NotPanics(t, func() { _ = s.PrefetchHead() + s.PrefetchLists() }, "never frozen: no previous copy")
+	f := s.Freeze()
+	before := viewOf(f)
+	_ = s.PrefetchHead() + s.PrefetchLists()
+	require.Same(t, f, s.Freeze(), "prefetching marks nothing dirty")
+	require.Equal(t, before, viewOf(s.Freeze()))
+
+	extra := mustPodInfo(t, mkPod("x", withAffinity(podAffinity)))
+	s.AddPod(extra)
+	plain.Freeze()
+	plain.AddPod(extra)
+	got, want := viewOf(s.Freeze()), viewOf(plain.Freeze())
+	require.Equal(t, want.Requested, got.Requested)
+	require.Equal(t, len(want.Pods), len(got.Pods))
+	require.Equal(t, len(want.Aff), len(got.Aff))
+	require.Equal(t, len(want.Anti), len(got.Anti))
+}

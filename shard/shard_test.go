@@ -2,6 +2,7 @@ package shard
 
 import (
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -138,4 +139,48 @@ func TestShardActor(t *testing.T) {
 	s.Stop()
 	s.Stop() // idempotent
 	require.True(t, errors.Is(s.Do(Request{}).Err, ErrStopped))
+}
+
+// Apply works through its mutations in prefetched chunks; the chunks must
+// not show. A batch several chunks long, whose mutation in the middle of
+// the second chunk contradicts the state, stops exactly there: the
+// mutations before it are applied, the ones after are not, and the error
+// names the failing mutation. Applied one at a time, the same mutations
+// leave the same state.
+func TestCoreApplyChunks(t *testing.T) {
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
+	var muts []Mutation
+	for slot := int32(0); slot < 8; slot++ {
+		muts = append(muts, Mutation{Kind: Create, Slot: slot}, Mutation{Kind: SetNode, Slot: slot, Node: node})
+	}
+	for i := range prefetchChunk { // triples on one slot: add two pods, remove the first
+		slot := int32(i % 8)
+		a, b := podInfo(t, fmt.Sprint("a", i), int64(i+1)), podInfo(t, fmt.Sprint("b", i), int64(i+2))
+		muts = append(muts, Mutation{Kind: AddPod, Slot: slot, Pod: a}, Mutation{Kind: AddPod, Slot: slot, Pod: b},
+			Mutation{Kind: RemovePod, Slot: slot, Pod: a, Key: a.Key()})
+	}
+	bad := prefetchChunk + prefetchChunk/2
+	require.NotEqual(t, 0, bad/prefetchChunk, "the failure is past the first chunk")
+	muts[bad] = Mutation{Kind: RemovePod, Slot: muts[bad].Slot, Key: "absent"}
+
+	chunked := NewCore(newGen())
+	err := chunked.Apply(muts)
+	var inv *InvariantError
+	require.ErrorAs(t, err, &inv)
+	require.Equal(t, RemovePod, inv.Mutation)
+	require.Equal(t, muts[bad].Slot, inv.Slot)
+
+	single := NewCore(newGen())
+	for i := range muts[:bad] {
+		require.NoError(t, single.Apply(muts[i:i+1]), "mutation %d", i)
+	}
+	require.Error(t, single.Apply(muts[bad:bad+1]))
+	for slot := int32(0); slot < 8; slot++ {
+		want, got := single.Get(slot), chunked.Get(slot)
+		require.Equal(t, want.NumPods(), got.NumPods(), "slot %d", slot)
+		require.Equal(t, want.Requested(), got.Requested(), "slot %d", slot)
+		for i := range want.NumPods() {
+			require.Same(t, want.PodAt(i), got.PodAt(i), "slot %d pod %d", slot, i)
+		}
+	}
 }
