@@ -136,6 +136,7 @@ type Coordinator struct {
 	folder    *snapshot.Folder                  // pod-log folds; owned by the run goroutine, stopped by shutdown
 	sent      []int                             // scratch: shards sent to in this flush; owned by run
 	waiters   []*Op                             // synchronous ops of the current epoch; owned by run
+	chunk     []*Op                             // scratch: ops received, not yet handled; owned by run
 	asyncErrs []AsyncError                      // not yet handed to the notifier; owned by run
 	failedErr error                             // owned by run; mirrored in failed
 	opts      Options                           // read-only after New
@@ -185,6 +186,7 @@ func Start(ctx context.Context, o Options) *Coordinator {
 		opts:    o,
 		clock:   o.Clock,
 		mailbox: make(chan *Op, o.MailboxSize),
+		chunk:   make([]*Op, 0, prefetchChunk),
 		notifyc: make(chan []AsyncError),
 		finalc:  make(chan []AsyncError, 1),
 		stopc:   make(chan struct{}),
@@ -362,14 +364,31 @@ func (a *Coordinator) run() {
 // batch applies first and whatever else is queued, up to MaxBatch, then
 // publishes once and replies to every synchronous caller of the batch.
 func (a *Coordinator) batch(first *Op) {
-	a.handle(first)
-	for n := 1; n < a.opts.MaxBatch; n++ {
-		select {
-		case op := <-a.mailbox:
+	chunk := a.chunk[:0]
+	chunk = append(chunk, first)
+	n := 1
+	for {
+		drained := false
+		for len(chunk) < prefetchChunk && n < a.opts.MaxBatch {
+			select {
+			case op := <-a.mailbox:
+				chunk = append(chunk, op)
+				n++
+				continue
+			default:
+				drained = true
+			}
+			break
+		}
+		a.core.prefetch(chunk)
+		for _, op := range chunk {
 			a.handle(op)
-		default:
-			a.flush()
-			return
+		}
+		clear(chunk)
+		chunk = chunk[:0]
+		a.chunk = chunk
+		if drained || n >= a.opts.MaxBatch {
+			break
 		}
 	}
 	a.flush()
@@ -511,6 +530,7 @@ func (a *Coordinator) flush() {
 		}
 		if a.failedErr == nil {
 			a.buildMeta()
+			c.PrefetchFrozen()
 		}
 		for _, i := range a.sent {
 			resp := a.shards[i].Recv()

@@ -128,6 +128,7 @@ type Core struct {
 	treeVersion   uint64                   // tree version the published lists were built from
 	listBuf       []string                 // scratch for tree lists
 	idBuf         []int32                  // scratch for tree lists by slot
+	slotBuf       []int32                  // scratch for PrefetchFrozen
 	treeStale     bool                     // a removed node's name stayed in the tree: a listed name may have outlived its entry (and slot)
 	builder       *snapshot.Builder        // the next snapshot; the last committed one is published
 }
@@ -977,6 +978,18 @@ func (c *Core) listSlots() []int32 {
 	c.listBuf = names[:0]
 	c.idBuf = out
 	return out
+}
+
+// PrefetchFrozen loads what ApplyFrozen of this epoch's entries will copy
+// (their vector leaves), with the misses in flight together; the
+// coordinator calls it while the shards freeze those entries.
+func (c *Core) PrefetchFrozen() {
+	slots := c.slotBuf[:0]
+	for _, e := range c.dirtyEntries {
+		slots = append(slots, e.slot)
+	}
+	c.builder.PrefetchNodes(slots)
+	c.slotBuf = slots[:0]
 }
 
 // ApplyFrozen records the entries a shard froze for this epoch.
