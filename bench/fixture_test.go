@@ -98,25 +98,18 @@ func getFixture(b *testing.B, impl, family string, spec workload.ClusterSpec, o 
 	return current
 }
 
-// releaseFixture closes the current fixture and BenchmarkScale's pair.
+// releaseFixture closes the current fixture.
 //
 // The released heap is returned to the OS here, during setup: left to the
 // background scavenger, returning a 50k fixture's gigabytes ran inside the
 // next benchmark's timed region, on one of its two Ps, and so charged
 // whichever implementation ran next for the previous one's garbage.
 func releaseFixture() {
-	if current == nil && currentScale == nil {
-		return
-	}
 	if current != nil {
 		current.impl.Close()
 		current = nil
+		debug.FreeOSMemory() // a full GC, then every free page back to the OS
 	}
-	if currentScale != nil {
-		currentScale.release()
-		currentScale = nil
-	}
-	debug.FreeOSMemory() // a full GC, then every free page back to the OS
 }
 
 // reportHist reports the percentiles of h as <prefix>-p50-ns etc.

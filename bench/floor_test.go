@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"slices"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -18,8 +17,8 @@ import (
 // lists, no locks, no goroutines): it builds the pod's PodInfo (both
 // implementations precompute it), finds the pod by key in one map and its
 // node by name in another, and keeps per node a running request sum and a
-// slice of its pods. BenchmarkScale runs W1's and W2's event streams on it
-// at 5,000 and 50,000 nodes beside the two implementations: the difference between the two sizes is the
+// slice of its pods. BenchmarkScaleFloor runs W1's and W2's event streams on
+// it at 5,000 and 50,000 nodes: the difference between the two sizes is the
 // cost of touching 10x more state (cache and TLB misses on this machine),
 // which an implementation that touches at least this state pays as well.
 //
@@ -122,161 +121,44 @@ func (f *floorCache) apply(ev workload.Event) error {
 	return fmt.Errorf("floor: unexpected event kind %v", ev.Kind)
 }
 
-// BenchmarkScale measures the scale bar (a per-event cost at 50,000 nodes
-// within 1.3x of that at 5,000) with paired rounds. For each implementation
-// (upstream, schedcache, and floorCache as impl=floor) and each of W1's
-// writer stream (synchronous pod adds and removes, no readers) and W2's
-// informer stream, both sizes are loaded in the same process, and every
-// repetition runs b.N events on one size and then b.N on the other, back to
-// back, the size that goes first alternating between repetitions. The two
-// figures of a pair therefore share the machine's state of that moment: on
-// the shared 2-core VM, the per-event cost of the same binary drifts by
-// tens of percent between runs minutes apart (BenchmarkW1 and BenchmarkW2
-// run each size in its own process, minutes apart), and the ratio of such
-// runs carries that drift.
-//
-// Metrics: 5k-ns/event and 50k-ns/event (each size's time over its b.N
-// events: W2's includes the final Flush, as in BenchmarkW2), and 50k/5k,
-// the ratio of the pair. ns/op and allocs/op cover both sizes' events per
-// op. Loading and event generation are setup; a GC runs before each size's
-// events, outside the timed region.
-func BenchmarkScale(b *testing.B) {
-	if !*flag50k {
-		b.Skip("needs -bench.50k")
-	}
-	for _, impl := range append(slices.Clone(Impls), "floor") {
-		for _, w := range []string{"W1", "W2"} {
-			b.Run(fmt.Sprintf("impl=%s/workload=%s", impl, w), func(b *testing.B) {
-				p := getScalePair(b, impl, w)
-				first, second := p.small, p.large
-				if b.N > 1 { // the framework's N=1 probe does not count
-					if p.rounds%2 == 1 {
-						first, second = second, first
-					}
-					p.rounds++
+// BenchmarkScaleFloor: W1's writer stream (pod adds and removes) and W2's
+// informer stream applied to floorCache, on the loaded standard cluster and
+// (with -bench.50k) the 50,000-node one. Loading is setup; ns/op is per
+// event. Compare the two sizes' ns/op with those of BenchmarkW1 (readers=0)
+// and BenchmarkW2: the docs quote the three 50k-minus-5k differences.
+func BenchmarkScaleFloor(b *testing.B) {
+	for _, w := range []struct {
+		name string
+		mix  func(*workload.Cluster) *workload.InformerChurn
+	}{
+		{"W1", func(c *workload.Cluster) *workload.InformerChurn {
+			return workload.NewInformerChurnMix(c, 101, workload.W1Mix())
+		}},
+		{"W2", func(c *workload.Cluster) *workload.InformerChurn { return workload.NewInformerChurn(c, 202) }},
+	} {
+		for _, spec := range specs(true) {
+			b.Run(fmt.Sprintf("impl=floor/workload=%s/nodes=%s", w.name, sizeName(spec)), func(b *testing.B) {
+				releaseFixture() // only this benchmark's state is live
+				c := clusterFor(spec)
+				f, err := newFloorCache(c)
+				if err != nil {
+					b.Fatal(err)
 				}
-				e1, e2 := first.churn.Generate(b.N), second.churn.Generate(b.N)
+				events := w.mix(c).Generate(b.N)
+				runtime.GC()
 				b.ReportAllocs()
 				b.ResetTimer()
-				d1 := first.timed(b, e1)
-				d2 := second.timed(b, e2)
-				b.StopTimer()
-				small, large := d1, d2
-				if first != p.small {
-					small, large = d2, d1
+				for _, ev := range events {
+					if err := f.apply(ev); err != nil {
+						b.Fatal(err)
+					}
 				}
-				b.ReportMetric(float64(small.Nanoseconds())/float64(b.N), "5k-ns/event")
-				b.ReportMetric(float64(large.Nanoseconds())/float64(b.N), "50k-ns/event")
-				b.ReportMetric(float64(large)/float64(small), "50k/5k")
+				b.StopTimer()
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+				runtime.KeepAlive(f)
 			})
 		}
 	}
-}
-
-// scaleSide is one loaded cache of a scale pair and the stream that
-// continues from its state.
-type scaleSide struct {
-	churn *workload.InformerChurn
-	apply func(workload.Event) error
-	flush func() error // nil: nothing to wait for
-	close func()       // nil: nothing to stop
-	size  string       // "5k" or "50k", for profile names
-}
-
-// timed runs events with the benchmark timer on, after a GC with it off,
-// and returns their wall time.
-func (s *scaleSide) timed(b *testing.B, events []workload.Event) time.Duration {
-	b.StopTimer()
-	if b.N > 1 {
-		runtime.GC()
-	}
-	defer timedProfileAs(b, b.Name()+"/nodes="+s.size)()
-	b.StartTimer()
-	t0 := time.Now()
-	for _, ev := range events {
-		if err := s.apply(ev); err != nil {
-			b.Fatalf("%v: %v", ev.Kind, err)
-		}
-	}
-	if s.flush != nil {
-		if err := s.flush(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return time.Since(t0)
-}
-
-// scalePair is BenchmarkScale's fixture: one implementation and stream
-// loaded at 5,000 and at 50,000 nodes. Like a fixture it is kept across the
-// -count repetitions of one sub-benchmark and released by releaseFixture.
-type scalePair struct {
-	key          string
-	small, large *scaleSide
-	rounds       int // reported repetitions so far; odd ones run 50k first
-}
-
-var currentScale *scalePair
-
-func getScalePair(b *testing.B, impl, workloadName string) *scalePair {
-	b.Helper()
-	key := impl + "/" + workloadName
-	if currentScale != nil && currentScale.key == key {
-		return currentScale
-	}
-	releaseFixture()
-	p := &scalePair{key: key}
-	currentScale = p // released by releaseFixture even if a load fails
-	var err error
-	if p.small, err = newScaleSide(impl, workloadName, workload.Standard()); err == nil {
-		p.large, err = newScaleSide(impl, workloadName, workload.Standard50k())
-	}
-	if err != nil {
-		b.Fatalf("load %s: %v", key, err)
-	}
-	runtime.GC()
-	return p
-}
-
-func (p *scalePair) release() {
-	for _, s := range []*scaleSide{p.small, p.large} {
-		if s != nil && s.close != nil {
-			s.close()
-		}
-	}
-}
-
-func newScaleSide(impl, workloadName string, spec workload.ClusterSpec) (*scaleSide, error) {
-	c := clusterFor(spec)
-	s := &scaleSide{size: sizeName(spec)}
-	if workloadName == "W1" {
-		s.churn = workload.NewInformerChurnMix(c, 101, workload.W1Mix())
-	} else {
-		s.churn = workload.NewInformerChurn(c, 202)
-	}
-	if impl == "floor" {
-		f, err := newFloorCache(c)
-		if err != nil {
-			return nil, err
-		}
-		s.apply = f.apply
-		return s, nil
-	}
-	im, err := NewImpl(impl, Options{})
-	if err != nil {
-		return nil, err
-	}
-	s.close = im.Close
-	if err := Load(im, c); err != nil {
-		im.Close()
-		return nil, err
-	}
-	if workloadName == "W1" { // the W1 writer's synchronous calls
-		s.apply = func(ev workload.Event) error { return Apply(im, ev) }
-	} else { // informer events, as BenchmarkW2 feeds them
-		s.apply = im.Submit
-		s.flush = im.Flush
-	}
-	return s, nil
 }
 
 // The floor does the cache's arithmetic right: after a W2 stream on a small

@@ -22,18 +22,10 @@ var profileNameRE = regexp.MustCompile(`[^A-Za-z0-9_.=-]+`)
 // profiles are kept.
 func timedProfile(b *testing.B) func() {
 	b.Helper()
-	return timedProfileAs(b, b.Name())
-}
-
-// timedProfileAs is timedProfile with the profiles named after name instead
-// of the benchmark, for a benchmark that profiles parts of its timed region
-// separately.
-func timedProfileAs(b *testing.B, name string) func() {
-	b.Helper()
 	if *flagTimedProfile == "" {
 		return func() {}
 	}
-	prefix := *flagTimedProfile + profileNameRE.ReplaceAllString(name, "_")
+	prefix := *flagTimedProfile + profileNameRE.ReplaceAllString(b.Name(), "_")
 	b.StopTimer()
 	writeHeap(b, prefix+".heap0.prof")
 	b.StartTimer()

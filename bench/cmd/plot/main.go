@@ -429,47 +429,38 @@ func floorTable(d data, size string) string {
 }
 
 // scaleTable compares the per-event cost of W1's writer (no readers) and of
-// W2 at 5,000 and 50,000 nodes, from BenchmarkScale's paired rounds: for
-// each implementation and the floor (a map-based cache doing the least any
-// cache does per event), the medians of each size's ns/event, and the
-// median and range of the ratio of each pair (both sizes run back to back
-// in one process). Beside them, the ratio of the medians of BenchmarkW1's
-// and BenchmarkW2's separate runs (each size in its own process, minutes
-// apart), where they ran. Empty unless BenchmarkScale ran.
+// W2 at 5,000 and 50,000 nodes for both implementations and for the floor
+// (BenchmarkScaleFloor: a map-based cache doing the least any cache does
+// per event). Empty unless the floor ran at both sizes.
 func scaleTable(d data) string {
-	if _, ok := d["BenchmarkScale/workload=W1"]; !ok {
+	if _, ok := d["BenchmarkScaleFloor/workload=W1/nodes=50k"]; !ok {
 		return ""
 	}
 	rows := []struct {
-		label, workload, separate string // separate: the separate runs' key, %s for the size
+		label, key, floorKey string // keys with %s for the size
 	}{
-		{"W1 writer, no readers", "W1", "BenchmarkW1/nodes=%s/readers=0"},
-		{"W2 informer churn", "W2", "BenchmarkW2/nodes=%s"},
+		{"W1 writer, no readers", "BenchmarkW1/nodes=%s/readers=0", "BenchmarkScaleFloor/workload=W1/nodes=%s"},
+		{"W2 informer churn", "BenchmarkW2/nodes=%s", "BenchmarkScaleFloor/workload=W2/nodes=%s"},
 	}
 	var m strings.Builder
 	m.WriteString("### Per event at 5,000 and 50,000 nodes\n\n")
-	m.WriteString("| per event | implementation | 5k | 50k | 50k / 5k, paired rounds: median (bar: 1.3x) | range of the pairs | 50k - 5k | 50k / 5k, separate runs |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+	m.WriteString("| per event (ns/op) | implementation | 5k | 50k | 50k / 5k (bar: 1.3x) | 50k - 5k |\n|---|---|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		key := "BenchmarkScale/workload=" + r.workload
 		for _, impl := range []string{"upstream", "schedcache", "floor"} {
-			a, b := d.value(key, impl, "5k-ns/event"), d.value(key, impl, "50k-ns/event")
-			ratios := d[key][impl]["50k/5k"]
-			paired, spread, diff := "n/a", "n/a", "n/a"
-			if len(ratios) > 0 {
-				paired = fmt.Sprintf("%.2fx", median(ratios))
-				spread = fmt.Sprintf("%.2f-%.2fx", slices.Min(ratios), slices.Max(ratios))
+			key := r.key
+			if impl == "floor" {
+				key = r.floorKey
 			}
-			if !math.IsNaN(a) && !math.IsNaN(b) {
+			a, b := d.value(fmt.Sprintf(key, "5k"), impl, "ns/op"), d.value(fmt.Sprintf(key, "50k"), impl, "ns/op")
+			ratio, diff := "n/a", "n/a"
+			if !math.IsNaN(a) && !math.IsNaN(b) && a != 0 {
+				ratio = fmt.Sprintf("%.2fx", b/a)
 				diff = fmtDur(math.Abs(b - a))
 				if b < a {
 					diff = "-" + diff
 				}
 			}
-			separate := "n/a"
-			if sa, sb := d.value(fmt.Sprintf(r.separate, "5k"), impl, "ns/op"), d.value(fmt.Sprintf(r.separate, "50k"), impl, "ns/op"); !math.IsNaN(sa) && !math.IsNaN(sb) && sa != 0 {
-				separate = fmt.Sprintf("%.2fx", sb/sa)
-			}
-			fmt.Fprintf(&m, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.label, impl, fmtNS(a), fmtNS(b), paired, spread, diff, separate)
+			fmt.Fprintf(&m, "| %s | %s | %s | %s | %s | %s |\n", r.label, impl, fmtNS(a), fmtNS(b), ratio, diff)
 		}
 	}
 	m.WriteString("\n")
