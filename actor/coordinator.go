@@ -362,36 +362,41 @@ func (a *Coordinator) run() {
 }
 
 // batch applies first and whatever else is queued, up to MaxBatch, then
-// publishes once and replies to every synchronous caller of the batch.
+// publishes once and replies to every synchronous caller of the batch. It
+// takes the ops from the mailbox a chunk at a time and loads each chunk's
+// state (Core.prefetch) before applying its ops in order; it stops taking
+// when the mailbox is empty or MaxBatch ops were taken.
 func (a *Coordinator) batch(first *Op) {
-	chunk := a.chunk[:0]
-	chunk = append(chunk, first)
-	n := 1
-	for {
-		drained := false
-		for len(chunk) < prefetchChunk && n < a.opts.MaxBatch {
-			select {
-			case op := <-a.mailbox:
-				chunk = append(chunk, op)
-				n++
-				continue
-			default:
-				drained = true
-			}
+	chunk := append(a.chunk[:0], first)
+	for taken := 0; ; {
+		chunk = a.receive(chunk, min(prefetchChunk, a.opts.MaxBatch-taken))
+		if len(chunk) == 0 {
 			break
 		}
+		taken += len(chunk)
 		a.core.prefetch(chunk)
 		for _, op := range chunk {
 			a.handle(op)
 		}
 		clear(chunk)
 		chunk = chunk[:0]
-		a.chunk = chunk
-		if drained || n >= a.opts.MaxBatch {
-			break
+	}
+	a.chunk = chunk
+	a.flush()
+}
+
+// receive appends to ops what the mailbox holds, without waiting, until
+// ops holds limit ops.
+func (a *Coordinator) receive(ops []*Op, limit int) []*Op {
+	for len(ops) < limit {
+		select {
+		case op := <-a.mailbox:
+			ops = append(ops, op)
+		default:
+			return ops
 		}
 	}
-	a.flush()
+	return ops
 }
 
 func (a *Coordinator) handle(op *Op) {
