@@ -80,13 +80,14 @@ BenchmarkW1/impl=schedcache/nodes=5k/readers=4-2 	 100	 1 ns/op	 40000 reader-p9
 		t.Fatalf("without floor lines: got %q, want nothing", got)
 	}
 	more := `BenchmarkW1ReadFloor/impl=floor/nodes=5k/variant=plain-slice/readers=4-2 	 100	 1 ns/op	 536 reader-p99.9-ns
+BenchmarkW1ReadFloor/impl=floor/nodes=5k/variant=nodeinfo-slice/readers=4-2 	 100	 1 ns/op	 1712 reader-p99.9-ns
 BenchmarkW1ReadFloor/impl=floor/nodes=5k/variant=snapshot/readers=4-2 	 100	 1 ns/op	 6464 reader-p99.9-ns
 `
 	if err := parse(strings.NewReader(more), d); err != nil {
 		t.Fatal(err)
 	}
 	got := floorTable(d, "5k")
-	want := "| R=4 | " + fmtDur(820) + " | " + fmtDur(40000) + " | " + fmtDur(6464) + " | " + fmtDur(536) + " |"
+	want := "| R=4 | " + fmtDur(820) + " | " + fmtDur(40000) + " | " + fmtDur(6464) + " | " + fmtDur(1712) + " | " + fmtDur(536) + " |"
 	if !strings.Contains(got, want) {
 		t.Fatalf("R=4 row: want %q in\n%s", want, got)
 	}
