@@ -374,7 +374,7 @@ func (a *Coordinator) batch(first *Op) {
 			break
 		}
 		taken += len(chunk)
-		a.core.prefetch(chunk)
+		a.prefetch(chunk)
 		for _, op := range chunk {
 			a.handle(op)
 		}
@@ -383,6 +383,20 @@ func (a *Coordinator) batch(first *Op) {
 	}
 	a.chunk = chunk
 	a.flush()
+}
+
+// prefetch runs Core.prefetch on ops, turning a panic into the cache's
+// failure as apply does (prefetch only reads, so a panic there is a bug).
+func (a *Coordinator) prefetch(ops []*Op) {
+	if a.failedErr != nil {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			a.fail(&shard.PanicError{Actor: "coordinator", Value: r, Stack: debug.Stack()})
+		}
+	}()
+	a.core.prefetch(ops)
 }
 
 // receive appends to ops what the mailbox holds, without waiting, until
@@ -535,7 +549,6 @@ func (a *Coordinator) flush() {
 		}
 		if a.failedErr == nil {
 			a.buildMeta()
-			c.PrefetchFrozen()
 		}
 		for _, i := range a.sent {
 			resp := a.shards[i].Recv()
@@ -569,6 +582,9 @@ func (a *Coordinator) flush() {
 	a.waiters = a.waiters[:0]
 }
 
+// buildMeta runs the coordinator's part of a flush while the shards apply
+// the epoch (BuildMeta, then loading what ApplyFrozen will copy), turning a
+// panic into the cache's failure.
 func (a *Coordinator) buildMeta() {
 	defer func() {
 		if r := recover(); r != nil {
@@ -576,6 +592,7 @@ func (a *Coordinator) buildMeta() {
 		}
 	}()
 	a.core.BuildMeta()
+	a.core.PrefetchFrozen()
 }
 
 // finish answers op: a synchronous caller gets r; an async op's failure

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/schedcache/schedcache/shard"
 )
 
 // A batch is taken from the mailbox in chunks of prefetchChunk ops, each
@@ -130,4 +132,47 @@ func TestBatchChunksKeepOrder(t *testing.T) {
 	require.Equal(t, OpAddPod, asyncErrs[0].Kind)
 	require.Equal(t, "a3", string(asyncErrs[0].Pod.UID))
 	require.ErrorIs(t, asyncErrs[0].Err, ErrPodAlreadyAdded)
+}
+
+// A panic in the prefetch of a chunk (a bug: it only reads) is recovered
+// like one in an op: the cache reports itself failed with a *PanicError,
+// every caller of the chunk gets that error, and nothing of the chunk is
+// published.
+func TestPrefetchPanicFailsCache(t *testing.T) {
+	prefetchHook = func() { panic("prefetch bug") }
+	defer func() { prefetchHook = nil }()
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	a := Start(context.Background(), Options{Shards: 1, OpHook: func(*Op) {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+	}})
+	defer a.Stop()
+	op := a.NewOp()
+	op.Kind, op.Node = OpAddNode, testNode("n", "z")
+	require.NoError(t, a.Submit(op)) // held in the hook: a chunk of one, not prefetched
+	<-entered
+	results := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			op := a.NewOp()
+			op.Kind, op.Info = OpAddPod, testPod(t, fmt.Sprint("p", i), "n", 10)
+			op.Key = op.Info.Key()
+			results <- a.Do(op).Err
+		}()
+	}
+	require.Eventually(t, func() bool { return len(a.mailbox) == 8 }, 10*time.Second, time.Millisecond)
+	close(release)
+	for range 8 {
+		err := <-results
+		var failed *FailedError
+		require.ErrorAs(t, err, &failed)
+		var pe *shard.PanicError
+		require.ErrorAs(t, err, &pe)
+		require.Equal(t, "prefetch bug", pe.Value)
+	}
+	require.Error(t, a.Failed())
+	require.Zero(t, a.Snapshot().PodCount(), "nothing of the failed chunk is published")
 }

@@ -17,6 +17,9 @@ func (c *Core) prefetch(ops []*Op) {
 	if len(ops) < prefetchMin {
 		return
 	}
+	if prefetchHook != nil {
+		prefetchHook()
+	}
 	var recs [prefetchChunk]*podRecord
 	var ents [prefetchChunk]*entry
 	var sink uintptr
@@ -56,6 +59,10 @@ func (c *Core) prefetch(ops []*Op) {
 	}
 	runtime.KeepAlive(sink) // keeps the loads
 }
+
+// prefetchHook, if non-nil, runs at the start of every prefetch that loads
+// anything. Tests set it to make a prefetch panic.
+var prefetchHook func()
 
 const (
 	// prefetchChunk is the number of ops prefetched, then applied, at a
