@@ -428,12 +428,20 @@ func (e *MapEditor[V]) Prefetch(keys []string) uintptr {
 // touchNode reads one word per cache line of n's arrays.
 func touchNode[V any](n *mnode[V]) uintptr {
 	sum := uintptr(n.datamap)
-	step := max(1, 64/int(unsafe.Sizeof(n.entries[0])))
-	for i := 0; i < len(n.entries); i += step {
+	for i := 0; i < len(n.entries); i += perLine(unsafe.Sizeof(n.entries[0])) {
 		sum += uintptr(n.entries[i].hash)
 	}
-	for i := 0; i < len(n.kids); i += 8 {
+	for i := 0; i < len(n.kids); i += perLine(unsafe.Sizeof(n.kids[0])) {
 		sum += uintptr(unsafe.Pointer(n.kids[i]))
 	}
 	return sum
+}
+
+// cacheLine is the size in bytes of the cache line the prefetches step by.
+const cacheLine = 64
+
+// perLine is the number of elements of the given size in one cache line
+// (at least 1): a prefetch reads one of them per line.
+func perLine(size uintptr) int {
+	return max(1, cacheLine/int(size))
 }

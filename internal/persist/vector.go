@@ -309,8 +309,7 @@ func prefetchLeaf[T any](root *vbranch[T], shift uint, n, i int) uintptr {
 		return 0
 	}
 	sum := uintptr(l.edit)
-	step := max(1, 64/int(unsafe.Sizeof(l.vals[0])))
-	for j := 0; j < width; j += step {
+	for j := 0; j < width; j += perLine(unsafe.Sizeof(l.vals[0])) {
 		sum += uintptr(*(*byte)(unsafe.Pointer(&l.vals[j])))
 	}
 	return sum
