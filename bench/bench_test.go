@@ -56,6 +56,7 @@ func benchW1(b *testing.B, impl string, spec workload.ClusterSpec, nReaders int)
 	b.ReportAllocs()
 	b.ResetTimer()
 	defer timedProfile(b)()
+	cpu := takeCPU()
 	pool.start()
 	start := time.Now()
 	for _, ev := range events {
@@ -67,6 +68,7 @@ func benchW1(b *testing.B, impl string, spec workload.ClusterSpec, nReaders int)
 		wh.Record(time.Since(t0))
 	}
 	writer := pool.finish(b, start)
+	cpu.report(b, b.N)
 	b.ReportMetric(float64(b.N)/writer.Seconds(), "writer-events/s")
 	reportHist(b, "writer", wh)
 	if nReaders > 0 {
@@ -857,6 +859,7 @@ func benchCycle(b *testing.B, visible bool) {
 				b.ReportAllocs()
 				b.ResetTimer()
 				defer timedProfile(b)()
+				cpu := takeCPU()
 				for i := range b.N {
 					p := f.pool[i%len(f.pool)]
 					t0 := time.Now()
@@ -880,6 +883,7 @@ func benchCycle(b *testing.B, visible bool) {
 					h.Record(time.Since(t0))
 				}
 				b.StopTimer()
+				cpu.report(b, b.N)
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cycles/s")
 				reportHist(b, "cycle", h)
 			})

@@ -6,10 +6,13 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"testing"
 )
 
 var flagTimedProfile = flag.String("bench.timedprofile", "", "profile each benchmark's timed region only (setup excluded): a CPU profile in `prefix`<sub-benchmark name>.cpu.prof, and heap profiles at its start and end in <...>.heap0.prof and <...>.heap1.prof (compare allocations with pprof -sample_index=alloc_space -diff_base heap0 heap1); unlike -test.cpuprofile, which covers the whole process")
+
+var flagTimedTrace = flag.String("bench.timedtrace", "", "write an execution trace of each benchmark's timed region only (setup excluded) to `prefix`<sub-benchmark name>.trace, for go tool trace (scheduling delays between the actors); when a benchmark function runs more than once, the last run's trace is kept")
 
 var profileNameRE = regexp.MustCompile(`[^A-Za-z0-9_.=-]+`)
 
@@ -22,8 +25,9 @@ var profileNameRE = regexp.MustCompile(`[^A-Za-z0-9_.=-]+`)
 // profiles are kept.
 func timedProfile(b *testing.B) func() {
 	b.Helper()
+	stopTrace := timedTrace(b)
 	if *flagTimedProfile == "" {
-		return func() {}
+		return stopTrace
 	}
 	prefix := *flagTimedProfile + profileNameRE.ReplaceAllString(b.Name(), "_")
 	b.StopTimer()
@@ -38,12 +42,37 @@ func timedProfile(b *testing.B) func() {
 		b.Fatalf("timed profile: %v", err)
 	}
 	return func() {
+		stopTrace()
 		pprof.StopCPUProfile()
 		if err := f.Close(); err != nil {
 			b.Errorf("timed profile: %v", err)
 		}
 		b.StopTimer()
 		writeHeap(b, prefix+".heap1.prof")
+	}
+}
+
+// timedTrace starts the execution trace of the timed region when
+// -bench.timedtrace is set and returns the function that stops it (a no-op
+// without the flag).
+func timedTrace(b *testing.B) func() {
+	b.Helper()
+	if *flagTimedTrace == "" {
+		return func() {}
+	}
+	f, err := os.Create(*flagTimedTrace + profileNameRE.ReplaceAllString(b.Name(), "_") + ".trace")
+	if err != nil {
+		b.Fatalf("timed trace: %v", err)
+	}
+	if err := trace.Start(f); err != nil {
+		_ = f.Close()
+		b.Fatalf("timed trace: %v", err)
+	}
+	return func() {
+		trace.Stop()
+		if err := f.Close(); err != nil {
+			b.Errorf("timed trace: %v", err)
+		}
 	}
 }
 
