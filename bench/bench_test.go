@@ -52,7 +52,7 @@ func benchW1(b *testing.B, impl string, spec workload.ClusterSpec, nReaders int)
 	events := f.churn.Generate(b.N)
 	pool := newW1Readers(b, f.impl, nReaders)
 	wh := hist.New()
-	runtime.GC()
+	settleHeap()
 	b.ReportAllocs()
 	b.ResetTimer()
 	defer timedProfile(b)()
@@ -180,7 +180,7 @@ func BenchmarkW1CPUShare(b *testing.B) {
 				buf[i] = byte(i)
 			}
 			pool := newW1Readers(b, f.impl, r)
-			runtime.GC()
+			settleHeap()
 			b.ReportAllocs()
 			b.ResetTimer()
 			pool.start()
@@ -237,7 +237,7 @@ func BenchmarkW1ReadFloor(b *testing.B) {
 				}
 				var wg sync.WaitGroup
 				var readErr atomic.Pointer[error]
-				runtime.GC()
+				settleHeap()
 				b.ReportAllocs()
 				b.ResetTimer()
 				start := time.Now()
@@ -301,7 +301,7 @@ func BenchmarkW2(b *testing.B) {
 					f.churn = workload.NewInformerChurn(f.cluster, 202)
 				}
 				events := f.churn.Generate(b.N)
-				runtime.GC()
+				settleHeap()
 				b.ReportAllocs()
 				b.ResetTimer()
 				defer timedProfile(b)()
@@ -385,7 +385,7 @@ func benchW3(b *testing.B, impl string, spec workload.ClusterSpec, nSched int) {
 	confirm := make(chan confirmItem, b.N)
 	confirmed := make(chan error, 1)
 
-	runtime.GC()
+	settleHeap()
 	b.ReportAllocs()
 	b.ResetTimer()
 	defer timedProfile(b)()
@@ -530,7 +530,7 @@ func benchW4(b *testing.B, impl string, spec workload.ClusterSpec) {
 	var stop atomic.Bool
 	var bgErr atomic.Pointer[error]
 	done := make(chan struct{})
-	runtime.GC()
+	settleHeap()
 	b.ReportAllocs()
 	b.ResetTimer()
 	defer timedProfile(b)()
@@ -670,7 +670,7 @@ func benchW5(b *testing.B, impl string, spec workload.ClusterSpec, storm bool) {
 	for range b.N {
 		b.StopTimer()
 		events := f.churn.Generate(perIter)
-		runtime.GC()
+		settleHeap()
 		var finished time.Time
 		if storm {
 			for _, p := range f.pool {
@@ -798,7 +798,7 @@ func BenchmarkW6(b *testing.B) {
 				b.Run(fmt.Sprintf("impl=%s/nodes=%s/variant=%s", impl, sizeName(spec), variant), func(b *testing.B) {
 					f := getFixture(b, impl, "static", spec, Options{})
 					var sink int64
-					runtime.GC()
+					settleHeap()
 					b.ReportAllocs()
 					b.ResetTimer()
 					for range b.N {
@@ -855,7 +855,7 @@ func benchCycle(b *testing.B, visible bool) {
 					}
 				}
 				h := hist.New()
-				runtime.GC()
+				settleHeap()
 				b.ReportAllocs()
 				b.ResetTimer()
 				defer timedProfile(b)()

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync"
 	"testing"
 	"time"
@@ -110,6 +111,59 @@ func releaseFixture() {
 		current = nil
 		debug.FreeOSMemory() // a full GC, then every free page back to the OS
 	}
+}
+
+// settleHeap collects garbage and leaves the heap as a process that has
+// run for a while has it: the free pages the next allocations will take are
+// resident. Call it with the timer stopped, right before a timed region.
+//
+// The runtime's page allocator hands out the lowest-addressed free pages
+// first, whether or not it had returned them to the OS (releaseFixture's
+// FreeOSMemory, the background scavenger), and a returned page faults on
+// its first touch (5-12 µs here). Which pages are returned depends on what
+// ran before, so without this one implementation's timed region could take
+// faults that the other's did not: schedcache's Cycle, loaded after
+// upstream's fixture was released, took 0.07-0.25 faults per cycle and
+// upstream's none (docs/bench/optimizations.md, row 42). settleHeap takes
+// the lowest free pages with one-page allocations (so they fill the
+// smallest holes first), writes to every OS page of them, and frees them,
+// up to what the heap may grow before its next collection (at most
+// settleCap).
+func settleHeap() {
+	runtime.GC()
+	touchFreePages(settleBudget())
+	runtime.GC()
+}
+
+const (
+	settlePage = 8192    // a size class of one object per one-page span
+	settleCap  = 1 << 30 // bytes
+)
+
+// settleBudget is what the heap may allocate before its next collection,
+// less a tenth (so that touching it does not start one), at most settleCap.
+func settleBudget() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	goal, live := s[0].Value.Uint64(), s[1].Value.Uint64()
+	if goal <= live {
+		return 0
+	}
+	return min((goal-live)/10*9, settleCap)
+}
+
+// touchFreePages allocates n bytes in one-page objects, writes to each OS
+// page of them and drops them.
+func touchFreePages(n uint64) {
+	pages := make([][]byte, n/settlePage)
+	for i := range pages {
+		p := make([]byte, settlePage)
+		for j := 0; j < len(p); j += 4096 {
+			p[j] = 1
+		}
+		pages[i] = p
+	}
+	runtime.KeepAlive(pages)
 }
 
 // reportHist reports the percentiles of h as <prefix>-p50-ns etc.

@@ -145,7 +145,7 @@ func BenchmarkScaleFloor(b *testing.B) {
 					b.Fatal(err)
 				}
 				events := w.mix(c).Generate(b.N)
-				runtime.GC()
+				settleHeap()
 				b.ReportAllocs()
 				b.ResetTimer()
 				for _, ev := range events {

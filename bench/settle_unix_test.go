@@ -1,0 +1,60 @@
+//go:build unix
+
+package bench
+
+import (
+	"runtime"
+	"runtime/debug"
+	"syscall"
+	"testing"
+)
+
+func minorFaults(t *testing.T) int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return ru.Minflt
+}
+
+// TestSettleHeapMakesFreePagesResident checks what the benchmarks rely on:
+// after every free page went back to the OS, allocating 64 MiB of small
+// objects faults on most of its pages, and after settleHeap it does not.
+// It fails if settleHeap leaves the pages it frees returned to the OS, or
+// touches pages other than those the next allocations take.
+func TestSettleHeapMakesFreePagesResident(t *testing.T) {
+	const live, alloc = 256 << 20, 64 << 20 // the live heap sets the goal: ~2x live
+	ballast := make([]byte, live)
+	for i := 0; i < len(ballast); i += 4096 {
+		ballast[i] = 1
+	}
+	faultsOf := func(settle bool) int64 {
+		debug.FreeOSMemory()
+		if settle {
+			settleHeap()
+		}
+		objs := make([][]byte, 0, alloc/256)
+		f0 := minorFaults(t)
+		for range cap(objs) {
+			objs = append(objs, make([]byte, 256))
+		}
+		f := minorFaults(t) - f0
+		runtime.KeepAlive(objs)
+		return f
+	}
+	pages := int64(alloc / 4096)
+	cold, settled := faultsOf(false), faultsOf(true)
+	runtime.KeepAlive(ballast)
+	t.Logf("faults allocating %d OS pages: %d after FreeOSMemory, %d after settleHeap", pages, cold, settled)
+	if cold < pages/2 {
+		t.Fatalf("after FreeOSMemory only %d faults for %d pages: the test no longer sees returned pages fault", cold, pages)
+	}
+	if settled > cold/4 {
+		t.Fatalf("after settleHeap %d faults, want under a quarter of the %d after FreeOSMemory", settled, cold)
+	}
+	// The race detector's shadow memory faults on its own (about 6,000 of
+	// ~48,000 here), so the absolute bound holds only without it.
+	if !raceEnabled && settled > pages/20 {
+		t.Fatalf("after settleHeap %d faults for %d pages, want under %d", settled, pages, pages/20)
+	}
+}
