@@ -305,6 +305,7 @@ func BenchmarkW2(b *testing.B) {
 				b.ReportAllocs()
 				b.ResetTimer()
 				defer timedProfile(b)()
+				cpu := takeCPU()
 				for _, ev := range events {
 					if err := f.impl.Submit(ev); err != nil {
 						b.Fatalf("%v: %v", ev.Kind, err)
@@ -314,6 +315,7 @@ func BenchmarkW2(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StopTimer()
+				cpu.report(b, b.N)
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 			})
 		}

@@ -17,7 +17,10 @@ import (
 	"github.com/schedcache/schedcache/workload"
 )
 
-var flag50k = flag.Bool("bench.50k", false, "also run the 50,000-node variants of W1, W2 and W4 (slow, several GiB)")
+var (
+	flag50k    = flag.Bool("bench.50k", false, "also run the 50,000-node variants of W1, W2 and W4 (slow, several GiB)")
+	flagSettle = flag.Bool("bench.settle", true, "start every timed region from settleHeap; false: from a plain runtime.GC(), as before 2026-11-24 (to measure what settling changes)")
+)
 
 // clusters are built once per process and shared read-only.
 var (
@@ -131,6 +134,9 @@ func releaseFixture() {
 // settleCap).
 func settleHeap() {
 	runtime.GC()
+	if !*flagSettle {
+		return
+	}
 	touchFreePages(settleBudget())
 	runtime.GC()
 }

@@ -148,12 +148,14 @@ func BenchmarkScaleFloor(b *testing.B) {
 				settleHeap()
 				b.ReportAllocs()
 				b.ResetTimer()
+				cpu := takeCPU()
 				for _, ev := range events {
 					if err := f.apply(ev); err != nil {
 						b.Fatal(err)
 					}
 				}
 				b.StopTimer()
+				cpu.report(b, b.N)
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 				runtime.KeepAlive(f)
 			})
