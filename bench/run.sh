@@ -141,6 +141,12 @@ if [ "${REPORT_ONLY:-0}" = 1 ]; then
 	END=$(sed -n 's/^# end //p' "$RAW.time")
 	RUNS=()
 else
+	# The commit of the code the binary is built from, read now: commits made
+	# while the benchmarks run must not be credited with their figures.
+	COMMIT=$(git -C "$BENCH_DIR/.." rev-parse --short HEAD 2>/dev/null || echo unknown)
+	if [ -n "$(git -C "$BENCH_DIR/.." status --porcelain -- . ':!docs' 2>/dev/null)" ]; then
+		COMMIT="$COMMIT (with uncommitted changes)"
+	fi
 	go test -c -o "$BENCH_DIR/bench.test" . # build once; every group runs the same binary
 	go build -o "$BENCH_DIR/vmgap" ./cmd/vmgap
 	trap 'rm -f "$BENCH_DIR/bench.test" "$BENCH_DIR/vmgap"' EXIT
@@ -198,10 +204,6 @@ GOVERSION=$(go version)
 if [ "${REPORT_ONLY:-0}" = 1 ]; then
 	COMMIT=$(sed -n 's/^# commit //p' "$RAW.time")
 else
-	COMMIT=$(git -C "$BENCH_DIR/.." rev-parse --short HEAD 2>/dev/null || echo unknown)
-	if [ -n "$(git -C "$BENCH_DIR/.." status --porcelain -- . ':!docs' 2>/dev/null)" ]; then
-		COMMIT="$COMMIT (with uncommitted changes)"
-	fi
 	printf '# commit %s\n' "$COMMIT" >>"$RAW.time"
 fi
 
