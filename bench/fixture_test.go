@@ -126,7 +126,7 @@ func releaseFixture() {
 // its first touch (5-12 µs here). Which pages are returned depends on what
 // ran before, so without this one implementation's timed region could take
 // faults that the other's did not: schedcache's Cycle, loaded after
-// upstream's fixture was released, took 0.07-0.25 faults per cycle and
+// upstream's fixture was released, took 0.07-0.32 faults per cycle and
 // upstream's none (docs/bench/optimizations.md, row 42). settleHeap takes
 // the lowest free pages with one-page allocations (so they fill the
 // smallest holes first), writes to every OS page of them, and frees them,

@@ -95,6 +95,9 @@ func (g Gaps) Summary(d time.Duration) string {
 		g.N, g.Over, g.Total.Round(100*time.Microsecond), 100*float64(g.Total)/float64(d), d, g.Max)
 }
 
+// spin runs n spinners for d and returns their gaps. It owns the spinner
+// goroutines: each writes only its own Gaps and exits after d; spin waits
+// for all of them.
 func spin(n int, d, threshold time.Duration) []Gaps {
 	res := make([]Gaps, n)
 	var wg sync.WaitGroup
@@ -120,6 +123,8 @@ func spin(n int, d, threshold time.Duration) []Gaps {
 	return res
 }
 
+// pingPong times round trips to a partner goroutine for d. It owns the
+// partner, which exits when ping is closed; pingPong waits for it.
 func pingPong(d time.Duration) *hist.Histogram {
 	ping, pong := make(chan struct{}), make(chan struct{})
 	done := make(chan struct{})
