@@ -170,14 +170,16 @@ for g in "${RUNS[@]}"; do
 	last=${g##*|}
 	rest=${g%|*}
 	count=$COUNT
-	if [[ $last == half || $last == once ]]; then # pattern|benchtime[|flag]|half or |once
-		count=$(((COUNT + 1) / 2))
-		if [[ $last == once ]]; then
-			count=1
+	case $last in # pattern|benchtime[|flag][|half|once]
+	half | once)
+		count=1
+		if [[ $last == half ]]; then
+			count=$(((COUNT + 1) / 2))
 		fi
 		last=${rest##*|}
 		rest=${rest%|*}
-	fi
+		;;
+	esac
 	flag=
 	if [[ $last == -* ]]; then # pattern|benchtime|flag
 		flag=$last
