@@ -43,6 +43,12 @@ type (
 	CorruptionError   = actor.CorruptionError
 	FailedError       = actor.FailedError
 	PanicError        = shard.PanicError
+	// InconsistentListError is what UpdateSnapshot (and Snapshot.Err)
+	// report for a node list whose length differs from the zone tree's.
+	InconsistentListError = snapshot.InconsistentListError
+	// NodeInfoNotFoundError is what a snapshot's Get returns for a name it
+	// lacks.
+	NodeInfoNotFoundError = snapshot.NotFoundError
 )
 
 // Errors. Every error the cache returns matches one of these with errors.Is.
@@ -382,19 +388,19 @@ func (c *Cache) Sync() error {
 // the snapshot is immutable and may be kept for ever.
 func (c *Cache) Snapshot() *Snapshot { return c.a.Snapshot() }
 
-// UpdateSnapshot makes dst a copy of the latest published snapshot in O(1)
-// (structure is shared, nothing is copied). It returns the error upstream's
-// UpdateSnapshot would return for this state (an inconsistent node list),
+// UpdateSnapshot refreshes dst from the latest published snapshot exactly
+// as upstream's UpdateSnapshot refreshes the scheduler's long-lived
+// snapshot (see Snapshot.UpdateFrom): the first refresh of a new snapshot
+// is O(1); later ones re-clone the nodes changed since, keep the node order
+// unless nodes joined or left, and show each node's image counts as of the
+// refresh that last cloned it. It returns the error upstream's
+// UpdateSnapshot would return (an inconsistent node list),
 // ErrSnapshotPublished if dst came from Snapshot, or ErrNilSnapshot.
 func (c *Cache) UpdateSnapshot(logger klog.Logger, dst *Snapshot) error {
 	if dst == nil {
 		return ErrNilSnapshot
 	}
-	latest := c.a.Snapshot()
-	if err := dst.CopyFrom(latest); err != nil {
-		return err
-	}
-	return latest.Err()
+	return dst.UpdateFrom(c.a.Snapshot())
 }
 
 // ---- asynchronous (informer-style) submission ----

@@ -226,6 +226,10 @@ func checkModel(t *testing.T, c *schedcache.Cache, m *model, snap, prev *schedca
 	require.Equal(t, wantAnti, names(anti), "%s: anti-affinity list", at)
 
 	usedPVC := map[string]bool{}
+	listed := map[string]bool{} // upstream builds the used set by walking its list
+	for _, name := range wantList {
+		listed[name] = true
+	}
 	for _, name := range sortedKeys(m.entries) {
 		e := m.entries[name]
 		ni, err := snap.Get(name)
@@ -265,13 +269,16 @@ func checkModel(t *testing.T, c *schedcache.Cache, m *model, snap, prev *schedca
 		require.Equal(t, wantPorts, ni.UsedPorts(), "%s: %s used ports", at, name)
 		require.Equal(t, e.images, ni.ImageStates(), "%s: %s image states", at, name)
 		for k := range a.pvc {
-			usedPVC[k] = true
+			usedPVC[k] = usedPVC[k] || listed[name]
 		}
 		// Structural sharing: an entry no operation touched keeps the very
-		// NodeInfo of the previous snapshot; a touched one has a newer
-		// generation.
+		// NodeInfo of the previous snapshot, unless some of its images'
+		// summaries changed (a clone reading the new registry version, same
+		// generation); a touched one has a newer generation.
 		if old, err := prev.Get(name); err == nil && old == ni {
 			continue
+		} else if err == nil && ni.Generation() == old.Generation() {
+			require.NotEqual(t, old.ImageStates(), ni.ImageStates(), "%s: %s re-cloned with nothing changed", at, name)
 		} else if err == nil {
 			require.Greater(t, ni.Generation(), old.Generation(), "%s: %s generation", at, name)
 		}

@@ -52,12 +52,15 @@ type entry struct {
 	shard     int
 	node      *v1.Node // nil: nodeless (ghost, or created by a pod)
 	pods      int
-	aff, anti int            // lengths of the shard's affinity sub-lists
-	pvc       map[string]int // PVCRefCounts of the entry (nil when empty)
-	images    map[string]framework.ImageStateSummary
-	imagesGen uint64 // Core.imageGen when images was built
-	indexed   bool   // in the published name index
-	dirty     bool   // touched in the current epoch
+	aff, anti int                   // lengths of the shard's affinity sub-lists
+	pvc       map[string]int        // PVCRefCounts of the entry (nil when empty)
+	names     []string              // image names of node, each once (framework.ImageNames); immutable, shared with the shard
+	sent      *framework.ImageTable // registry version of the image view the shard has
+	viewStale bool                  // names changed since the shard got its view
+	ghost     []ghostImage          // a ghost's summaries from its last registration (upstream keeps them; Dump shows them)
+	pvcOn     bool                  // its PVC keys count in Core.pvcUsed: it has a node object and is in the node list (upstream builds the used set from its list)
+	indexed   bool                  // in the published name index
+	dirty     bool                  // touched in the current epoch
 	deleted   bool
 }
 
@@ -66,20 +69,43 @@ type entry struct {
 // by the coordinator goroutine; kept in step by newEntry, deleteEntry,
 // setNode, RemoveNode, aggregate and subtract.
 type slotState struct {
-	hasNode bool // the slot's entry has a node object
-	aff     bool // entry.aff > 0
-	anti    bool // entry.anti > 0
-	inAff   bool // in the affinity list being built (valid while the slot is in the node list)
-	inAnti  bool // in the anti-affinity list being built (same)
+	hasNode bool   // the slot's entry has a node object
+	aff     bool   // entry.aff > 0
+	anti    bool   // entry.anti > 0
+	inAff   bool   // in the affinity list being built (valid while the slot is in the node list)
+	inAnti  bool   // in the anti-affinity list being built (same)
+	rebound uint64 // Core.rebindEpoch in which the slot's entry was last rebound
 }
 
-// imageState is the registry's summary of one image name: the size the
-// first node reported, and how many nodes list it. Which nodes those are is
-// kept per node in Core.nodeImages (a few names per node instead of a set of
-// node names per image).
+// imageState is one incarnation of the registry's summary of an image
+// name (upstream's shared *ImageStateSummary): the size the first node
+// reported and how many nodes list it. Which nodes those are is kept per
+// node in Core.nodeImages (a few names per node instead of a set of node
+// names per image). It dies (count 0, out of the registry) when its last
+// node leaves; the name registered again gets a new incarnation. Owned by
+// the coordinator goroutine.
 type imageState struct {
 	size  int64
 	count int
+}
+
+// ghostImage is one image summary a ghost keeps from its last
+// registration: the incarnation (nil if the name was not registered) and
+// the size the node listed. Owned by the coordinator goroutine.
+type ghostImage struct {
+	name string
+	st   *imageState
+	size int64
+}
+
+// firstSize returns the size node lists first for name.
+func firstSize(node *v1.Node, name string) int64 {
+	for i := range node.Status.Images {
+		if slices.Contains(node.Status.Images[i].Names, name) {
+			return node.Status.Images[i].SizeBytes
+		}
+	}
+	return 0
 }
 
 // Core is the coordinator's state. Contract: not safe for concurrent use;
@@ -100,9 +126,17 @@ type Core struct {
 	// nodeImages is the registry's membership: node name -> the image names
 	// registered for it (upstream's per-image node sets, stored per node).
 	nodeImages map[string][]string
-	imageGen   uint64     // bumped whenever any image's size or node count changes
-	expiry     expiryHeap // armed deadlines, earliest first; stale items skipped
-	armSeq     uint64     // generation of the last armed deadline
+	// holders is the reverse index of the entries' image names: image
+	// name -> slots of the entries whose node object lists it.
+	holders       map[string]map[int32]struct{}
+	table         *framework.ImageTable                          // the registry as of the last syncTable; immutable
+	tableEd       persist.MapEditor[framework.ImageStateSummary] // scratch editor of table
+	imgChanged    []string                                       // names whose summary may have changed since the last syncTable
+	imgChangedSet map[string]struct{}                            // the same names, for dedup
+	rebindNames   []string                                       // names whose summary changed in this epoch's syncTables
+	rebindEpoch   uint64                                         // numbers rebindHolders passes (slotState.rebound)
+	expiry        expiryHeap                                     // armed deadlines, earliest first; stale items skipped
+	armSeq        uint64                                         // generation of the last armed deadline
 
 	freeSlots  []int32 // reusable slots
 	freedEpoch []int32 // slots freed in the current epoch; reusable after Commit
@@ -130,6 +164,8 @@ type Core struct {
 	idBuf         []int32                  // scratch for tree lists by slot
 	slotBuf       []int32                  // scratch for PrefetchFrozen
 	treeStale     bool                     // a removed node's name stayed in the tree: a listed name may have outlived its entry (and slot)
+	withNode      int                      // entries with a node object
+	unlisted      bool                     // the last buildLists left out some entry with a node object (see reconcilePVC)
 	builder       *snapshot.Builder        // the next snapshot; the last committed one is published
 }
 
@@ -140,17 +176,19 @@ func NewCore(nshards int, ttl time.Duration) *Core {
 		nshards = 1
 	}
 	c := &Core{
-		ttl:        ttl,
-		nshards:    nshards,
-		seed:       maphash.MakeSeed(),
-		pods:       make(map[string]*podRecord),
-		nodes:      make(map[string]*entry),
-		tree:       nodetree.New(),
-		images:     make(map[string]*imageState),
-		nodeImages: make(map[string][]string),
-		muts:       make([][]shard.Mutation, nshards),
-		pvcUsed:    make(map[string]int),
-		builder:    snapshot.NewBuilder(),
+		ttl:           ttl,
+		nshards:       nshards,
+		seed:          maphash.MakeSeed(),
+		pods:          make(map[string]*podRecord),
+		nodes:         make(map[string]*entry),
+		tree:          nodetree.New(),
+		images:        make(map[string]*imageState),
+		nodeImages:    make(map[string][]string),
+		holders:       make(map[string]map[int32]struct{}),
+		imgChangedSet: make(map[string]struct{}),
+		muts:          make([][]shard.Mutation, nshards),
+		pvcUsed:       make(map[string]int),
+		builder:       snapshot.NewBuilder(),
 	}
 	c.treeVersion = c.tree.Version()
 	c.byListPos = c.compareListPos
@@ -221,9 +259,20 @@ func (c *Core) deleteEntry(e *entry) {
 	c.freedEpoch = append(c.freedEpoch, e.slot)
 }
 
-// setNodePVC adds (sign=+1) or removes (-1) the entry's PVC keys from the
-// used set; called when the entry gains or loses its node object.
-func (c *Core) setNodePVC(e *entry, sign int) {
+// reconcilePVC counts the entry's PVC keys in the used set exactly while it
+// has a node object and is in the node list of the last buildLists: the
+// set upstream builds by walking its list (only a pods-first entry given a
+// node by UpdateNode has a node but no place in the list).
+func (c *Core) reconcilePVC(e *entry) {
+	want := !e.deleted && e.node != nil && c.listed(e)
+	if want == e.pvcOn {
+		return
+	}
+	e.pvcOn = want
+	sign := -1
+	if want {
+		sign = +1
+	}
 	for k := range e.pvc {
 		c.bumpPVC(k, sign)
 	}
@@ -278,7 +327,7 @@ func (c *Core) attach(info *framework.PodInfo) *entry {
 			e.pvc = make(map[string]int)
 		}
 		e.pvc[k]++
-		if e.pvc[k] == 1 && e.node != nil {
+		if e.pvc[k] == 1 && e.pvcOn {
 			c.bumpPVC(k, +1)
 		}
 	}
@@ -330,7 +379,7 @@ func (c *Core) detach(r *podRecord, aff, anti bool) {
 		e.pvc[k]--
 		if e.pvc[k] <= 0 {
 			delete(e.pvc, k)
-			if e.node != nil {
+			if e.pvcOn {
 				c.bumpPVC(k, -1)
 			}
 		}
@@ -513,11 +562,45 @@ func imageNames(node *v1.Node, fn func(name string, size int64)) {
 	}
 }
 
+// numImageNames counts node's image names, duplicates included.
+func numImageNames(node *v1.Node) int {
+	n := 0
+	for i := range node.Status.Images {
+		n += len(node.Status.Images[i].Names)
+	}
+	return n
+}
+
+// smallSet is the size up to which membership is checked by scanning a
+// slice; larger registrations use a map, so a node listing many images
+// costs O(images), not O(images^2).
+const smallSet = 32
+
+func setOf(names []string) map[string]struct{} {
+	m := make(map[string]struct{}, len(names))
+	for _, n := range names {
+		m[n] = struct{}{}
+	}
+	return m
+}
+
+// registerImages adds node to the node set of every name it lists (3.5):
+// a name not in the registry gets a new incarnation with the size node
+// lists first; the size of an existing one never changes.
 func (c *Core) registerImages(node *v1.Node) {
 	list := c.nodeImages[node.Name]
+	var member map[string]struct{}
+	if len(list)+numImageNames(node) > smallSet {
+		member = setOf(list)
+	}
 	imageNames(node, func(name string, size int64) {
-		if slices.Contains(list, name) {
-			return // already a member: size stays first-writer-wins
+		if member != nil {
+			if _, ok := member[name]; ok {
+				return // already a member: size stays first-writer-wins
+			}
+			member[name] = struct{}{}
+		} else if slices.Contains(list, name) {
+			return
 		}
 		st, ok := c.images[name]
 		if !ok {
@@ -526,28 +609,49 @@ func (c *Core) registerImages(node *v1.Node) {
 		}
 		st.count++
 		list = append(list, name)
-		c.imageGen++
+		c.imageChanged(name)
 	})
 	if len(list) > 0 {
 		c.nodeImages[node.Name] = list
 	}
 }
 
+// unregisterImages removes node's name from the node set of every name
+// node lists; an incarnation left with no nodes dies.
 func (c *Core) unregisterImages(node *v1.Node) {
 	list := c.nodeImages[node.Name]
-	imageNames(node, func(name string, _ int64) {
-		i := slices.Index(list, name)
-		if i < 0 {
-			return
-		}
-		list = slices.Delete(list, i, i+1)
-		c.imageGen++
+	if len(list) == 0 {
+		return
+	}
+	drop := func(name string) {
 		if st := c.images[name]; st != nil {
 			if st.count--; st.count <= 0 {
 				delete(c.images, name)
 			}
+			c.imageChanged(name)
 		}
-	})
+	}
+	if len(list)+numImageNames(node) > smallSet {
+		gone := make(map[string]struct{}, numImageNames(node))
+		imageNames(node, func(name string, _ int64) { gone[name] = struct{}{} })
+		kept := list[:0]
+		for _, name := range list {
+			if _, ok := gone[name]; ok {
+				drop(name)
+			} else {
+				kept = append(kept, name)
+			}
+		}
+		clear(list[len(kept):])
+		list = kept
+	} else {
+		imageNames(node, func(name string, _ int64) {
+			if i := slices.Index(list, name); i >= 0 {
+				list = slices.Delete(list, i, i+1)
+				drop(name)
+			}
+		})
+	}
 	if len(list) == 0 {
 		delete(c.nodeImages, node.Name)
 	} else {
@@ -555,47 +659,66 @@ func (c *Core) unregisterImages(node *v1.Node) {
 	}
 }
 
+// imageChanged notes that name's summary may have changed; syncTable
+// settles it.
+func (c *Core) imageChanged(name string) {
+	if _, ok := c.imgChangedSet[name]; !ok {
+		c.imgChangedSet[name] = struct{}{}
+		c.imgChanged = append(c.imgChanged, name)
+	}
+}
+
+// syncTable brings the published registry version up to date with the
+// names changed since the last call. A name whose summary ended where it
+// started (a node re-registered with the same images) changes nothing;
+// if no summary changed, table stays the same version. The names whose
+// summaries did change are added to rebindNames.
+func (c *Core) syncTable() {
+	if len(c.imgChanged) == 0 {
+		return
+	}
+	c.table.Map().EditInto(&c.tableEd)
+	changed := false
+	for _, name := range c.imgChanged {
+		delete(c.imgChangedSet, name)
+		old, had := c.tableEd.Get(name)
+		st := c.images[name]
+		if st == nil {
+			if had {
+				c.tableEd.Delete(name)
+				c.rebindNames = append(c.rebindNames, name)
+				changed = true
+			}
+			continue
+		}
+		v := framework.ImageStateSummary{Size: st.size, NumNodes: st.count}
+		if !had || old != v {
+			c.tableEd.Set(name, v)
+			c.rebindNames = append(c.rebindNames, name)
+			changed = true
+		}
+	}
+	clear(c.imgChanged)
+	c.imgChanged = c.imgChanged[:0]
+	m := c.tableEd.Done()
+	if changed {
+		c.table = framework.NewImageTable(m)
+	}
+}
+
 // replaceImages swaps the registration of old (may be nil) for node's,
-// exactly as upstream unregisters and re-registers (an image only node holds
-// is re-created with the size node lists first). The image generation, which
-// makes touched nodes rebuild their summaries, moves only if some image's
-// size or node count really changed: a heartbeat with the same images is free.
+// exactly as upstream unregisters and re-registers (an image only node
+// holds is re-created with the size node lists first). A heartbeat with
+// the same images, whose re-registration would leave the registry as it
+// is, skips both steps.
 func (c *Core) replaceImages(old, node *v1.Node) {
 	if old != nil && sameImages(old, node) && c.reregisterIsNoop(node) {
 		return
 	}
-	type was struct {
-		name   string
-		exists bool
-		size   int64
-		count  int
-	}
-	var before []was
-	record := func(name string, _ int64) {
-		st := c.images[name]
-		if st == nil {
-			before = append(before, was{name: name})
-		} else {
-			before = append(before, was{name, true, st.size, st.count})
-		}
-	}
-	if old != nil {
-		imageNames(old, record)
-	}
-	imageNames(node, record)
-	gen := c.imageGen
 	if old != nil {
 		c.unregisterImages(old)
 	}
 	c.registerImages(node)
-	c.imageGen = gen
-	for _, w := range before {
-		st := c.images[w.name]
-		if (st != nil) != w.exists || (st != nil && (st.size != w.size || st.count != w.count)) {
-			c.imageGen++
-			return
-		}
-	}
 }
 
 // sameImages reports whether a and b list the same images: the same names
@@ -617,8 +740,8 @@ func sameImages(a, b *v1.Node) bool {
 // which is registered, would leave the registry as it is: true unless an
 // image only node holds would be re-created with another size than the
 // registry's (a size another node fixed before it left). Duplicate names
-// with different sizes may report false where re-registration is in fact
-// a no-op; the caller then takes the long way.
+// with different sizes may report false where re-registration is in fact a
+// no-op; the caller then takes the long way.
 func (c *Core) reregisterIsNoop(node *v1.Node) bool {
 	for i := range node.Status.Images {
 		img := &node.Status.Images[i]
@@ -632,22 +755,52 @@ func (c *Core) reregisterIsNoop(node *v1.Node) bool {
 	return true
 }
 
-// setNode makes node the entry's object. The entry's image summaries are
-// kept if node lists the same images as the object it replaces: they are a
-// function of that list and of the registry at imagesGen, and
-// PendingMutations rebuilds them if the registry has moved since.
+// setHolders makes names the image names e's node object lists, keeping
+// the reverse index (image name -> holders) in step.
+func (c *Core) setHolders(e *entry, names []string) {
+	for _, n := range e.names {
+		if h := c.holders[n]; h != nil {
+			delete(h, e.slot)
+			if len(h) == 0 {
+				delete(c.holders, n)
+			}
+		}
+	}
+	for _, n := range names {
+		h := c.holders[n]
+		if h == nil {
+			h = make(map[int32]struct{})
+			c.holders[n] = h
+		}
+		h[e.slot] = struct{}{}
+	}
+	e.names = names
+	e.viewStale = true
+}
+
+// setNode makes node the entry's object. Its image names (and so the
+// holders index) change only if node lists other images than the object
+// it replaces.
 func (c *Core) setNode(e *entry, node *v1.Node) {
-	hadNode := e.node != nil
+	if (e.node == nil) != (node == nil) {
+		c.withNode += boolSign(node != nil)
+	}
 	if e.node == nil || node == nil || !sameImages(e.node, node) {
-		e.imagesGen = 0
-		e.images = nil
+		c.setHolders(e, framework.ImageNames(node))
+	}
+	if node != nil {
+		e.ghost = nil
 	}
 	e.node = node
 	c.slots[e.slot].hasNode = node != nil
 	c.emit(e, shard.Mutation{Kind: shard.SetNode, Node: node})
-	if !hadNode {
-		c.setNodePVC(e, +1)
+}
+
+func boolSign(b bool) int {
+	if b {
+		return 1
 	}
+	return -1
 }
 
 // AddNode adds node or replaces the object of an existing entry (real,
@@ -694,11 +847,17 @@ func (c *Core) RemoveNode(node *v1.Node) error {
 		return &NodeError{Op: "RemoveNode", Name: node.Name, Err: ErrNodeNotFound}
 	}
 	if e.node != nil {
-		c.setNodePVC(e, -1)
+		c.withNode--
+		// Upstream's ghost keeps the summaries of its last registration
+		// (the live incarnations now); Dump shows their counts as they go.
+		e.ghost = make([]ghostImage, len(e.names))
+		for i, name := range e.names {
+			e.ghost[i] = ghostImage{name: name, st: c.images[name], size: firstSize(e.node, name)}
+		}
+		c.setHolders(e, nil)
 	}
 	e.node = nil
 	c.slots[e.slot].hasNode = false
-	e.images = nil
 	c.emit(e, shard.Mutation{Kind: shard.ClearNode})
 	if e.pods == 0 {
 		c.deleteEntry(e)
@@ -751,47 +910,75 @@ func (c *Core) AssumedKeys() map[string]struct{} {
 
 // ---- flush ----
 
-// PendingMutations completes the epoch's mutations (image summaries of
-// touched nodes) and returns them per shard. The actor delivers shard i's
+// PendingMutations completes the epoch's mutations (the image view of
+// every touched node whose shard copy reads an older registry version or
+// other names) and returns them per shard. The actor delivers shard i's
 // slice and must call ResetMutations after every shard has replied.
 func (c *Core) PendingMutations() [][]shard.Mutation {
+	c.syncTable()
 	for _, e := range c.dirtyEntries {
 		if e.deleted || e.node == nil {
 			continue
 		}
-		if e.images == nil || e.imagesGen != c.imageGen {
-			e.images = c.imageSummaries(e.node)
-			e.imagesGen = c.imageGen
-			c.muts[e.shard] = append(c.muts[e.shard], shard.Mutation{Kind: shard.SetImages, Slot: e.slot, Images: e.images})
+		if e.viewStale || e.sent != c.table {
+			e.viewStale, e.sent = false, c.table
+			c.muts[e.shard] = append(c.muts[e.shard], shard.Mutation{Kind: shard.SetImages, Slot: e.slot,
+				Images: &framework.ImageView{Names: e.names, Table: c.table}})
 		}
 	}
 	return c.muts
 }
 
-func (c *Core) imageSummaries(node *v1.Node) map[string]framework.ImageStateSummary {
-	m := make(map[string]framework.ImageStateSummary, len(node.Status.Images))
-	imageNames(node, func(name string, size int64) {
-		if st, ok := c.images[name]; ok {
-			m[name] = framework.ImageStateSummary{Size: st.size, NumNodes: st.count}
-		} else {
-			m[name] = framework.ImageStateSummary{Size: size}
+// rebindHolders gives every untouched node listing an image whose summary
+// changed this epoch a clone of its published entry that reads the new
+// registry version, so that a snapshot shows every node's image counts
+// as of its epoch, as a fresh upstream snapshot does (3.5, 5.2). Entries
+// touched this epoch get the new version from their shard.
+func (c *Core) rebindHolders() {
+	if len(c.rebindNames) == 0 {
+		return
+	}
+	c.rebindEpoch++
+	last := c.builder.Last()
+	for _, name := range c.rebindNames {
+		for slot := range c.holders[name] {
+			e := c.bySlot[slot]
+			if e == nil || e.dirty || e.node == nil || c.slots[slot].rebound == c.rebindEpoch {
+				continue
+			}
+			c.slots[slot].rebound = c.rebindEpoch
+			if ni := last.NodeAt(slot); ni != nil {
+				c.builder.SetNode(slot, ni.WithImageTable(c.table))
+			}
 		}
-	})
-	return m
+	}
+	clear(c.rebindNames)
+	c.rebindNames = c.rebindNames[:0]
 }
 
-// CurrentImages returns ni with image summaries computed from the registry
-// now, as an upstream clone taken now would show them (Dump, GetNode).
-// Nodeless entries keep what they had.
+// CurrentImages returns ni with the image summaries an upstream clone of
+// the entry taken now shows (Dump, GetNode): a node's names read from the
+// registry now; a ghost's summaries of its last registration, with their
+// counts now (a dead incarnation counts no nodes); none for an entry that
+// never had a node object.
 func (c *Core) CurrentImages(name string, ni *framework.NodeInfo) *framework.NodeInfo {
 	e := c.nodes[name]
-	if ni == nil || e == nil || e.node == nil {
+	if ni == nil || e == nil {
 		return ni
 	}
-	if e.images != nil && e.imagesGen == c.imageGen {
-		return ni // nothing changed since the shard got its summaries
+	if e.node == nil {
+		m := make(map[string]framework.ImageStateSummary, len(e.ghost))
+		for _, g := range e.ghost {
+			s := framework.ImageStateSummary{Size: g.size}
+			if g.st != nil {
+				s = framework.ImageStateSummary{Size: g.st.size, NumNodes: g.st.count}
+			}
+			m[g.name] = s
+		}
+		return ni.WithImageStates(m)
 	}
-	return ni.WithImageStates(c.imageSummaries(e.node))
+	c.syncTable()
+	return ni.WithImages(framework.ImageView{Names: e.names, Table: c.table})
 }
 
 // ResetMutations empties the per-shard mutation buffers for reuse.
@@ -814,9 +1001,6 @@ func (c *Core) BuildMeta() {
 			b.DeletePod(d.key)
 		}
 	}
-	for _, k := range c.dirtyPVC {
-		b.SetPVC(k, c.pvcUsed[k] > 0)
-	}
 	for _, e := range c.dirtyEntries {
 		want := !e.deleted && e.node != nil
 		if want != e.indexed {
@@ -833,15 +1017,28 @@ func (c *Core) BuildMeta() {
 		c.treeVersion = v
 		c.listsDirty = true
 	}
+	wasUnlisted := c.unlisted
 	switch {
 	case c.listsDirty:
 		c.buildLists()
 	case len(c.affFlips) > 0:
 		c.editAffinityLists()
 	}
+	if c.listsDirty && (c.unlisted || wasUnlisted) {
+		for _, e := range c.nodes {
+			c.reconcilePVC(e)
+		}
+	}
+	for _, e := range c.dirtyEntries {
+		c.reconcilePVC(e)
+	}
+	for _, k := range c.dirtyPVC {
+		b.SetPVC(k, c.pvcUsed[k] > 0)
+	}
 	c.listsDirty = false
 	clear(c.affFlips)
 	c.affFlips = c.affFlips[:0]
+	c.rebindHolders()
 	b.FoldPods()
 }
 
@@ -928,16 +1125,29 @@ func (c *Core) buildLists() {
 	for i := range c.listPos {
 		c.listPos[i] = -1
 	}
+	skipped, distinct := false, 0
 	for _, slot := range listed {
 		if slot < 0 || !c.slots[slot].hasNode {
+			skipped = true
 			continue // upstream logs and skips names missing from the snapshot map
 		}
 		if c.listPos[slot] >= 0 {
 			c.listIrregular = true // listed twice: only full rebuilds keep upstream's list
+		} else {
+			distinct++
 		}
 		c.listPos[slot] = int32(len(order))
 		order = append(order, slot)
 	}
+	var names []string
+	if skipped {
+		// A long-lived snapshot may still hold these names (upstream
+		// deletes removed nodes from it only down to the tree's count):
+		// it resolves the tree's list by name.
+		names, _ = c.tree.AppendList(nil)
+	}
+	c.builder.SetTree(c.tree.NumNodes(), names)
+	c.unlisted = distinct != c.withNode
 	var err error
 	if len(order) != c.tree.NumNodes() {
 		indexed := 0

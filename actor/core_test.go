@@ -456,9 +456,10 @@ func imageNode(name string, images ...v1.ContainerImage) *v1.Node {
 }
 
 // TestNodeHeartbeatImages: a node update listing the same images keeps the
-// registry and the node's summaries as they are, with the result upstream's
-// unregister-then-register gives, including the case where that
-// re-creates an image with the updated node's size.
+// registry version and the node's names as they are, with the result
+// upstream's unregister-then-register gives, including the case where that
+// re-creates an image with the updated node's size; snapshots show every
+// node's counts as of their epoch, as a fresh upstream snapshot.
 func TestNodeHeartbeatImages(t *testing.T) {
 	l := NewLocal(2, 0)
 	c := l.Core
@@ -480,20 +481,22 @@ func TestNodeHeartbeatImages(t *testing.T) {
 	require.Equal(t, framework.ImageStateSummary{Size: 100, NumNodes: 2}, summary("n2", "x"))
 
 	// A heartbeat: a new object, same images. Nothing moves.
-	gen, images := c.imageGen, c.nodes["n2"].images
+	table, names := c.table, c.nodes["n2"].names
 	old := c.nodes["n2"].node
 	c.UpdateNode(old, imageNode("n2", img("x", 200), img("y", 50)))
-	require.Equal(t, gen, c.imageGen)
-	require.Len(t, c.nodes["n2"].images, 2)
-	require.Equal(t, fmt.Sprintf("%p", images), fmt.Sprintf("%p", c.nodes["n2"].images), "summaries kept")
+	require.Empty(t, c.imgChanged, "a heartbeat changes no image summary")
+	require.Len(t, c.nodes["n2"].names, 2)
+	require.Equal(t, fmt.Sprintf("%p", names), fmt.Sprintf("%p", c.nodes["n2"].names), "names kept")
 	require.Equal(t, framework.ImageStateSummary{Size: 100, NumNodes: 2}, summary("n2", "x"))
 	require.Equal(t, framework.ImageStateSummary{Size: 50, NumNodes: 1}, summary("n2", "y"))
+	require.Same(t, table, c.table, "a heartbeat publishes no new registry version")
 
-	// n1 leaves: x keeps the size n1 fixed, now held by n2 alone; n2's
-	// summary is stale until n2 changes, as upstream's.
+	// n1 leaves: x keeps the size n1 fixed, now held by n2 alone; n2 is
+	// untouched, and the snapshot shows its count now, as a fresh
+	// upstream snapshot does.
 	require.NoError(t, c.RemoveNode(c.nodes["n1"].node))
 	require.Equal(t, 1, c.images["x"].count)
-	require.Equal(t, framework.ImageStateSummary{Size: 100, NumNodes: 2}, summary("n2", "x"))
+	require.Equal(t, framework.ImageStateSummary{Size: 100, NumNodes: 1}, summary("n2", "x"))
 
 	// A heartbeat of n2 now re-creates x with n2's size, as upstream's
 	// unregister and register do.
@@ -501,9 +504,10 @@ func TestNodeHeartbeatImages(t *testing.T) {
 	require.Equal(t, framework.ImageStateSummary{Size: 200, NumNodes: 1}, summary("n2", "x"))
 
 	// An update that changes the list rebuilds the summaries.
-	gen = c.imageGen
+	table = c.table
 	c.UpdateNode(c.nodes["n2"].node, imageNode("n2", img("x", 200), img("y", 50), img("z", 7)))
-	require.Greater(t, c.imageGen, gen)
+	summary("n2", "z")
+	require.NotSame(t, table, c.table)
 	require.Equal(t, framework.ImageStateSummary{Size: 7, NumNodes: 1}, summary("n2", "z"))
 	require.Equal(t, framework.ImageStateSummary{Size: 200, NumNodes: 1}, summary("n2", "x"))
 }

@@ -39,9 +39,11 @@ type NodeInfo struct {
 	requested                    Resource
 	nonZeroRequested             Resource
 	allocatable                  Resource
-	usedPorts                    []HostPort // a set, normalised
-	pvcRefs                      []pvcRef   // sorted by key, counts > 0
-	imageStates                  map[string]ImageStateSummary
+	usedPorts                    []HostPort                   // a set, normalised
+	pvcRefs                      []pvcRef                     // sorted by key, counts > 0
+	imageStates                  map[string]ImageStateSummary // explicit summaries (NewSnapshot, ghosts in Dump); nil: read imageNames from imageTable
+	imageNames                   []string                     // the node object's image names, each once; shared, immutable
+	imageTable                   *ImageTable                  // the registry version this clone shows
 	generation                   int64
 }
 
@@ -219,12 +221,19 @@ func (n *NodeInfo) HostPortConflict(ip string, protocol string, port int32) bool
 
 // ImageStates returns a fresh copy of the image summaries (never nil).
 func (n *NodeInfo) ImageStates() map[string]ImageStateSummary {
-	if n == nil || n.imageStates == nil {
+	if n == nil {
 		return make(map[string]ImageStateSummary)
 	}
-	out := make(map[string]ImageStateSummary, len(n.imageStates))
-	for k, v := range n.imageStates {
-		out[k] = v
+	if n.imageStates != nil {
+		out := make(map[string]ImageStateSummary, len(n.imageStates))
+		for k, v := range n.imageStates {
+			out[k] = v
+		}
+		return out
+	}
+	out := make(map[string]ImageStateSummary, len(n.imageNames))
+	for _, name := range n.imageNames {
+		out[name] = n.imageSummary(name)
 	}
 	return out
 }
@@ -234,8 +243,14 @@ func (n *NodeInfo) ImageState(name string) (ImageStateSummary, bool) {
 	if n == nil {
 		return ImageStateSummary{}, false
 	}
-	s, ok := n.imageStates[name]
-	return s, ok
+	if n.imageStates != nil {
+		s, ok := n.imageStates[name]
+		return s, ok
+	}
+	if !containsString(n.imageNames, name) {
+		return ImageStateSummary{}, false
+	}
+	return n.imageSummary(name), true
 }
 
 // NumImageStates returns len(ImageStates()) without copying.
@@ -243,7 +258,10 @@ func (n *NodeInfo) NumImageStates() int {
 	if n == nil {
 		return 0
 	}
-	return len(n.imageStates)
+	if n.imageStates != nil {
+		return len(n.imageStates)
+	}
+	return len(n.imageNames)
 }
 
 // PVCRefCounts returns a fresh copy of the PVC reference counts keyed

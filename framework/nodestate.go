@@ -41,7 +41,8 @@ type NodeState struct {
 
 	node        *v1.Node
 	allocatable Resource                     // immutable, rebuilt by SetNode
-	imageStates map[string]ImageStateSummary // immutable, replaced by SetImageStates
+	imageStates map[string]ImageStateSummary // immutable, replaced by SetImageStates (explicit summaries)
+	images      *ImageView                   // immutable, replaced by SetImages (summaries read from a registry version)
 
 	// Pod lists. Emptied slices keep their capacity (Freeze publishes nil).
 	pods                         []*PodInfo
@@ -273,7 +274,14 @@ func (s *NodeState) ClearNode() {
 // hands over: it becomes shared with frozen NodeInfos and must never be
 // mutated afterwards. It does not bump the generation (4.9).
 func (s *NodeState) SetImageStates(m map[string]ImageStateSummary) {
-	s.imageStates = m
+	s.imageStates, s.images = m, nil
+	s.dirty |= dirtyAny
+}
+
+// SetImages makes the entry's image summaries those of v's names read from
+// v's registry version (v is immutable). It does not bump the generation.
+func (s *NodeState) SetImages(v *ImageView) {
+	s.imageStates, s.images = nil, v
 	s.dirty |= dirtyAny
 }
 
@@ -303,6 +311,9 @@ func (s *NodeState) Freeze() *NodeInfo {
 		allocatable:      s.allocatable,
 		imageStates:      s.imageStates,
 		generation:       s.generation,
+	}
+	if v := s.images; v != nil {
+		n.imageNames, n.imageTable = v.Names, v.Table
 	}
 	n.pods = clipOrNil(buf[:np:np], s.pods)
 	n.podsWithAffinity = clipOrNil(buf[np:np+na:np+na], s.podsWithAffinity)

@@ -387,6 +387,7 @@ func deepCopyNodeInfo(n *NodeInfo) *NodeInfo {
 	c.allocatable.scalars = slices.Clone(n.allocatable.scalars)
 	c.usedPorts = slices.Clone(n.usedPorts)
 	c.pvcRefs = slices.Clone(n.pvcRefs)
+	c.imageNames = slices.Clone(n.imageNames)
 	if n.imageStates != nil {
 		c.imageStates = make(map[string]ImageStateSummary, len(n.imageStates))
 		for k, v := range n.imageStates {

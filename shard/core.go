@@ -33,7 +33,7 @@ const (
 	SetNode
 	// ClearNode drops the node object (RemoveNode); pods stay.
 	ClearNode
-	// SetImages replaces the entry's image summaries with Images.
+	// SetImages replaces the entry's image view with Images.
 	SetImages
 )
 
@@ -62,12 +62,12 @@ func (k Kind) String() string {
 type Mutation struct {
 	Kind         Kind
 	Slot         int32
-	Pod          *framework.PodInfo                     // AddPod; RemovePod: the stored PodInfo, if known (found by pointer)
-	Key          string                                 // RemovePod
-	Affinity     bool                                   // RemovePod
-	AntiAffinity bool                                   // RemovePod
-	Node         *v1.Node                               // SetNode
-	Images       map[string]framework.ImageStateSummary // SetImages; immutable once sent
+	Pod          *framework.PodInfo   // AddPod; RemovePod: the stored PodInfo, if known (found by pointer)
+	Key          string               // RemovePod
+	Affinity     bool                 // RemovePod
+	AntiAffinity bool                 // RemovePod
+	Node         *v1.Node             // SetNode
+	Images       *framework.ImageView // SetImages; immutable once sent
 }
 
 // Frozen is a published copy of one entry: Info is nil when the entry was
@@ -231,7 +231,7 @@ func (c *Core) apply(m *Mutation) error {
 	case ClearNode:
 		s.ClearNode()
 	case SetImages:
-		s.SetImageStates(m.Images)
+		s.SetImages(m.Images)
 	default:
 		return fmt.Errorf("unknown mutation %v", m.Kind)
 	}

@@ -32,6 +32,9 @@ type Builder struct {
 	aff     persist.Seq[int32]
 	anti    persist.Seq[int32]
 	err     error
+	tree    bool // SetTree was called in this transaction
+	treeN   int
+	treeNms []string
 }
 
 // NewBuilder returns a builder whose last snapshot is empty.
@@ -132,6 +135,12 @@ func (b *Builder) SetLists(order []int32, aff, anti persist.Seq[int32], err erro
 	b.order, b.aff, b.anti, b.err = order, aff, anti, err
 }
 
+// SetTree records the zone tree's node count and, when the tree lists
+// names the node list skips, the tree's list by name (immutable once set).
+func (b *Builder) SetTree(numNodes int, names []string) {
+	b.tree, b.treeN, b.treeNms = true, numNodes, names
+}
+
 // Lists returns the node list, the two affinity lists and the list error as
 // of this transaction (read-only; SetLists replaces them).
 func (b *Builder) Lists() (order []int32, aff, anti persist.Seq[int32], err error) {
@@ -165,6 +174,10 @@ func (b *Builder) Commit(epoch uint64, nodeCount, podCount int) *Snapshot {
 	if b.pvc != nil {
 		s.pvc = b.pvc.Done()
 		b.pvc = nil
+	}
+	if b.tree {
+		s.treeNodes, s.treeNames = b.treeN, b.treeNms
+		b.tree, b.treeNms = false, nil
 	}
 	if b.lists {
 		s.order, s.aff, s.anti, s.err = b.order, b.aff, b.anti, b.err

@@ -80,7 +80,10 @@ type Snapshot struct {
 	podCount  int                                 // pods held (assumed included)
 	nodeCount int                                 // NodeInfo entries, ghosts and nodeless included
 	err       error                               // list/tree inconsistency, reported by UpdateSnapshot
+	treeNodes int                                 // nodes in the zone tree
+	treeNames []string                            // the tree's list by name when it names nodes order lacks (a name without a node entry); nil otherwise; shared, never written
 	published bool                                // true for snapshots handed out by the cache
+	ll        *longLived                          // nil unless refreshed by UpdateFrom; owned with the snapshot
 }
 
 // NewEmptySnapshot returns an empty snapshot owned by the caller.
@@ -102,6 +105,7 @@ func (s *Snapshot) CopyFrom(src *Snapshot) error {
 	}
 	*s = *src
 	s.published = false
+	s.ll = src.ll.clone()
 	return nil
 }
 
@@ -122,6 +126,10 @@ func (s *Snapshot) At(i int) *framework.NodeInfo {
 	}
 	return s.nodes.Get(int(s.order[i]))
 }
+
+// NodeAt returns the entry at slot (nil for a free slot or a nodeless
+// entry). Slots are the coordinator's; it does not allocate.
+func (s *Snapshot) NodeAt(slot int32) *framework.NodeInfo { return s.nodes.Get(int(slot)) }
 
 // Range calls fn for each node of the list in order until fn returns false.
 func (s *Snapshot) Range(fn func(i int, n *framework.NodeInfo) bool) {

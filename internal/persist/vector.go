@@ -314,3 +314,84 @@ func prefetchLeaf[T any](root *vbranch[T], shift uint, n, i int) uintptr {
 	}
 	return sum
 }
+
+// DiffVectors calls fn(i, x, y) for every index i below the larger length
+// where x = a.Get(i) and y = b.Get(i) differ, in index order. Subtrees the
+// two versions share are skipped, so comparing a version with one derived
+// from it costs O(changes x depth), not O(length).
+func DiffVectors[T comparable](a, b Vector[T], fn func(i int, x, y T)) {
+	n := max(a.n, b.n)
+	if a.root != nil && b.root != nil && a.shift == b.shift {
+		diffBranch(a.root, b.root, a.shift, 0, a.n, b.n, fn)
+		return
+	}
+	for base := 0; base < n; base += width {
+		var la, lb *vleaf[T]
+		if base < a.n {
+			la = vleafAt(a.root, a.shift, base)
+		}
+		if base < b.n {
+			lb = vleafAt(b.root, b.shift, base)
+		}
+		diffLeaf(la, lb, base, a.n, b.n, fn)
+	}
+}
+
+// straddles reports whether the indices [base, base+span) hold the end of
+// one version but not of the other: a node the two share may still read
+// differently there, as one version's length cuts it.
+func straddles(base, span, na, nb int) bool {
+	lo := min(na, nb)
+	return na != nb && base < max(na, nb) && lo < base+span
+}
+
+func diffBranch[T comparable](x, y *vbranch[T], shift uint, base, na, nb int, fn func(int, T, T)) {
+	if x == y && !straddles(base, 1<<(shift+levelBits), na, nb) {
+		return
+	}
+	n := max(na, nb)
+	for k := 0; k < width; k++ {
+		cb := base + k<<shift
+		if cb >= n {
+			return
+		}
+		var px, py unsafe.Pointer
+		if x != nil && cb < na {
+			px = x.ptrs[k]
+		}
+		if y != nil && cb < nb {
+			py = y.ptrs[k]
+		}
+		if px == py && !straddles(cb, 1<<shift, na, nb) {
+			continue
+		}
+		if shift == levelBits {
+			diffLeaf((*vleaf[T])(px), (*vleaf[T])(py), cb, na, nb, fn)
+		} else {
+			diffBranch((*vbranch[T])(px), (*vbranch[T])(py), shift-levelBits, cb, na, nb, fn)
+		}
+	}
+}
+
+func diffLeaf[T comparable](x, y *vleaf[T], base, na, nb int, fn func(int, T, T)) {
+	if x == y && !straddles(base, width, na, nb) {
+		return
+	}
+	var zero T
+	for j := 0; j < width; j++ {
+		i := base + j
+		if i >= na && i >= nb {
+			return
+		}
+		a, b := zero, zero
+		if x != nil && i < na {
+			a = x.vals[j]
+		}
+		if y != nil && i < nb {
+			b = y.vals[j]
+		}
+		if a != b {
+			fn(i, a, b)
+		}
+	}
+}

@@ -1,0 +1,173 @@
+package snapshot
+
+import (
+	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/internal/persist"
+)
+
+// longLived is what a snapshot refreshed by UpdateFrom keeps besides the
+// fields it shares in shape with published snapshots: which published
+// version it last read, and its own slot allocation (its entries live at
+// slots of its own once it has diverged from the published versions).
+// Owned by the snapshot's owner, like the snapshot.
+type longLived struct {
+	base     persist.Vector[*framework.NodeInfo] // nodes of the published snapshot the last refresh read
+	nextSlot int32                               // first slot never used by this snapshot
+	free     []int32                             // slots freed by removals
+}
+
+func (l *longLived) clone() *longLived {
+	if l == nil {
+		return nil
+	}
+	c := *l
+	c.free = append([]int32(nil), l.free...)
+	return &c
+}
+
+func (l *longLived) alloc() int32 {
+	if n := len(l.free); n > 0 {
+		s := l.free[n-1]
+		l.free = l.free[:n-1]
+		return s
+	}
+	l.nextSlot++
+	return l.nextSlot - 1
+}
+
+// UpdateFrom refreshes s from the published snapshot p exactly as
+// upstream's UpdateSnapshot refreshes a scheduler's long-lived snapshot
+// (5.2), and returns the error it would return. It fails with ErrPublished
+// if s is a published snapshot.
+//
+// A snapshot never refreshed becomes p itself in O(1): upstream clones
+// every node into it and builds its lists from the zone tree, which is what
+// p holds. Afterwards a refresh costs O(changed nodes x log n), plus
+// O(nodes) when a list must be rebuilt, as upstream's:
+//   - every node whose entry changed since the last refresh (a new
+//     generation: found by comparing p with the version that refresh read,
+//     skipping the structure they share) is cloned into s; a node only
+//     re-cloned in p to show new image counts keeps the clone s has, with
+//     the counts of its own last refresh;
+//   - a node new to s, or nodes removed from the cache (more entries in s
+//     than nodes in the tree), rebuild the node list from the tree's order;
+//     otherwise s keeps its order, even if zones changed since;
+//   - a change of some node's affinity or PVC membership rebuilds the
+//     affinity lists and the used-PVC set from s's list;
+//   - a list whose length differs from the tree's node count is rebuilt
+//     from the tree and reported as an InconsistentListError.
+//
+// Contract: s is owned by the caller; p is immutable. Not safe to call
+// concurrently with readers of s (as upstream).
+func (s *Snapshot) UpdateFrom(p *Snapshot) error {
+	if s.published {
+		return ErrPublished
+	}
+	if s.ll == nil {
+		*s = *p
+		s.published = false
+		s.ll = &longLived{base: p.nodes, nextSlot: int32(p.nodes.Len())}
+		return s.err
+	}
+	ll := s.ll
+	nodes, index := s.nodes.Edit(), s.index.Edit()
+	all, aff, anti, pvc := false, false, false, false
+	persist.DiffVectors(ll.base, p.nodes, func(_ int, _, cur *framework.NodeInfo) {
+		if cur == nil {
+			return // removed, or nodeless now: the removal pass decides
+		}
+		name := cur.NodeName()
+		slot, ok := index.Get(name)
+		var prev *framework.NodeInfo
+		if ok {
+			prev = nodes.Get(int(slot))
+			if prev != nil && prev.Generation() == cur.Generation() {
+				return // same entry version, re-cloned in p for image counts only
+			}
+		} else {
+			all = true
+			slot = ll.alloc()
+			index.Set(name, slot)
+		}
+		aff = aff || (prev.NumPodsWithAffinity() > 0) != (cur.NumPodsWithAffinity() > 0)
+		anti = anti || (prev.NumPodsWithRequiredAntiAffinity() > 0) != (cur.NumPodsWithRequiredAntiAffinity() > 0)
+		pvc = pvc || !framework.SamePVCKeys(prev, cur)
+		nodes.Set(int(slot), cur)
+	})
+	// Entries whose node left the cache (or has no node object now): upstream
+	// deletes as many as the snapshot has more than the tree, in map order.
+	if excess := index.Len() - p.treeNodes; excess > 0 {
+		s.index.Range(func(name string, slot int32) bool {
+			if _, live := p.index.Get(name); !live {
+				index.Delete(name)
+				nodes.Set(int(slot), nil)
+				ll.free = append(ll.free, slot)
+				excess--
+			}
+			return excess > 0
+		})
+		all = true
+	}
+	order, affList, antiList, used := s.order, s.aff, s.anti, s.pvc
+	if all || aff || anti || pvc {
+		if all {
+			order = p.treeOrder(index)
+		}
+		affList, antiList, used = derivedLists(order, nodes)
+	}
+	var err error
+	if len(order) != p.treeNodes {
+		err = &InconsistentListError{ListLen: len(order), TreeNodes: p.treeNodes, MapLen: index.Len(), CacheEntries: p.nodeCount}
+		order = p.treeOrder(index)
+		affList, antiList, used = derivedLists(order, nodes)
+	}
+	s.nodes, s.index = nodes.Done(), index.Done()
+	s.order, s.aff, s.anti, s.pvc, s.err = order, affList, antiList, used, err
+	s.epoch, s.podCount, s.nodeCount = p.epoch, p.podCount, p.nodeCount
+	s.pods, s.podLog, s.podSum = p.pods, p.podLog, p.podSum
+	s.treeNodes, s.treeNames = p.treeNodes, p.treeNames
+	ll.base = p.nodes
+	return err
+}
+
+// treeOrder returns the zone tree's list as of p, resolved through index
+// (a long-lived snapshot's name -> slot); names index lacks are skipped,
+// as upstream skips names missing from its snapshot's map.
+func (p *Snapshot) treeOrder(index *persist.MapEditor[int32]) []int32 {
+	add := func(out []int32, name string) []int32 {
+		if slot, ok := index.Get(name); ok {
+			out = append(out, slot)
+		}
+		return out
+	}
+	if p.treeNames != nil {
+		out := make([]int32, 0, len(p.treeNames))
+		for _, name := range p.treeNames {
+			out = add(out, name)
+		}
+		return out
+	}
+	out := make([]int32, 0, len(p.order))
+	for _, slot := range p.order {
+		out = add(out, p.nodes.Get(int(slot)).NodeName())
+	}
+	return out
+}
+
+// derivedLists walks order and returns the affinity lists and the used-PVC
+// set of its nodes (upstream's updateNodeInfoSnapshotList).
+func derivedLists(order []int32, nodes *persist.VectorEditor[*framework.NodeInfo]) (aff, anti persist.Seq[int32], pvc persist.Map[struct{}]) {
+	var a, r []int32
+	ed := persist.Map[struct{}]{}.Edit()
+	for _, slot := range order {
+		ni := nodes.Get(int(slot))
+		if ni.NumPodsWithAffinity() > 0 {
+			a = append(a, slot)
+		}
+		if ni.NumPodsWithRequiredAntiAffinity() > 0 {
+			r = append(r, slot)
+		}
+		ni.RangePVCKeys(func(k string) { ed.Set(k, struct{}{}) })
+	}
+	return persist.SeqOf(a), persist.SeqOf(r), ed.Done()
+}
