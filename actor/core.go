@@ -713,6 +713,15 @@ func (c *Core) syncTable() {
 // is, skips both steps.
 func (c *Core) replaceImages(old, node *v1.Node) {
 	if old != nil && sameImages(old, node) && c.reregisterIsNoop(node) {
+		// Same summaries, but upstream's image that only node holds dies
+		// and is re-created: a ghost keeping the old incarnation sees it
+		// count 0 from now on.
+		imageNames(node, func(name string, _ int64) {
+			if st := c.images[name]; st.count == 1 {
+				c.images[name] = &imageState{size: st.size, count: 1}
+				st.count = 0
+			}
+		})
 		return
 	}
 	if old != nil {
@@ -1035,11 +1044,26 @@ func (c *Core) BuildMeta() {
 	for _, k := range c.dirtyPVC {
 		b.SetPVC(k, c.pvcUsed[k] > 0)
 	}
+	c.refreshListError()
 	c.listsDirty = false
 	clear(c.affFlips)
 	c.affFlips = c.affFlips[:0]
 	c.rebindHolders()
 	b.FoldPods()
+}
+
+// refreshListError keeps the counts of an inconsistent list's error
+// current: upstream reports the snapshot map's size and the cache's entry
+// count as of each refresh, which change without the list changing (a
+// pods-first entry, a ghost).
+func (c *Core) refreshListError() {
+	order, aff, anti, err := c.builder.Lists()
+	ie, ok := err.(*snapshot.InconsistentListError)
+	if !ok || (ie.MapLen == c.withNode && ie.CacheEntries == len(c.nodes)) {
+		return
+	}
+	c.builder.SetLists(order, aff, anti, &snapshot.InconsistentListError{
+		ListLen: ie.ListLen, TreeNodes: ie.TreeNodes, MapLen: c.withNode, CacheEntries: len(c.nodes)})
 }
 
 // editAffinityLists applies the epoch's affinity flips to the two lists
@@ -1150,13 +1174,7 @@ func (c *Core) buildLists() {
 	c.unlisted = distinct != c.withNode
 	var err error
 	if len(order) != c.tree.NumNodes() {
-		indexed := 0
-		for _, e := range c.nodes {
-			if e.node != nil {
-				indexed++
-			}
-		}
-		err = &snapshot.InconsistentListError{ListLen: len(order), TreeNodes: c.tree.NumNodes(), MapLen: indexed, CacheEntries: len(c.nodes)}
+		err = &snapshot.InconsistentListError{ListLen: len(order), TreeNodes: c.tree.NumNodes(), MapLen: c.withNode, CacheEntries: len(c.nodes)}
 	}
 	c.buildAffinityLists(order, err)
 }

@@ -1093,6 +1093,54 @@ func TestDiffScenarios(t *testing.T) {
 		}),
 		addNode(node("g", 2)),
 	}
+	app := img(500, "app:v1")
+	scenarios["image counts in long-lived snapshots"] = []step{
+		addNode(node("n0", 1, app, small)),
+		addNode(node("n1", 2, app)),                                // n0 untouched: its count moves in fresh snapshots only
+		call("AddPod pa on n0", func(d *differ) (error, error) { // n0 re-cloned with the count now
+			p := withNode(newGen(9).pod("pa", "n0"), "n0")
+			d.keys, d.keyPod["pa"] = append(d.keys, "pa"), p
+			return d.up.AddPod(p), d.sc.AddPod(p)
+		}),
+		addNode(node("n2", 3, app)),
+		removeNode("n1"),
+		updateNode(node("n2", 3, app)), // a heartbeat: same images
+		updateNode(node("n0", 1, small)),
+	}
+	scenarios["ghost image counts in Dump"] = []step{
+		call("AddPod pa on g", func(d *differ) (error, error) {
+			d.keys, d.keyPod["pa"] = append(d.keys, "pa"), pa
+			return d.up.AddPod(pa), d.sc.AddPod(pa)
+		}),
+		addNode(node("g", 1, app)),
+		addNode(node("h", 2, app)),
+		removeNode("g"),            // a ghost: app:v1 counts h only
+		removeNode("h"),            // app:v1 dies: the ghost's summary counts 0
+		addNode(node("h", 2, app)), // a new incarnation; the ghost keeps the dead one
+		addNode(node("g", 1, small)),
+	}
+	scenarios["a node listed twice"] = []step{
+		addNode(node("d", 1)),
+		addNode(node("e", 2)),
+		addNode(node("d", 3)), // a live node added into another zone: listed twice
+		updateNode(node("d", 3)),
+		removeNode("d"), // removed from zone 3 only
+		removeNode("d"), // not found in zone 3 any more
+		addNode(node("d", 2)),
+	}
+	scenarios["UpdateNode with a wrong old zone"] = []step{
+		addNode(node("d", 1)),
+		addNode(node("e", 2)),
+		func(d *differ) { // old names zone 2, the tree has d in zone 1
+			old := node("d", 2)
+			n := node("d", 3)
+			d.lastNode["d"] = n
+			d.checkUpdateNode(old, n)
+		},
+		removeNode("e"),
+		removeNode("d"),
+		addNode(node("f", 1)),
+	}
 	known := map[string]string{} // none: the image-size difference found here is fixed
 	names := sortedKeys(scenarios)
 	for _, name := range names {
