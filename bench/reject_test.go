@@ -229,6 +229,11 @@ func TestRejectAccepted(t *testing.T) {
 			rUpdateNode(nil, rNode("c", 0)), // a pods-first entry gets its object, and no tree listing (upstream)
 			rSnapshotErr(false),
 			rExpectErr(rRemoveNode(rNode("c", 0))), // upstream: the name is not in the tree
+			// A zoned node updated to a zoneless object with a nil old
+			// node: equal keys (""), so it stays listed in its old zone.
+			rAddNode(rNode("z", 1)),
+			rUpdateNode(nil, rNode("z", 0)),
+			rExpectErr(rRemoveNode(rNode("z", 0))), // not in zone "": upstream fails too
 		},
 		// The old object only serves the zone move: with equal zone keys it
 		// is not used at all, and a name that its zone does not list is
@@ -349,6 +354,25 @@ func TestRejectRefused(t *testing.T) {
 				}
 			},
 		},
+		// Upstream's removePod(old) succeeds, then addPod(new) fails on
+		// the empty UID: the pod is gone and an error is returned.
+		// schedcache refuses the call before anything changes (empty UIDs
+		// are refused everywhere, with the state intact).
+		"UpdatePod with an empty new UID": {
+			setup: []rstep{rAddNode(n0), rPodOp("AddPod", pa)},
+			sc: func(c *schedcache.Cache) error {
+				return c.UpdatePod(discard, pa, renamed(pa, ""))
+			},
+			want: schedcache.ErrEmptyUID,
+			up: func(t *testing.T, d *differ) {
+				if err := d.up.UpdatePod(pa, renamed(pa, "")); err == nil {
+					t.Fatal("upstream UpdatePod succeeded")
+				}
+				if n := d.up.PodCount(); n != 0 {
+					t.Fatalf("upstream PodCount %d, want 0 (the pod removed before the error)", n)
+				}
+			},
+		},
 		// The existing exit case, for completeness.
 		"UpdatePod to another node": {
 			setup: []rstep{rAddNode(n0), rAddNode(n1), rPodOp("AddPod", pa)},
@@ -426,7 +450,7 @@ func TestRejectRefused(t *testing.T) {
 			var pe *schedcache.PodError
 			var ne *schedcache.NodeError
 			var ce *schedcache.CorruptionError
-			if !errors.As(err, &pe) && !errors.As(err, &ne) && !errors.As(err, &ce) {
+			if !errors.As(err, &pe) && !errors.As(err, &ne) && !errors.As(err, &ce) && !errors.Is(err, schedcache.ErrEmptyUID) {
 				t.Fatalf("schedcache: error %T is not a PodError, NodeError or CorruptionError", err)
 			}
 			after, _ := d.sc.c.Dump()
