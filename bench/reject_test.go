@@ -465,3 +465,160 @@ func TestRejectRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestRejectRandom runs TestDiffCache's random sequences with the calls
+// this file is about mixed in: pods assumed and added without a node name,
+// renames, updates whose old pod names another node, UpdateNode with a nil
+// old node or an old node of another name. Calls schedcache refuses are not
+// made on upstream (it would panic or corrupt itself); the comparison after
+// the step then checks that schedcache changed nothing.
+func TestRejectRandom(t *testing.T) {
+	total := stepsFor(1500, 15000)
+	const sequences = 3
+	for seq := range sequences {
+		t.Run(fmt.Sprintf("seq=%d", seq), func(t *testing.T) {
+			d := newDiffer(t, uint64(seq)+101)
+			for d.step = 0; d.step < total/sequences; d.step++ {
+				if d.g.pct(30) {
+					d.stepReject()
+				} else {
+					d.stepOnce()
+				}
+				d.compare()
+			}
+			var kinds []string
+			for k, n := range d.counts {
+				kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+			}
+			slices.Sort(kinds)
+			t.Logf("%d steps: %s", total/sequences, strings.Join(kinds, " "))
+		})
+	}
+}
+
+// refused records a call schedcache refused (and upstream was spared).
+func (d *differ) refused(op string, es, want error) {
+	d.t.Helper()
+	d.history = append(d.history, fmt.Sprintf("%d: %s -> schedcache refuses: %v", d.step, op, es))
+	if !errors.Is(es, want) {
+		d.fatalf("%s: schedcache error %v, want %v", op, es, want)
+	}
+	kind, _, _ := strings.Cut(op, " ")
+	d.counts[kind+"/refused"]++
+}
+
+// stepReject applies one of the calls of this file.
+func (d *differ) stepReject() {
+	g := d.g
+	st := d.state()
+	added := keysWhere(st, func(k string) bool { return !st.assumed[k] })
+	switch x := g.r.IntN(100); {
+	case x < 20: // AssumePod or AddPod without a node name
+		uid := d.newUID()
+		p := g.pod(uid, "")
+		d.keyPod[uid] = p
+		if g.pct(50) {
+			d.both("AssumePod "+uid+` on ""`, d.up.AssumePod(p), d.sc.AssumePod(p))
+		} else {
+			d.both("AddPod "+uid+` on ""`, d.up.AddPod(p), d.sc.AddPod(p))
+		}
+
+	case x < 45: // UpdatePod to another UID: free (rename) or cached (refused)
+		if len(added) == 0 {
+			return
+		}
+		old := st.stored[d.randomKey(added)]
+		var uid string
+		if g.pct(70) || len(st.stored) < 2 {
+			uid = d.newUID()
+		} else {
+			uid = d.randomKey(keysWhere(st, func(k string) bool { return k != string(old.UID) }))
+		}
+		nu := g.pod(uid, old.Spec.NodeName)
+		op := fmt.Sprintf("UpdatePod %s -> %s on %q", old.UID, uid, old.Spec.NodeName)
+		if _, cached := st.stored[uid]; cached {
+			d.refused(op, d.sc.UpdatePod(old, nu), schedcache.ErrUIDMismatch)
+			return
+		}
+		d.keyPod[uid] = nu
+		d.both(op, d.up.UpdatePod(old, nu), d.sc.UpdatePod(old, nu))
+
+	case x < 60: // UpdatePod whose old pod names another node
+		if len(added) == 0 {
+			return
+		}
+		s := st.stored[d.randomKey(added)]
+		old := withNode(s, d.otherNode(s.Spec.NodeName))
+		nu := g.pod(string(s.UID), s.Spec.NodeName)
+		op := fmt.Sprintf("UpdatePod %s old on %q (cached on %q)", s.UID, old.Spec.NodeName, s.Spec.NodeName)
+		if slices.Contains(st.live, old.Spec.NodeName) {
+			d.both(op, d.up.UpdatePod(old, nu), d.sc.UpdatePod(old, nu)) // upstream: "no corresponding pod"
+			return
+		}
+		d.refused(op, d.sc.UpdatePod(old, nu), schedcache.ErrPodNodeMismatch)
+
+	case x < 75: // UpdateNode(nil, n): n zoneless, new or already zoneless
+		var name string
+		switch {
+		case len(st.absent) > 0 && g.pct(50):
+			name = st.absent[g.r.IntN(len(st.absent))]
+		case len(st.live) > 0:
+			name = st.live[g.r.IntN(len(st.live))]
+		default:
+			return
+		}
+		zone := 0
+		if slices.Contains(st.live, name) && zoneOf(d.lastNode[name]) != 0 {
+			zone = g.r.IntN(len(diffZones))
+			if zone == 0 {
+				zone = 1
+			}
+			n := g.node(name, zone)
+			d.refused("UpdateNode nil -> "+name, errOf(d.sc.c.UpdateNode(discard, nil, n)), schedcache.ErrNilNode)
+			return
+		}
+		n := g.node(name, zone)
+		d.lastNode[name] = n
+		d.checkUpdateNode(nil, n)
+
+	default: // UpdateNode(old, n) with old of another name; n keeps its zone
+		var name string
+		zone := g.r.IntN(len(diffZones))
+		switch {
+		case len(st.absent) > 0 && g.pct(40):
+			name = st.absent[g.r.IntN(len(st.absent))]
+		case len(st.live) > 0:
+			name = st.live[g.r.IntN(len(st.live))]
+			zone = zoneOf(d.lastNode[name])
+		default:
+			return
+		}
+		n := g.node(name, zone)
+		oldName := d.otherNode(name)
+		if g.pct(20) {
+			oldName = "x" + oldName // never an entry
+		}
+		old := d.lastNode[oldName]
+		if old == nil || g.pct(40) {
+			old = g.node(oldName, g.r.IntN(len(diffZones)))
+		}
+		op := fmt.Sprintf("UpdateNode %s zone %d -> %s zone %d", oldName, zoneOf(old), name, zone)
+		_, es := d.sc.c.UpdateNode(discard, old, n)
+		if errors.Is(es, schedcache.ErrNodeNameMismatch) {
+			d.refused(op, es, schedcache.ErrNodeNameMismatch)
+			if !slices.Contains(st.live, oldName) {
+				d.fatalf("%s refused, but upstream has no live node %s", op, oldName)
+			}
+			return
+		}
+		d.lastNode[name] = n
+		niU := d.up.c.UpdateNode(discard, old, n)
+		d.both(op, nil, es)
+		ni, _ := d.sc.c.GetNode(name)
+		if diff := diffSums(upSum(niU), scSum(ni)); diff != "" {
+			d.fatalf("%s: NodeInfo differs (-upstream +schedcache):\n%s", op, diff)
+		}
+	}
+}
+
+func errOf(_ *schedcache.NodeInfo, err error) error { return err }
