@@ -215,15 +215,14 @@ func (c *Cache) infoOp(kind actor.OpKind, pod *v1.Pod) (*actor.Op, error) {
 }
 
 // AssumePod marks pod as scheduled to pod.Spec.NodeName before binding
-// and aggregates it into that node. The pod must not be cached.
+// and aggregates it into that node. The pod must not be cached. A pod
+// without a node name is assumed on a nodeless entry named "" (counted by
+// NodeCount and Dump, never in snapshots, removed with its last pod), as
+// upstream.
 func (c *Cache) AssumePod(logger klog.Logger, pod *v1.Pod) error {
 	op, err := c.infoOp(actor.OpAssumePod, pod)
 	if err != nil {
 		return err
-	}
-	if pod.Spec.NodeName == "" {
-		c.a.PutOp(op)
-		return &PodError{Op: "AssumePod", Key: string(pod.UID), Err: ErrEmptyNodeName}
 	}
 	return c.do(op).Err
 }
@@ -269,7 +268,13 @@ func (c *Cache) updatePodOp(oldPod, newPod *v1.Pod) (*actor.Op, error) {
 	return op, nil
 }
 
-// UpdatePod replaces an added pod with newPod.
+// UpdatePod replaces an added pod with newPod, found by oldPod's UID. A
+// newPod with another UID renames the pod, as upstream. Refused, with
+// nothing changed: newPod on another node than the cached pod
+// (*CorruptionError: upstream exits), oldPod naming another node than the
+// cached pod (ErrPodNodeMismatch), newPod's UID already cached as another
+// pod (ErrUIDMismatch), nil pods and empty UIDs (upstream panics on a nil
+// pod; with an empty new UID it removes the pod and then fails).
 func (c *Cache) UpdatePod(logger klog.Logger, oldPod, newPod *v1.Pod) error {
 	op, err := c.updatePodOp(oldPod, newPod)
 	if err != nil {
@@ -331,20 +336,35 @@ func (c *Cache) AddNode(logger klog.Logger, node *v1.Node) (*NodeInfo, error) {
 	return r.Node, r.Err
 }
 
-// UpdateNode replaces the object of node newNode.Name, moving it in the
-// zone order if its zone changed, and returns the resulting NodeInfo.
-// oldNode must be the object previously added (same name).
+// UpdateNode replaces the object of node newNode.Name (adding the node if
+// it has no entry) and returns the resulting NodeInfo. As upstream, oldNode
+// serves only the zone order: if its zone key differs from newNode's,
+// oldNode.Name leaves oldNode's zone (ignored if it is not there) and
+// newNode joins its own. oldNode should be the object previously added;
+// nil stands for a node without zone labels. Refused, with nothing
+// changed: a nil newNode (ErrNilNode), a nil oldNode with a zoned newNode
+// (ErrNilNode: upstream panics), and an oldNode with another name whose
+// zone change would unlist that other node while it keeps its object
+// (ErrNodeNameMismatch).
 func (c *Cache) UpdateNode(logger klog.Logger, oldNode, newNode *v1.Node) (*NodeInfo, error) {
-	if oldNode == nil || newNode == nil {
-		return nil, ErrNilNode
-	}
-	if oldNode.Name != newNode.Name {
-		return nil, &NodeError{Op: "UpdateNode", Name: newNode.Name, Err: ErrNodeNameMismatch}
+	if err := checkUpdateNode(oldNode, newNode); err != nil {
+		return nil, err
 	}
 	op := c.a.NewOp()
 	op.Kind, op.Node, op.OldNode = actor.OpUpdateNode, newNode, oldNode
 	r := c.do(op)
 	return r.Node, r.Err
+}
+
+// checkUpdateNode refuses what UpdateNode refuses from its arguments alone.
+func checkUpdateNode(oldNode, newNode *v1.Node) error {
+	if newNode == nil {
+		return ErrNilNode
+	}
+	if oldNode == nil && nodetree.ZoneKey(newNode) != "" {
+		return &NodeError{Op: "UpdateNode", Name: newNode.Name, Err: ErrNilNode}
+	}
+	return nil
 }
 
 // RemoveNode removes node; an entry holding pods stays (as a ghost, not in
@@ -453,11 +473,8 @@ func (c *Cache) AddNodeAsync(node *v1.Node) error {
 
 // UpdateNodeAsync submits UpdateNode without waiting for its result.
 func (c *Cache) UpdateNodeAsync(oldNode, newNode *v1.Node) error {
-	if oldNode == nil || newNode == nil {
-		return ErrNilNode
-	}
-	if oldNode.Name != newNode.Name {
-		return &NodeError{Op: "UpdateNode", Name: newNode.Name, Err: ErrNodeNameMismatch}
+	if err := checkUpdateNode(oldNode, newNode); err != nil {
+		return err
 	}
 	op := c.a.NewOp()
 	op.Kind, op.Node, op.OldNode = actor.OpUpdateNode, newNode, oldNode

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
@@ -112,7 +113,10 @@ func runModel(t *testing.T, seed int64, steps int) {
 			if r.Intn(8) == 0 {
 				np.Spec.NodeName = pickNode()
 			}
-			desc = "UpdatePod " + uid + "@" + np.Spec.NodeName
+			if r.Intn(8) == 0 {
+				np.UID = types.UID(uids[r.Intn(len(uids))]) // a rename: to a free UID, or refused
+			}
+			desc = "UpdatePod " + uid + " -> " + string(np.UID) + "@" + np.Spec.NodeName
 			info, _ := framework.NewPodInfo(np)
 			got, want = c.UpdatePod(logger, old, np), m.update(old, info)
 		case 7:
@@ -139,9 +143,18 @@ func runModel(t *testing.T, seed int64, steps int) {
 				old = e.node
 			}
 			n := randNode(r, name)
+			switch r.Intn(10) {
+			case 0:
+				old = nil // accepted with a zoneless n, refused with a zoned one
+			case 1:
+				old = randNode(r, nodeNames[r.Intn(len(nodeNames))]) // another name, mostly
+				if e := m.entries[old.Name]; e != nil && e.node != nil && r.Intn(2) == 0 {
+					old = e.node
+				}
+			}
 			desc = "UpdateNode " + name
 			_, got = c.UpdateNode(logger, old, n)
-			m.updateNode(old, n)
+			want = m.updateNode(old, n)
 		case 10:
 			name := nodeNames[r.Intn(len(nodeNames))]
 			n := randNode(r, name)

@@ -130,9 +130,6 @@ func (m *model) sub(p *mPod, aff, anti bool) {
 }
 
 func (m *model) assume(info *framework.PodInfo) error {
-	if info.NodeName() == "" {
-		return schedcache.ErrEmptyNodeName
-	}
 	if m.pods[info.Key()] != nil {
 		return schedcache.ErrPodAlreadyCached
 	}
@@ -190,8 +187,8 @@ func (m *model) update(oldPod *v1.Pod, info *framework.PodInfo) error {
 		return schedcache.ErrCorrupted
 	case oldPod.Spec.NodeName != p.info.NodeName():
 		return schedcache.ErrPodNodeMismatch
-	case info.Key() != string(oldPod.UID):
-		return schedcache.ErrUIDMismatch
+	case info.Key() != string(oldPod.UID) && m.pods[info.Key()] != nil:
+		return schedcache.ErrUIDMismatch // a rename to a free UID is accepted
 	}
 	m.sub(p, framework.PodHasAffinity(oldPod), framework.PodHasRequiredAntiAffinity(oldPod))
 	m.agg(info, false)
@@ -264,7 +261,18 @@ func (m *model) addNode(n *v1.Node) {
 	e.node = n
 }
 
-func (m *model) updateNode(old, n *v1.Node) {
+// updateNode is upstream's UpdateNode: old serves only the zone move (nil:
+// zone key ""), with the two refusals of docs/rejections.md.
+func (m *model) updateNode(old, n *v1.Node) error {
+	oldZone, newZone := nodetree.ZoneKey(old), nodetree.ZoneKey(n)
+	if old == nil && newZone != "" {
+		return schedcache.ErrNilNode
+	}
+	if old != nil && old.Name != n.Name && oldZone != newZone && m.tree.Lists(old.Name, oldZone) {
+		if e := m.entries[old.Name]; e != nil && e.node != nil {
+			return schedcache.ErrNodeNameMismatch
+		}
+	}
 	e, ok := m.entries[n.Name]
 	if !ok {
 		e = m.entry(n.Name)
@@ -275,12 +283,13 @@ func (m *model) updateNode(old, n *v1.Node) {
 			m.unregister(e.node)
 		}
 	}
-	if nodetree.ZoneKey(old) != nodetree.ZoneKey(n) {
-		m.tree.Remove(old.Name, nodetree.ZoneKey(old))
-		m.tree.Add(n.Name, nodetree.ZoneKey(n))
+	if oldZone != newZone {
+		m.tree.Remove(old.Name, oldZone)
+		m.tree.Add(n.Name, newZone)
 	}
 	m.register(n)
 	e.node = n
+	return nil
 }
 
 func (m *model) removeNode(n *v1.Node) error {
@@ -429,7 +438,7 @@ func sortedKeys[V any](mp map[string]V) []string {
 }
 
 func errClass(err error) error {
-	for _, s := range []error{schedcache.ErrEmptyNodeName, schedcache.ErrPodAlreadyCached, schedcache.ErrPodAlreadyAdded,
+	for _, s := range []error{schedcache.ErrNilNode, schedcache.ErrNodeNameMismatch, schedcache.ErrPodAlreadyCached, schedcache.ErrPodAlreadyAdded,
 		schedcache.ErrPodNotFound, schedcache.ErrPodAssumed, schedcache.ErrPodNotAssumed, schedcache.ErrPodNodeMismatch,
 		schedcache.ErrCorrupted, schedcache.ErrUIDMismatch, schedcache.ErrNodeNotFound, schedcache.ErrNodeNotInZone} {
 		if errors.Is(err, s) {

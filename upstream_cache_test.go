@@ -31,6 +31,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/nodetree"
 	"github.com/schedcache/schedcache/snapshot"
 )
 
@@ -1291,14 +1292,15 @@ func TestUpstreamNodeOperators(t *testing.T) {
 			upRequireNodeInfo(t, tc.want, newNode, "step 2: snapshot entry")
 			require.Equal(t, gen, newNode.Generation(), "the snapshot entry is a clone of the cache entry")
 
-			// Step 3: update node attribute successfully. (Upstream mutates
-			// the stored node and passes a nil old node; schedcache needs
-			// both objects and rejects nil.)
-			_, err = c.UpdateNode(upLog, nil, node)
-			require.ErrorIs(t, err, schedcache.ErrNilNode)
+			// Step 3: update node attribute successfully, with a nil old
+			// node as upstream (the node has no zone labels: zone key "",
+			// nothing moves). Upstream mutates the stored node; here the
+			// update is a copy, since a stored object is shared with
+			// published snapshots.
+			require.Empty(t, nodetree.ZoneKey(node), "a zoned node with a nil old node is refused (upstream panics)")
 			updated := node.DeepCopy()
 			updated.Status.Allocatable[v1.ResourceMemory] = resource.MustParse("50m")
-			ni, err := c.UpdateNode(upLog, node, updated)
+			ni, err := c.UpdateNode(upLog, nil, updated)
 			require.NoError(t, err)
 			require.Same(t, updated, ni.Node(), "UpdateNode returns the new entry")
 			got = upGetNode(t, c, node.Name)
@@ -1536,7 +1538,7 @@ func TestUpstreamPodTransitionTable(t *testing.T) {
 	}{
 		// ---- from Absent ----
 		{upAbsent, "AssumePod(p)", nil, upAssumed, "p"},
-		{upAbsent, "AssumePod(pNoNode)", schedcache.ErrEmptyNodeName, upAbsent, ""}, // schedcache deviation
+		{upAbsent, "AssumePod(pNoNode)", nil, upAssumed, "pNoNode"}, // assumed on the nodeless entry named ""
 		{upAbsent, "FinishBinding(p)", nil, upAbsent, ""},
 		{upAbsent, "ForgetPod(p)", nil, upAbsent, ""},
 		{upAbsent, "AddPod(p)", nil, upAdded, "p"},
@@ -1575,8 +1577,9 @@ func TestUpstreamPodTransitionTable(t *testing.T) {
 		{upAdded, "UpdatePod(p, p)", nil, upAdded, "p"},
 		{upAdded, "UpdatePod(p, pOther)", corrupt, upAdded, "p"},
 		{upAdded, "UpdatePod(p, pNoNode)", corrupt, upAdded, "p"},
-		{upAdded, "UpdatePod(pOther, pNew)", schedcache.ErrPodNodeMismatch, upAdded, "p"}, // schedcache deviation
-		{upAdded, "UpdatePod(p, pOtherUID)", schedcache.ErrUIDMismatch, upAdded, "p"},     // schedcache deviation
+		{upAdded, "UpdatePod(pOther, pNew)", schedcache.ErrPodNodeMismatch, upAdded, "p"}, // upstream: n2 has no such pod, nothing changes
+		// UpdatePod(p, pOtherUID) renames the pod: key "u" leaves, "v" is
+		// added (TestRejectUpdatePodRename).
 		{upAdded, "RemovePod(p)", nil, upAbsent, ""},
 		{upAdded, "RemovePod(pNoNode)", nil, upAbsent, ""},
 		{upAdded, "RemovePod(pOther)", corrupt, upAdded, "p"},
@@ -2006,15 +2009,20 @@ func TestUpstreamHostPortsAreASet(t *testing.T) {
 func TestUpstreamNodeArgumentErrors(t *testing.T) {
 	a := upNode("a", nil)
 	b := upNode("b", nil)
+	aZoned, bZoned := upZoneNode("a", "r", "z"), upZoneNode("b", "r", "z")
 	tests := []struct {
 		name    string
 		call    func(c *schedcache.Cache) error
 		wantErr error
 	}{
 		{"AddNode(nil)", func(c *schedcache.Cache) error { _, err := c.AddNode(upLog, nil); return err }, schedcache.ErrNilNode},
-		{"UpdateNode(nil, a)", func(c *schedcache.Cache) error { _, err := c.UpdateNode(upLog, nil, a); return err }, schedcache.ErrNilNode},
+		// A nil old node with a zoned new node: upstream panics. (With a
+		// zoneless one it is accepted: TestUpstreamNodeOperators.)
+		{"UpdateNode(nil, aZoned)", func(c *schedcache.Cache) error { _, err := c.UpdateNode(upLog, nil, aZoned); return err }, schedcache.ErrNilNode},
 		{"UpdateNode(a, nil)", func(c *schedcache.Cache) error { _, err := c.UpdateNode(upLog, a, nil); return err }, schedcache.ErrNilNode},
-		{"UpdateNode(a, b)", func(c *schedcache.Cache) error { _, err := c.UpdateNode(upLog, a, b); return err }, schedcache.ErrNodeNameMismatch},
+		// Old a, new b in another zone: upstream would unlist a, a live
+		// node. (Other differing names: TestRejectUpdateNodeOtherName.)
+		{"UpdateNode(a, bZoned)", func(c *schedcache.Cache) error { _, err := c.UpdateNode(upLog, a, bZoned); return err }, schedcache.ErrNodeNameMismatch},
 		{"RemoveNode(nil)", func(c *schedcache.Cache) error { return c.RemoveNode(upLog, nil) }, schedcache.ErrNilNode},
 		{"RemoveNode(b) never added", func(c *schedcache.Cache) error { return c.RemoveNode(upLog, b) }, schedcache.ErrNodeNotFound},
 		{"GetNode(b) never added", func(c *schedcache.Cache) error { _, err := c.GetNode("b"); return err }, schedcache.ErrNodeNotFound},

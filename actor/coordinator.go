@@ -490,7 +490,7 @@ func (a *Coordinator) apply(op *Op) (err error, ok bool) {
 	case OpAddNode:
 		c.AddNode(op.Node)
 	case OpUpdateNode:
-		c.UpdateNode(op.OldNode, op.Node)
+		err = c.UpdateNode(op.OldNode, op.Node)
 	case OpRemoveNode:
 		err = c.RemoveNode(op.Node)
 	default:

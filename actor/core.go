@@ -392,13 +392,11 @@ func (c *Core) detach(r *podRecord, aff, anti bool) {
 	}
 }
 
-// AssumePod moves an absent pod to Assumed and aggregates it.
+// AssumePod moves an absent pod to Assumed and aggregates it. A pod
+// without a node name is assumed on a nodeless entry named "", as upstream.
 func (c *Core) AssumePod(info *framework.PodInfo) error {
 	c.seq++
 	key := info.Key()
-	if info.NodeName() == "" {
-		return &PodError{Op: "AssumePod", Key: key, Err: ErrEmptyNodeName}
-	}
 	if _, ok := c.pods[key]; ok {
 		return &PodError{Op: "AssumePod", Key: key, Node: info.NodeName(), Err: ErrPodAlreadyCached}
 	}
@@ -461,10 +459,21 @@ func (c *Core) AddPod(info *framework.PodInfo) error {
 	return nil
 }
 
-// UpdatePod replaces an added pod. oldPod is the caller's old object.
-// Unlike upstream, an old object naming another node than the cached pod,
-// or a new pod with another UID, is rejected (upstream would corrupt its
-// state); a new pod on another node is a *CorruptionError (upstream exits).
+// UpdatePod replaces an added pod, as upstream's removePod(oldPod) then
+// addPod(newPod). oldPod is the caller's old object: it finds the record
+// (by its UID) and decides the affinity bookkeeping. A new pod with another
+// UID renames the pod (the old key leaves, the new one is added), as
+// upstream. Three cases are refused with nothing changed:
+//   - the new pod names another node than the cached pod: a
+//     *CorruptionError (upstream exits);
+//   - oldPod names another node than the cached pod: ErrPodNodeMismatch.
+//     Upstream looks the pod up on oldPod's node: an entry with a node
+//     object returns its "no corresponding pod" error with nothing changed,
+//     as here; a nodeless entry panics (its error message reads the nil
+//     node's name); no entry drops the pod's state and adds the new pod to
+//     the cached node again, which then holds the pod twice;
+//   - the new UID is another cached pod's: ErrUIDMismatch (upstream would
+//     hold that key twice on a node and lose the other pod's state).
 func (c *Core) UpdatePod(oldPod *v1.Pod, info *framework.PodInfo) error {
 	c.seq++
 	key := string(oldPod.UID)
@@ -482,10 +491,16 @@ func (c *Core) UpdatePod(oldPod *v1.Pod, info *framework.PodInfo) error {
 	if oldPod.Spec.NodeName != stored {
 		return &PodError{Op: "UpdatePod", Key: key, Node: oldPod.Spec.NodeName, Err: ErrPodNodeMismatch}
 	}
-	if info.Key() != key {
-		return &PodError{Op: "UpdatePod", Key: key, Err: ErrUIDMismatch}
+	aff, anti := framework.PodHasAffinity(oldPod), framework.PodHasRequiredAntiAffinity(oldPod)
+	if newKey := info.Key(); newKey != key {
+		if _, taken := c.pods[newKey]; taken {
+			return &PodError{Op: "UpdatePod", Key: key, Node: stored, Err: ErrUIDMismatch}
+		}
+		c.subtract(r, aff, anti)
+		c.aggregate(info, false)
+		return nil
 	}
-	c.replace(r, framework.PodHasAffinity(oldPod), framework.PodHasRequiredAntiAffinity(oldPod), info)
+	c.replace(r, aff, anti, info)
 	return nil
 }
 
@@ -829,10 +844,29 @@ func (c *Core) AddNode(node *v1.Node) {
 }
 
 // UpdateNode replaces the node object keyed by newNode.Name, moving it in
-// the zone tree when its zone changed. oldNode must be non-nil and have the
-// same name (checked by the caller).
-func (c *Core) UpdateNode(oldNode, newNode *v1.Node) {
+// the zone tree when the zone keys of oldNode and newNode differ, as
+// upstream: oldNode serves only to remove oldNode.Name from oldNode's zone
+// (a missing name is ignored). oldNode may be nil (zone key "") and may
+// have another name. Two cases are refused with nothing changed:
+//   - oldNode is nil and newNode has a zone key: ErrNilNode (upstream reads
+//     the nil node's labels and panics, after it changed its state);
+//   - oldNode has another name, the zone keys differ, and oldNode's zone
+//     lists that name for a node the cache holds with its object:
+//     ErrNodeNameMismatch (upstream would drop that other node from the
+//     zone order while it keeps its object, so it is never listed again).
+func (c *Core) UpdateNode(oldNode, newNode *v1.Node) error {
 	c.seq++
+	newZone := nodetree.ZoneKey(newNode)
+	if oldNode == nil && newZone != "" {
+		return &NodeError{Op: "UpdateNode", Name: newNode.Name, Err: framework.ErrNilNode}
+	}
+	if oldNode != nil && oldNode.Name != newNode.Name {
+		if oldZone := nodetree.ZoneKey(oldNode); oldZone != newZone && c.tree.InZone(oldNode.Name, oldZone) {
+			if other := c.nodes[oldNode.Name]; other != nil && other.node != nil {
+				return &NodeError{Op: "UpdateNode", Name: newNode.Name, Err: ErrNodeNameMismatch}
+			}
+		}
+	}
 	e := c.nodes[newNode.Name]
 	var old *v1.Node
 	if e == nil {
@@ -844,6 +878,7 @@ func (c *Core) UpdateNode(oldNode, newNode *v1.Node) {
 	c.tree.UpdateID(oldNode, newNode, e.slot)
 	c.replaceImages(old, newNode)
 	c.setNode(e, newNode)
+	return nil
 }
 
 // RemoveNode clears the node object; the entry stays as a ghost while it

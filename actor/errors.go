@@ -17,10 +17,19 @@ var (
 	ErrPodNotAssumed    = errors.New("schedcache: pod is not assumed")
 	ErrPodNodeMismatch  = errors.New("schedcache: pod names another node than the cached pod")
 	ErrCorrupted        = errors.New("schedcache: operation would corrupt the cache")
-	ErrEmptyNodeName    = errors.New("schedcache: pod has an empty node name")
-	ErrUIDMismatch      = errors.New("schedcache: old and new pod have different UIDs")
-	ErrNodeNotFound     = errors.New("schedcache: node not found")
-	ErrNodeNameMismatch = errors.New("schedcache: old and new node have different names")
+	// ErrEmptyNodeName: AssumePod and AddPod accept a pod without a node
+	// name (it is cached on a nodeless entry named "", as upstream); it is
+	// kept for operations that need a target node.
+	ErrEmptyNodeName = errors.New("schedcache: pod has an empty node name")
+	// ErrUIDMismatch: UpdatePod's new pod has another UID than the old one
+	// and that UID is already cached as another pod (a rename to a free UID
+	// is accepted, as upstream).
+	ErrUIDMismatch  = errors.New("schedcache: new pod's UID is already cached as another pod")
+	ErrNodeNotFound = errors.New("schedcache: node not found")
+	// ErrNodeNameMismatch: UpdateNode's old node has another name, and the
+	// zone change would drop that other, live node from the zone order (a
+	// differing name that touches no other node is accepted, as upstream).
+	ErrNodeNameMismatch = errors.New("schedcache: old node names another live node that the zone change would unlist")
 )
 
 // PodError is returned by pod operations. It wraps one of the sentinels.

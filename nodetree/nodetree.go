@@ -316,3 +316,14 @@ func (t *Tree) removeZone(z *zone) {
 		}
 	}
 }
+
+// InZone reports whether the zone zoneKey lists name: whether Remove of a
+// node with that name and zone key would remove something.
+func (t *Tree) InZone(name, zoneKey string) bool {
+	z, ok := t.byKey[zoneKey]
+	if !ok {
+		return false
+	}
+	_, ok = z.members[name]
+	return ok
+}

@@ -763,3 +763,15 @@ func BenchmarkList5000(b *testing.B) {
 		}
 	})
 }
+
+func TestInZone(t *testing.T) {
+	tr := newTree(allNodes[:5])
+	require.True(t, tr.InZone("node-0", ""))
+	require.True(t, tr.InZone("node-3", ZoneKey(allNodes[3])))
+	require.False(t, tr.InZone("node-3", ""), "listed in another zone")
+	require.False(t, tr.InZone("node-9", ZoneKey(allNodes[3])), "not listed")
+	require.False(t, tr.InZone("node-0", "no such zone"))
+	require.NoError(t, tr.Remove(allNodes[3]))
+	require.False(t, tr.InZone("node-3", ZoneKey(allNodes[3])), "removed")
+	require.True(t, tr.InZone("node-4", ZoneKey(allNodes[3])))
+}

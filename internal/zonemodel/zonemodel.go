@@ -79,3 +79,6 @@ func (m *Model) Count() int {
 
 // Zones returns the zone keys in zone order (a copy).
 func (m *Model) Zones() []string { return slices.Clone(m.order) }
+
+// Lists reports whether the zone key lists name.
+func (m *Model) Lists(name, key string) bool { return slices.Contains(m.zones[key], name) }

@@ -12,7 +12,7 @@ import (
 // sentinels are the exported errors; every error the cache returns must
 // match one of them with errors.Is.
 var sentinels = []error{
-	schedcache.ErrNilPod, schedcache.ErrNilNode, schedcache.ErrEmptyUID, schedcache.ErrEmptyNodeName,
+	schedcache.ErrNilPod, schedcache.ErrNilNode, schedcache.ErrEmptyUID,
 	schedcache.ErrClosed, schedcache.ErrFailed, schedcache.ErrPodAlreadyCached, schedcache.ErrPodAlreadyAdded,
 	schedcache.ErrPodNotFound, schedcache.ErrPodAssumed, schedcache.ErrPodNotAssumed, schedcache.ErrPodNodeMismatch,
 	schedcache.ErrCorrupted, schedcache.ErrUIDMismatch, schedcache.ErrNodeNotFound, schedcache.ErrNodeNameMismatch,
@@ -124,10 +124,7 @@ func (m *model) sub(uid string) {
 // ---- pods (section 1.3) ----
 
 func (m *model) assume(p *v1.Pod, r req) error {
-	switch {
-	case p.Spec.NodeName == "":
-		return schedcache.ErrEmptyNodeName
-	case m.pods[string(p.UID)] != nil:
+	if m.pods[string(p.UID)] != nil { // an empty node name is the nodeless entry ""
 		return schedcache.ErrPodAlreadyCached
 	}
 	m.agg(p, true, r)
@@ -172,8 +169,8 @@ func (m *model) update(old, p *v1.Pod, r req) error {
 		return schedcache.ErrCorrupted
 	case old.Spec.NodeName != s.pod.Spec.NodeName:
 		return schedcache.ErrPodNodeMismatch
-	case p.UID != old.UID:
-		return schedcache.ErrUIDMismatch
+	case p.UID != old.UID && m.pods[string(p.UID)] != nil:
+		return schedcache.ErrUIDMismatch // a rename to a free UID is accepted
 	}
 	m.sub(string(old.UID))
 	m.agg(p, false, r)
@@ -200,11 +197,15 @@ func (m *model) addNode(n *v1.Node) {
 	m.entries[n.Name].node = n
 }
 
+// updateNode: old serves only the zone move (nil: zone key ""). Refused: a
+// nil old with a zoned n (upstream panics), an old of another name whose
+// zone move would unlist that live node (docs/rejections.md).
 func (m *model) updateNode(old, n *v1.Node) error {
 	switch {
-	case old == nil || n == nil:
+	case n == nil || old == nil && zoneKey(n) != "":
 		return schedcache.ErrNilNode
-	case old.Name != n.Name:
+	case old != nil && old.Name != n.Name && zoneKey(old) != zoneKey(n) && m.tree.Lists(old.Name, zoneKey(old)) &&
+		m.entries[old.Name] != nil && m.entries[old.Name].node != nil:
 		return schedcache.ErrNodeNameMismatch
 	}
 	if m.entries[n.Name] == nil {
@@ -212,7 +213,7 @@ func (m *model) updateNode(old, n *v1.Node) error {
 		m.tree.Add(n.Name, zoneKey(n))
 	}
 	if zoneKey(old) != zoneKey(n) {
-		m.tree.Remove(old.Name, zoneKey(old))
+		m.tree.Remove(old.Name, zoneKey(old)) // old != nil: a nil old with a zoned n was refused
 		m.tree.Add(n.Name, zoneKey(n))
 	}
 	m.entries[n.Name].node = n

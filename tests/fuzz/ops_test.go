@@ -489,8 +489,9 @@ func FuzzOperations(f *testing.F) {
 	f.Add(opsSeed(2,
 		op(kAddNode, 0, 0, n1, 1, 0), op(kAddNode, 0, 0, n1, 2, 0), op(kRemoveNode, 0, 0, n1, 0, 2),
 		op(kAddNode, 0, 0, n1, 1, 0), op(kRemoveNode, 0, 0, n1, 1, 2), op(kRemoveNode, 0, 0, n1, 2, 2)))
-	// The empty node name: rejected by AssumePod, accepted by AddPod and
-	// AddNode; UpdateNode with another name or a nil old node.
+	// The empty node name: accepted by AssumePod (the nodeless entry "",
+	// as upstream), AddPod and AddNode; UpdateNode with another name or a
+	// nil old node.
 	f.Add(opsSeed(0,
 		op(kAssume, 0, 0, nEmpty, 0, 0), op(kAdd, 0, 0, nEmpty, 1, 2), op(kAddNode, 0, 0, nEmpty, 1, 0),
 		op(kUpdate, 0, 0, 0, 2, 0), op(kUpdateNode, 1, 0, nEmpty, 2, 2), op(kUpdateNode, 4, 0, nEmpty, 0, 3),

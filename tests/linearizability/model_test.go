@@ -17,7 +17,8 @@ import (
 // The universe of a history: nUID pod UIDs, two real nodes (added before the
 // history starts and never touched), one node name that never gets a node
 // object ("nx": pods placed there live on a nodeless entry) and the empty
-// node name (only ever rejected or tolerated, never stored).
+// node name (AssumePod stores a pod there, on the nodeless entry "", as
+// upstream; RemovePod tolerates it).
 const (
 	nUID     = 3
 	nVer     = 2
@@ -108,7 +109,6 @@ type errCode uint8
 
 const (
 	errNone errCode = iota
-	errEmptyNodeName
 	errAlreadyCached
 	errAlreadyAdded
 	errNotFound
@@ -124,7 +124,6 @@ var sentinels = []struct {
 	code errCode
 	err  error
 }{
-	{errEmptyNodeName, schedcache.ErrEmptyNodeName},
 	{errAlreadyCached, schedcache.ErrPodAlreadyCached},
 	{errAlreadyAdded, schedcache.ErrPodAlreadyAdded},
 	{errNotFound, schedcache.ErrPodNotFound},
@@ -287,10 +286,7 @@ func apply(s state, in input) (state, errCode) {
 	p := s[in.uid]
 	switch in.op {
 	case opAssume:
-		switch {
-		case in.node == nodeNone:
-			return s, errEmptyNodeName
-		case p.st != stAbsent:
+		if p.st != stAbsent { // an empty node name is the nodeless entry ""
 			return s, errAlreadyCached
 		}
 		s[in.uid] = podState{stAssumed, in.node, in.ver}
@@ -323,10 +319,12 @@ func apply(s state, in input) (state, errCode) {
 			return s, errCorrupted
 		case in.node != p.node:
 			return s, errNodeMismatch
-		case in.uid2 != in.uid:
+		case in.uid2 != in.uid && s[in.uid2].st != stAbsent:
 			return s, errUIDMismatch
 		}
-		s[in.uid] = podState{stAdded, in.node2, in.ver}
+		// A new UID renames the pod (upstream: removePod(old), addPod(new)).
+		s[in.uid] = podState{}
+		s[in.uid2] = podState{stAdded, in.node2, in.ver}
 	case opRemove:
 		switch {
 		case p.st == stAbsent:

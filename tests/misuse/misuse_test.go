@@ -309,7 +309,10 @@ func syncCases() []misuseCase {
 		}, want: schedcache.ErrNilPod},
 		// nil node, every method
 		{name: "AddNode(nil)", call: func(f *fixture) error { return nodeResult(f.c.AddNode(logger, nilNode)) }, want: schedcache.ErrNilNode},
-		{name: "UpdateNode(nil,new)", call: func(f *fixture) error { return nodeResult(f.c.UpdateNode(logger, nilNode, f.n1)) }, want: schedcache.ErrNilNode},
+		// A nil old node is upstream's zone key "": refused only with a
+		// zoned new node (upstream panics); n1 is in zone a.
+		{name: "UpdateNode(nil,new)", call: func(f *fixture) error { return nodeResult(f.c.UpdateNode(logger, nilNode, f.n1)) },
+			want: schedcache.ErrNilNode, as: nodeErr("UpdateNode")},
 		{name: "UpdateNode(old,nil)", call: func(f *fixture) error { return nodeResult(f.c.UpdateNode(logger, f.n1, nilNode)) }, want: schedcache.ErrNilNode},
 		{name: "RemoveNode(nil)", call: func(f *fixture) error { return f.c.RemoveNode(logger, nilNode) }, want: schedcache.ErrNilNode},
 		// empty UID, every pod method
@@ -322,9 +325,8 @@ func syncCases() []misuseCase {
 		{name: "RemovePod(empty UID)", call: func(f *fixture) error { return f.c.RemovePod(logger, noUID(f.added)) }, want: schedcache.ErrEmptyUID},
 		{name: "GetPod(empty UID)", call: func(f *fixture) error { _, err := f.c.GetPod(noUID(f.added)); return err }, want: schedcache.ErrEmptyUID},
 		{name: "IsAssumedPod(empty UID)", call: func(f *fixture) error { _, err := f.c.IsAssumedPod(noUID(f.assumed)); return err }, want: schedcache.ErrEmptyUID},
-		// state misuse
-		{name: "AssumePod(empty node name)", call: func(f *fixture) error { return f.c.AssumePod(logger, with(f.unknown, "", "unknown")) },
-			want: schedcache.ErrEmptyNodeName, as: podErr("AssumePod")},
+		// state misuse (an empty node name is no misuse: the pod goes to
+		// the nodeless entry "", as upstream)
 		{name: "AssumePod(assumed pod) again", call: func(f *fixture) error { return f.c.AssumePod(logger, f.assumed) },
 			want: schedcache.ErrPodAlreadyCached, as: podErr("AssumePod")},
 		{name: "AssumePod(assumed pod) on another node", call: func(f *fixture) error { return f.c.AssumePod(logger, with(f.assumed, "n1", "assumed")) },
@@ -350,12 +352,25 @@ func syncCases() []misuseCase {
 			want: schedcache.ErrPodNotFound, as: podErr("UpdatePod")},
 		{name: "UpdatePod new pod naming another node", call: func(f *fixture) error { return f.c.UpdatePod(logger, f.added, with(f.added, "n2", "added")) },
 			want: schedcache.ErrCorrupted, as: corruption("UpdatePod", "n1", "n2")},
+		// The old pod naming another node than the cached one: upstream
+		// fails without change on a live node, panics on a nodeless entry
+		// (ghost n3, pods-first "nowhere"), double-counts the pod when the
+		// node has no entry.
 		{name: "UpdatePod old pod naming another node", call: func(f *fixture) error { return f.c.UpdatePod(logger, with(f.added, "n2", "added"), bump(f.added)) },
 			want: schedcache.ErrPodNodeMismatch, as: podErr("UpdatePod")},
-		{name: "UpdatePod with a different new UID", call: func(f *fixture) error { return f.c.UpdatePod(logger, f.added, with(f.added, "n1", "other-uid")) },
-			want: schedcache.ErrUIDMismatch, as: podErr("UpdatePod")},
+		{name: "UpdatePod old pod naming a ghost", call: func(f *fixture) error { return f.c.UpdatePod(logger, with(f.added, "n3", "added"), bump(f.added)) },
+			want: schedcache.ErrPodNodeMismatch, as: podErr("UpdatePod")},
+		{name: "UpdatePod old pod naming a pods-first entry", call: func(f *fixture) error {
+			return f.c.UpdatePod(logger, with(f.added, "nowhere", "added"), bump(f.added))
+		}, want: schedcache.ErrPodNodeMismatch, as: podErr("UpdatePod")},
+		{name: "UpdatePod old pod naming a node without entry", call: func(f *fixture) error { return f.c.UpdatePod(logger, with(f.added, "n9", "added"), bump(f.added)) },
+			want: schedcache.ErrPodNodeMismatch, as: podErr("UpdatePod")},
+		// A new UID renames the pod (upstream), unless it is another cached
+		// pod's: upstream would hold that key twice.
 		{name: "UpdatePod new UID is a cached pod's", call: func(f *fixture) error { return f.c.UpdatePod(logger, f.added, with(f.ghostPod, "n1", "ghost-pod")) },
-			want: schedcache.ErrUIDMismatch},
+			want: schedcache.ErrUIDMismatch, as: podErr("UpdatePod")},
+		{name: "UpdatePod new UID is an assumed pod's", call: func(f *fixture) error { return f.c.UpdatePod(logger, f.added, with(f.added, "n1", "assumed")) },
+			want: schedcache.ErrUIDMismatch, as: podErr("UpdatePod")},
 		{name: "RemovePod naming another node", call: func(f *fixture) error { return f.c.RemovePod(logger, with(f.added, "n2", "added")) },
 			want: schedcache.ErrCorrupted, as: corruption("RemovePod", "n1", "n2")},
 		{name: "RemovePod(assumed pod) naming another node", call: func(f *fixture) error { return f.c.RemovePod(logger, with(f.assumed, "n1", "assumed")) },
@@ -366,7 +381,10 @@ func syncCases() []misuseCase {
 			want: schedcache.ErrPodNotFound, as: podErr("RemovePod")},
 		{name: "RemoveNode(unknown node)", call: func(f *fixture) error { return f.c.RemoveNode(logger, mkNode("n9", "a")) },
 			want: schedcache.ErrNodeNotFound, as: nodeErr("RemoveNode")},
-		{name: "UpdateNode with differing names", call: func(f *fixture) error { return nodeResult(f.c.UpdateNode(logger, f.n1, mkNode("n2", "a"))) },
+		// Old n1 (live, listed in zone a), new n2 in zone c: upstream would
+		// unlist n1. (Differing names that unlist no live node are
+		// accepted, as upstream: reject_test.go.)
+		{name: "UpdateNode with differing names", call: func(f *fixture) error { return nodeResult(f.c.UpdateNode(logger, f.n1, mkNode("n2", "c"))) },
 			want: schedcache.ErrNodeNameMismatch, as: nodeErr("UpdateNode")},
 		{name: "GetNode(unknown)", call: func(f *fixture) error { return nodeResult(f.c.GetNode("n9")) },
 			want: schedcache.ErrNodeNotFound, as: nodeErr("GetNode")},
@@ -447,7 +465,6 @@ func asyncCases() []asyncCase {
 		{name: "AddNodeAsync(nil)", call: func(f *fixture) error { return f.c.AddNodeAsync(nil) }, want: schedcache.ErrNilNode},
 		{name: "UpdateNodeAsync(nil,new)", call: func(f *fixture) error { return f.c.UpdateNodeAsync(nil, f.n1) }, want: schedcache.ErrNilNode},
 		{name: "UpdateNodeAsync(old,nil)", call: func(f *fixture) error { return f.c.UpdateNodeAsync(f.n1, nil) }, want: schedcache.ErrNilNode},
-		{name: "UpdateNodeAsync differing names", call: func(f *fixture) error { return f.c.UpdateNodeAsync(f.n1, mkNode("n2", "a")) }, want: schedcache.ErrNodeNameMismatch},
 		{name: "RemoveNodeAsync(nil)", call: func(f *fixture) error { return f.c.RemoveNodeAsync(nil) }, want: schedcache.ErrNilNode},
 		// state errors: accepted, then reported to the handler
 		{name: "AddPodAsync(added pod)", call: func(f *fixture) error { return f.c.AddPodAsync(bump(f.added)) },
@@ -460,8 +477,13 @@ func asyncCases() []asyncCase {
 			handled: schedcache.ErrCorrupted, handledKind: "UpdatePod"},
 		{name: "UpdatePodAsync old pod naming another node", call: func(f *fixture) error { return f.c.UpdatePodAsync(with(f.added, "n2", "added"), bump(f.added)) },
 			handled: schedcache.ErrPodNodeMismatch, handledKind: "UpdatePod"},
-		{name: "UpdatePodAsync different new UID", call: func(f *fixture) error { return f.c.UpdatePodAsync(f.added, with(f.added, "n1", "other")) },
+		{name: "UpdatePodAsync new UID is a cached pod's", call: func(f *fixture) error { return f.c.UpdatePodAsync(f.added, with(f.added, "n1", "ghost-pod")) },
 			handled: schedcache.ErrUIDMismatch, handledKind: "UpdatePod"},
+		{name: "UpdatePodAsync old pod naming a ghost", call: func(f *fixture) error { return f.c.UpdatePodAsync(with(f.added, "n3", "added"), bump(f.added)) },
+			handled: schedcache.ErrPodNodeMismatch, handledKind: "UpdatePod"},
+		// The name check needs the zone tree: the coordinator makes it.
+		{name: "UpdateNodeAsync differing names", call: func(f *fixture) error { return f.c.UpdateNodeAsync(f.n1, mkNode("n2", "c")) },
+			handled: schedcache.ErrNodeNameMismatch, handledKind: "UpdateNode"},
 		{name: "RemovePodAsync(unknown pod)", call: func(f *fixture) error { return f.c.RemovePodAsync(f.unknown) },
 			handled: schedcache.ErrPodNotFound, handledKind: "RemovePod"},
 		{name: "RemovePodAsync naming another node", call: func(f *fixture) error { return f.c.RemovePodAsync(with(f.added, "n2", "added")) },
