@@ -8,9 +8,9 @@ package bench
 // -short runs a CI-sized version; -diff.steps=N sets the number of steps.
 
 import (
+	"errors"
 	"flag"
 	"fmt"
-	"errors"
 	"reflect"
 	"regexp"
 	"slices"
@@ -1096,7 +1096,7 @@ func TestDiffScenarios(t *testing.T) {
 	app := img(500, "app:v1")
 	scenarios["image counts in long-lived snapshots"] = []step{
 		addNode(node("n0", 1, app, small)),
-		addNode(node("n1", 2, app)),                                // n0 untouched: its count moves in fresh snapshots only
+		addNode(node("n1", 2, app)), // n0 untouched: its count moves in fresh snapshots only
 		call("AddPod pa on n0", func(d *differ) (error, error) { // n0 re-cloned with the count now
 			p := withNode(newGen(9).pod("pa", "n0"), "n0")
 			d.keys, d.keyPod["pa"] = append(d.keys, "pa"), p
