@@ -405,7 +405,11 @@ func (c *Cache) Sync() error {
 }
 
 // Snapshot returns the latest published snapshot. It is one atomic load;
-// the snapshot is immutable and may be kept for ever.
+// the snapshot is immutable and may be kept for ever. It shows what a new
+// snapshot refreshed by upstream's UpdateSnapshot at its epoch shows,
+// except that each node's image counts are as of the node's last change
+// (as in upstream's snapshot refreshed after every operation); use
+// UpdateSnapshot for upstream's snapshots exactly.
 func (c *Cache) Snapshot() *Snapshot { return c.a.Snapshot() }
 
 // UpdateSnapshot refreshes dst from the latest published snapshot exactly

@@ -45,7 +45,7 @@ type mEntry struct {
 	pods      []*framework.PodInfo
 	aff, anti []*framework.PodInfo
 	ports     map[string]map[framework.ProtocolPort]bool
-	images    map[string]framework.ImageStateSummary // as of the last op
+	images    map[string]framework.ImageStateSummary // as of the entry's last change
 }
 
 type mImage struct {
@@ -309,12 +309,13 @@ func (m *model) removeNode(n *v1.Node) error {
 	return nil
 }
 
-// endOp refreshes the image summaries of every entry with a node: a
-// published snapshot shows them as of its epoch, as a fresh upstream
-// snapshot (NewEmptySnapshot + UpdateSnapshot) taken then would.
+// endOp refreshes the image summaries of the entries the op touched: a
+// published snapshot shows each node's counts as of its last change, as
+// upstream's long-lived snapshot refreshed after every operation does.
 func (m *model) endOp() {
-	for _, e := range m.entries {
-		if e.node == nil {
+	for name := range m.touched {
+		e := m.entries[name]
+		if e == nil || e.node == nil {
 			continue
 		}
 		e.images = map[string]framework.ImageStateSummary{}

@@ -74,7 +74,6 @@ type slotState struct {
 	anti    bool   // entry.anti > 0
 	inAff   bool   // in the affinity list being built (valid while the slot is in the node list)
 	inAnti  bool   // in the anti-affinity list being built (same)
-	rebound uint64 // Core.rebindEpoch in which the slot's entry was last rebound
 }
 
 // imageState is one incarnation of the registry's summary of an image
@@ -126,15 +125,10 @@ type Core struct {
 	// nodeImages is the registry's membership: node name -> the image names
 	// registered for it (upstream's per-image node sets, stored per node).
 	nodeImages map[string][]string
-	// holders is the reverse index of the entries' image names: image
-	// name -> slots of the entries whose node object lists it.
-	holders       map[string]map[int32]struct{}
 	table         *framework.ImageTable                          // the registry as of the last syncTable; immutable
 	tableEd       persist.MapEditor[framework.ImageStateSummary] // scratch editor of table
 	imgChanged    []string                                       // names whose summary may have changed since the last syncTable
 	imgChangedSet map[string]struct{}                            // the same names, for dedup
-	rebindNames   []string                                       // names whose summary changed in this epoch's syncTables
-	rebindEpoch   uint64                                         // numbers rebindHolders passes (slotState.rebound)
 	expiry        expiryHeap                                     // armed deadlines, earliest first; stale items skipped
 	armSeq        uint64                                         // generation of the last armed deadline
 
@@ -184,7 +178,6 @@ func NewCore(nshards int, ttl time.Duration) *Core {
 		tree:          nodetree.New(),
 		images:        make(map[string]*imageState),
 		nodeImages:    make(map[string][]string),
-		holders:       make(map[string]map[int32]struct{}),
 		imgChangedSet: make(map[string]struct{}),
 		muts:          make([][]shard.Mutation, nshards),
 		pvcUsed:       make(map[string]int),
@@ -686,8 +679,7 @@ func (c *Core) imageChanged(name string) {
 // syncTable brings the published registry version up to date with the
 // names changed since the last call. A name whose summary ended where it
 // started (a node re-registered with the same images) changes nothing;
-// if no summary changed, table stays the same version. The names whose
-// summaries did change are added to rebindNames.
+// if no summary changed, table stays the same version.
 func (c *Core) syncTable() {
 	if len(c.imgChanged) == 0 {
 		return
@@ -701,7 +693,6 @@ func (c *Core) syncTable() {
 		if st == nil {
 			if had {
 				c.tableEd.Delete(name)
-				c.rebindNames = append(c.rebindNames, name)
 				changed = true
 			}
 			continue
@@ -709,7 +700,6 @@ func (c *Core) syncTable() {
 		v := framework.ImageStateSummary{Size: st.size, NumNodes: st.count}
 		if !had || old != v {
 			c.tableEd.Set(name, v)
-			c.rebindNames = append(c.rebindNames, name)
 			changed = true
 		}
 	}
@@ -779,38 +769,20 @@ func (c *Core) reregisterIsNoop(node *v1.Node) bool {
 	return true
 }
 
-// setHolders makes names the image names e's node object lists, keeping
-// the reverse index (image name -> holders) in step.
-func (c *Core) setHolders(e *entry, names []string) {
-	for _, n := range e.names {
-		if h := c.holders[n]; h != nil {
-			delete(h, e.slot)
-			if len(h) == 0 {
-				delete(c.holders, n)
-			}
-		}
-	}
-	for _, n := range names {
-		h := c.holders[n]
-		if h == nil {
-			h = make(map[int32]struct{})
-			c.holders[n] = h
-		}
-		h[e.slot] = struct{}{}
-	}
+// setNames makes names the image names e's node object lists.
+func (c *Core) setNames(e *entry, names []string) {
 	e.names = names
 	e.viewStale = true
 }
 
-// setNode makes node the entry's object. Its image names (and so the
-// holders index) change only if node lists other images than the object
-// it replaces.
+// setNode makes node the entry's object. Its image names change only if
+// node lists other images than the object it replaces.
 func (c *Core) setNode(e *entry, node *v1.Node) {
 	if (e.node == nil) != (node == nil) {
 		c.withNode += boolSign(node != nil)
 	}
 	if e.node == nil || node == nil || !sameImages(e.node, node) {
-		c.setHolders(e, framework.ImageNames(node))
+		c.setNames(e, framework.ImageNames(node))
 	}
 	if node != nil {
 		e.ghost = nil
@@ -898,7 +870,7 @@ func (c *Core) RemoveNode(node *v1.Node) error {
 		for i, name := range e.names {
 			e.ghost[i] = ghostImage{name: name, st: c.images[name], size: firstSize(e.node, name)}
 		}
-		c.setHolders(e, nil)
+		c.setNames(e, nil)
 	}
 	e.node = nil
 	c.slots[e.slot].hasNode = false
@@ -971,33 +943,6 @@ func (c *Core) PendingMutations() [][]shard.Mutation {
 		}
 	}
 	return c.muts
-}
-
-// rebindHolders gives every untouched node listing an image whose summary
-// changed this epoch a clone of its published entry that reads the new
-// registry version, so that a snapshot shows every node's image counts
-// as of its epoch, as a fresh upstream snapshot does (3.5, 5.2). Entries
-// touched this epoch get the new version from their shard.
-func (c *Core) rebindHolders() {
-	if len(c.rebindNames) == 0 {
-		return
-	}
-	c.rebindEpoch++
-	last := c.builder.Last()
-	for _, name := range c.rebindNames {
-		for slot := range c.holders[name] {
-			e := c.bySlot[slot]
-			if e == nil || e.dirty || e.node == nil || c.slots[slot].rebound == c.rebindEpoch {
-				continue
-			}
-			c.slots[slot].rebound = c.rebindEpoch
-			if ni := last.NodeAt(slot); ni != nil {
-				c.builder.SetNode(slot, ni.WithImageTable(c.table))
-			}
-		}
-	}
-	clear(c.rebindNames)
-	c.rebindNames = c.rebindNames[:0]
 }
 
 // CurrentImages returns ni with the image summaries an upstream clone of
@@ -1083,7 +1028,7 @@ func (c *Core) BuildMeta() {
 	c.listsDirty = false
 	clear(c.affFlips)
 	c.affFlips = c.affFlips[:0]
-	c.rebindHolders()
+	b.SetImages(c.table)
 	b.FoldPods()
 }
 

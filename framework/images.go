@@ -111,9 +111,10 @@ func (n *NodeInfo) imageSummary(name string) ImageStateSummary {
 
 // WithImageTable returns a copy of n whose image summaries are read from t
 // (a clone of the same entry taken at another registry version); n itself
-// is returned if it already reads t or has explicit summaries.
+// is returned if it already reads t, lists no images or has explicit
+// summaries.
 func (n *NodeInfo) WithImageTable(t *ImageTable) *NodeInfo {
-	if n == nil || n.imageTable == t || n.imageStates != nil {
+	if n == nil || n.imageTable == t || n.imageStates != nil || len(n.imageNames) == 0 {
 		return n
 	}
 	c := *n

@@ -32,6 +32,7 @@ type Builder struct {
 	aff     persist.Seq[int32]
 	anti    persist.Seq[int32]
 	err     error
+	images  *framework.ImageTable
 	tree    bool // SetTree was called in this transaction
 	treeN   int
 	treeNms []string
@@ -135,6 +136,9 @@ func (b *Builder) SetLists(order []int32, aff, anti persist.Seq[int32], err erro
 	b.order, b.aff, b.anti, b.err = order, aff, anti, err
 }
 
+// SetImages records the image registry version of this transaction.
+func (b *Builder) SetImages(t *framework.ImageTable) { b.images = t }
+
 // SetTree records the zone tree's node count and, when the tree lists
 // names the node list skips, the tree's list by name (immutable once set).
 func (b *Builder) SetTree(numNodes int, names []string) {
@@ -175,6 +179,7 @@ func (b *Builder) Commit(epoch uint64, nodeCount, podCount int) *Snapshot {
 		s.pvc = b.pvc.Done()
 		b.pvc = nil
 	}
+	s.images = b.images
 	if b.tree {
 		s.treeNodes, s.treeNames = b.treeN, b.treeNms
 		b.tree, b.treeNms = false, nil

@@ -40,15 +40,17 @@ func (l *longLived) alloc() int32 {
 // (5.2), and returns the error it would return. It fails with ErrPublished
 // if s is a published snapshot.
 //
-// A snapshot never refreshed becomes p itself in O(1): upstream clones
-// every node into it and builds its lists from the zone tree, which is what
-// p holds. Afterwards a refresh costs O(changed nodes x log n), plus
-// O(nodes) when a list must be rebuilt, as upstream's:
+// A snapshot never refreshed becomes p, with every node's image counts
+// as they are now: upstream clones every node into it and builds its
+// lists from the zone tree, which is what p holds (O(nodes) to re-clone
+// the nodes whose counts changed since their last change). Afterwards a
+// refresh costs O(changed nodes x log n), plus O(nodes) when a list must
+// be rebuilt, as upstream's:
 //   - every node whose entry changed since the last refresh (a new
 //     generation: found by comparing p with the version that refresh read,
-//     skipping the structure they share) is cloned into s; a node only
-//     re-cloned in p to show new image counts keeps the clone s has, with
-//     the counts of its own last refresh;
+//     skipping the structure they share) is cloned into s, with the image
+//     counts now; the others keep the clone s has, with the counts of the
+//     refresh that cloned it;
 //   - a node new to s, or nodes removed from the cache (more entries in s
 //     than nodes in the tree), rebuild the node list from the tree's order;
 //     otherwise s keeps its order, even if zones changed since;
@@ -67,6 +69,7 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 		*s = *p
 		s.published = false
 		s.ll = &longLived{base: p.nodes, nextSlot: int32(p.nodes.Len())}
+		s.nodes = p.clonesNow(p.nodes)
 		return s.err
 	}
 	ll := s.ll
@@ -89,6 +92,7 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 			slot = ll.alloc()
 			index.Set(name, slot)
 		}
+		cur = cur.WithImageTable(p.images) // a clone taken now shows the counts now
 		aff = aff || (prev.NumPodsWithAffinity() > 0) != (cur.NumPodsWithAffinity() > 0)
 		anti = anti || (prev.NumPodsWithRequiredAntiAffinity() > 0) != (cur.NumPodsWithRequiredAntiAffinity() > 0)
 		pvc = pvc || !framework.SamePVCKeys(prev, cur)
@@ -128,6 +132,31 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 	s.treeNodes, s.treeNames = p.treeNodes, p.treeNames
 	ll.base = p.nodes
 	return err
+}
+
+// clonesNow returns nodes (p's entries) with every entry showing the image
+// counts of p's epoch: a published entry shows those of its node's last
+// change, a fresh upstream snapshot those of the moment it clones. Entries
+// already current are shared; the rest are copied reading p's registry
+// version (O(nodes) struct copies at worst, as upstream clones every node).
+func (p *Snapshot) clonesNow(nodes persist.Vector[*framework.NodeInfo]) persist.Vector[*framework.NodeInfo] {
+	if p.images == nil {
+		return nodes
+	}
+	var ed *persist.VectorEditor[*framework.NodeInfo]
+	nodes.Range(func(i int, ni *framework.NodeInfo) bool {
+		if now := ni.WithImageTable(p.images); now != ni {
+			if ed == nil {
+				ed = nodes.Edit()
+			}
+			ed.Set(i, now)
+		}
+		return true
+	})
+	if ed == nil {
+		return nodes
+	}
+	return ed.Done()
 }
 
 // treeOrder returns the zone tree's list as of p, resolved through index

@@ -80,6 +80,7 @@ type Snapshot struct {
 	podCount  int                                 // pods held (assumed included)
 	nodeCount int                                 // NodeInfo entries, ghosts and nodeless included
 	err       error                               // list/tree inconsistency, reported by UpdateSnapshot
+	images    *framework.ImageTable               // the image registry at this epoch; entries show their node's counts as of its last change
 	treeNodes int                                 // nodes in the zone tree
 	treeNames []string                            // the tree's list by name when it names nodes order lacks (a name without a node entry); nil otherwise; shared, never written
 	published bool                                // true for snapshots handed out by the cache
