@@ -97,16 +97,6 @@ type ghostImage struct {
 	size int64
 }
 
-// firstSize returns the size node lists first for name.
-func firstSize(node *v1.Node, name string) int64 {
-	for i := range node.Status.Images {
-		if slices.Contains(node.Status.Images[i].Names, name) {
-			return node.Status.Images[i].SizeBytes
-		}
-	}
-	return 0
-}
-
 // Core is the coordinator's state. Contract: not safe for concurrent use;
 // owned by one goroutine. Operations never block; the mutations they imply
 // accumulate per shard until the actor delivers them and calls the flush
@@ -866,10 +856,14 @@ func (c *Core) RemoveNode(node *v1.Node) error {
 		c.withNode--
 		// Upstream's ghost keeps the summaries of its last registration
 		// (the live incarnations now); Dump shows their counts as they go.
-		e.ghost = make([]ghostImage, len(e.names))
-		for i, name := range e.names {
-			e.ghost[i] = ghostImage{name: name, st: c.images[name], size: firstSize(e.node, name)}
-		}
+		e.ghost = make([]ghostImage, 0, len(e.names))
+		seen := make(map[string]struct{}, len(e.names))
+		imageNames(e.node, func(name string, size int64) {
+			if _, dup := seen[name]; !dup {
+				seen[name] = struct{}{}
+				e.ghost = append(e.ghost, ghostImage{name: name, st: c.images[name], size: size})
+			}
+		})
 		c.setNames(e, nil)
 	}
 	e.node = nil

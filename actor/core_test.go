@@ -628,3 +628,40 @@ func TestPodChangesWithinEpoch(t *testing.T) {
 		require.Equal(t, entries, s.NodeCount(), "step %d", step)
 	}
 }
+
+// BenchmarkNodeManyImages measures the coordinator's time to add a node
+// listing images=N distinct images (two names each, one shared with a
+// node already holding them all) and to remove it, each published. The
+// cost must grow linearly with N: registration once took O(N^2) (1.7 s
+// for 10,000 images).
+func BenchmarkNodeManyImages(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("images=%d", n), func(b *testing.B) {
+			imgs := make([]v1.ContainerImage, n)
+			for i := range imgs {
+				imgs[i] = v1.ContainerImage{Names: []string{fmt.Sprintf("img-%d", i), fmt.Sprintf("img-%d@sha", i)}, SizeBytes: int64(i)}
+			}
+			l := NewLocal(2, 0)
+			l.Core.AddNode(imageNode("holder", imgs...))
+			if _, err := l.Publish(); err != nil {
+				b.Fatal(err)
+			}
+			node := imageNode("n", imgs...)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				l.Core.AddNode(node)
+				if _, err := l.Publish(); err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Core.RemoveNode(node); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := l.Publish(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/image")
+		})
+	}
+}
