@@ -868,6 +868,16 @@ func (d *differ) snapNames(s interface{}) []string {
 	return out
 }
 
+// countsLine renders how many operations of each kind the sequence ran.
+func (d *differ) countsLine() string {
+	var kinds []string
+	for k, n := range d.counts {
+		kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+	}
+	sort.Strings(kinds)
+	return strings.Join(kinds, " ")
+}
+
 // names returns every node name the sequence used, and n0..n8.
 func (d *differ) names() []string {
 	seen := map[string]bool{}
@@ -915,12 +925,7 @@ func TestDiffCache(t *testing.T) {
 				d.stepOnce()
 				d.compare()
 			}
-			var kinds []string
-			for k, n := range d.counts {
-				kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
-			}
-			sort.Strings(kinds)
-			t.Logf("%d steps, %d pod keys: %s", total/sequences, len(d.keys), strings.Join(kinds, " "))
+			t.Logf("%d steps, %d pod keys: %s", total/sequences, len(d.keys), d.countsLine())
 		})
 	}
 }

@@ -486,12 +486,7 @@ func TestRejectRandom(t *testing.T) {
 				}
 				d.compare()
 			}
-			var kinds []string
-			for k, n := range d.counts {
-				kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
-			}
-			slices.Sort(kinds)
-			t.Logf("%d steps: %s", total/sequences, strings.Join(kinds, " "))
+			t.Logf("%d steps: %s", total/sequences, d.countsLine())
 		})
 	}
 }
