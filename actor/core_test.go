@@ -625,3 +625,43 @@ func TestPodChangesWithinEpoch(t *testing.T) {
 		require.Equal(t, entries, s.NodeCount(), "step %d", step)
 	}
 }
+
+// BenchmarkZoneMove20kZones measures one zone move (UpdateNode changing
+// the node's zone) plus the publication that includes it, in clusters
+// with 20,000 zones: one node per zone, and the same plus one zone of
+// 5,000 nodes (uneven zones: the interleaving runs 5,000 rounds). The
+// move alternates a node of a one-node zone between its zone and a new
+// one, so each move deletes one zone and creates one. A node-list
+// rebuild of O(nodes) slots is expected; nothing may cost O(zones x
+// rounds) or O(nodes x zones).
+func BenchmarkZoneMove20kZones(b *testing.B) {
+	for _, big := range []int{0, 5000} {
+		b.Run(fmt.Sprintf("bigzone=%d", big), func(b *testing.B) {
+			l := NewLocal(1, 0)
+			for i := range 20000 {
+				l.Core.AddNode(testNode(fmt.Sprint("z-", i), fmt.Sprint("zone-", i)))
+			}
+			for i := range big {
+				l.Core.AddNode(testNode(fmt.Sprint("big-", i), "zone-big"))
+			}
+			if _, err := l.Publish(); err != nil {
+				b.Fatal(err)
+			}
+			a, m := testNode("z-10000", "zone-10000"), testNode("z-10000", "zone-moved")
+			runtime.GC()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				l.Core.UpdateNode(a, m)
+				if _, err := l.Publish(); err != nil {
+					b.Fatal(err)
+				}
+				l.Core.UpdateNode(m, a)
+				if _, err := l.Publish(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/move")
+		})
+	}
+}
