@@ -10,6 +10,7 @@ package actor
 import (
 	"cmp"
 	"container/heap"
+	"fmt"
 	"hash/maphash"
 	"slices"
 	"time"
@@ -711,7 +712,12 @@ func (c *Core) RemoveNode(node *v1.Node) error {
 		c.treeStale = true
 	}
 	if err != nil {
-		return &NodeError{Op: "RemoveNode", Name: node.Name, Err: err}
+		// Upstream returns the tree's error (the node is not in the zone
+		// its labels name: a second RemoveNode of a ghost, or stale
+		// labels) after the entry changed, as here. It is a NodeError
+		// that matches both ErrNodeNotFound and the tree's
+		// ErrNodeNotInZone.
+		return &NodeError{Op: "RemoveNode", Name: node.Name, Err: fmt.Errorf("%w: %w", ErrNodeNotFound, err)}
 	}
 	c.unregisterImages(node)
 	return nil
