@@ -1,8 +1,14 @@
 package schedcache_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -65,5 +71,171 @@ func TestRemoveNodeTwice(t *testing.T) {
 			require.True(t, errors.As(err, &ne))
 			require.Equal(t, "ghost", ne.Name)
 		})
+	}
+}
+
+// Every async submission that returned nil is, after Close (or context
+// cancellation) during a burst of submissions, either applied (visible in
+// the last snapshot) or reported to the async error handler, exactly
+// once, never both. Producers submit pods and nodes (applied unless
+// refused by shutdown) and removals of unknown pods (always reported,
+// failing in the coordinator). The handler is held on its first error
+// until a producer sees ErrClosed, so the coordinator's later errors are
+// still pending when shutdown starts; the coordinator is held inside its
+// H-th operation until the mailbox is full, so shutdown also refuses
+// queued operations. A shutdown that drops the pending errors, or the
+// refused ops' errors, is caught.
+func TestAsyncErrorsAtShutdown(t *testing.T) {
+	rounds := 20
+	if testing.Short() {
+		rounds = 3
+	}
+	const (
+		producers = 4
+		mailbox   = 64
+		maxBatch  = 8
+		holdAt    = 200 // the coordinator's op during which shutdown is requested
+	)
+	for _, viaCtx := range []bool{false, true} {
+		for round := range rounds {
+			t.Run(fmt.Sprintf("ctx=%v/round=%d", viaCtx, round), func(t *testing.T) {
+				var ops atomic.Int64
+				release := make(chan struct{})
+				var releaseOnce sync.Once
+				unhold := func() { releaseOnce.Do(func() { close(release) }) }
+				defer unhold()
+				gate := make(chan struct{})
+				var gateOnce sync.Once
+				openGate := func() { gateOnce.Do(func() { close(gate) }) }
+				defer openGate()
+
+				var mu sync.Mutex
+				reports := map[string]int{} // "kind/pod or node" -> reports
+				closedReports := 0
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				c, err := schedcache.New(ctx, schedcache.WithShards(2),
+					schedcache.WithMailboxSize(mailbox), schedcache.WithMaxBatch(maxBatch),
+					schedcache.WithFaultHooks(func(string) {
+						if ops.Add(1) == holdAt {
+							<-release
+						}
+					}, nil),
+					schedcache.WithAsyncErrorHandler(func(e schedcache.AsyncError) {
+						<-gate
+						key := e.Kind.String() + "/"
+						if e.Pod != nil {
+							key += string(e.Pod.UID)
+						} else if e.Node != nil {
+							key += e.Node.Name
+						}
+						mu.Lock()
+						reports[key]++
+						if errors.Is(e.Err, schedcache.ErrClosed) {
+							closedReports++
+						}
+						mu.Unlock()
+					}))
+				require.NoError(t, err)
+				_, err = c.AddNode(logger, node("n0", "z"))
+				require.NoError(t, err)
+
+				type sub struct {
+					key  string // as the handler builds it
+					uid  string // AddPod: the pod; AddNode: ""
+					node string // AddNode: the node
+				}
+				accepted := make([][]sub, producers)
+				var nAccepted atomic.Int64
+				var wg sync.WaitGroup
+				for g := range producers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						defer openGate() // also if a producer stops on an unexpected error
+						for k := 0; ; k++ {
+							var s sub
+							var err error
+							switch k % 4 {
+							case 0, 1:
+								s.uid = fmt.Sprintf("p%d-%d", g, k)
+								s.key = "AddPod/" + s.uid
+								err = c.AddPodAsync(pod(s.uid, "n0", 1))
+							case 2:
+								uid := fmt.Sprintf("unknown%d-%d", g, k)
+								s.key = "RemovePod/" + uid
+								err = c.RemovePodAsync(pod(uid, "n0", 1))
+							case 3:
+								s.node = fmt.Sprintf("n%d-%d", g, k)
+								s.key = "AddNode/" + s.node
+								err = c.AddNodeAsync(node(s.node, fmt.Sprint("z", k%7)))
+							}
+							if err != nil {
+								if !errors.Is(err, schedcache.ErrClosed) {
+									t.Errorf("submission %s: %v", s.key, err)
+								}
+								return
+							}
+							accepted[g] = append(accepted[g], s)
+							nAccepted.Add(1)
+						}
+					}()
+				}
+				// The coordinator holds inside op holdAt; once the mailbox is
+				// (nearly) full, shut down and let it go on.
+				for nAccepted.Load() < holdAt+mailbox {
+					runtime.Gosched()
+				}
+				if viaCtx {
+					cancel()
+					unhold()
+					<-c.Done()
+				} else {
+					closed := make(chan struct{})
+					go func() { _ = c.Close(); close(closed) }()
+					time.Sleep(time.Millisecond) // let Close start: not needed for the assertions
+					unhold()
+					<-closed
+				}
+				wg.Wait()
+
+				snap := c.Snapshot()
+				mu.Lock()
+				defer mu.Unlock()
+				applied, reported := 0, 0
+				for _, subs := range accepted {
+					for _, s := range subs {
+						var in bool
+						switch {
+						case s.uid != "":
+							_, ok := snap.Pod(s.uid)
+							in = ok
+						case s.node != "":
+							_, err := snap.Get(s.node)
+							in = err == nil
+						}
+						n := reports[s.key]
+						switch {
+						case in && n == 0:
+							applied++
+						case !in && n == 1:
+							reported++
+						default:
+							t.Fatalf("%s: applied %v, reported %d times", s.key, in, n)
+						}
+						delete(reports, s.key)
+					}
+				}
+				require.Empty(t, reports, "reports for submissions that were never accepted")
+				require.Positive(t, applied)
+				require.Greater(t, reported, applied/8, "the unknown-pod removals are reported")
+				if viaCtx {
+					// Deterministic: shutdown started while at least
+					// mailbox-maxBatch ops were queued.
+					require.GreaterOrEqual(t, closedReports, mailbox-maxBatch)
+				}
+				t.Logf("accepted %d: applied %d, reported %d (%d with ErrClosed)", nAccepted.Load(), applied, reported, closedReports)
+			})
+		}
 	}
 }
