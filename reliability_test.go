@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/schedcache/schedcache"
 )
@@ -238,4 +241,85 @@ func TestAsyncErrorsAtShutdown(t *testing.T) {
 			})
 		}
 	}
+}
+
+// Pod amounts beyond MaxPodQuantity are refused by every call that takes
+// a pod's requests, with a *QuantityError naming the pod, the resource
+// and the amount, and nothing changes; at the bound they are accepted and
+// summed exactly. Without the bound two pods of MaxInt64 millicores (a
+// huge request saturates there) made their node's cpu read -2. A node
+// allocatable at MaxInt64 is kept exactly.
+func TestQuantityOverflowRefused(t *testing.T) {
+	var asyncErrs []schedcache.AsyncError
+	var mu sync.Mutex
+	c := newCache(t, schedcache.WithAsyncErrorHandler(func(e schedcache.AsyncError) {
+		mu.Lock()
+		asyncErrs = append(asyncErrs, e)
+		mu.Unlock()
+	}))
+	n := node("n", "z")
+	n.Status.Allocatable[v1.ResourceCPU] = *resource.NewMilliQuantity(math.MaxInt64, resource.DecimalSI)
+	n.Status.Allocatable[v1.ResourceMemory] = *resource.NewQuantity(math.MaxInt64, resource.BinarySI)
+	_, err := c.AddNode(logger, n)
+	require.NoError(t, err)
+
+	atBound := pod("at", "n", schedcache.MaxPodQuantity)
+	require.NoError(t, c.AddPod(logger, atBound))
+	require.NoError(t, c.AssumePod(logger, pod("at2", "n", schedcache.MaxPodQuantity)))
+	before, err := c.Dump()
+	require.NoError(t, err)
+	snapBefore := c.Snapshot()
+
+	check := func(op string, err error, uid string, value int64) {
+		t.Helper()
+		require.ErrorIs(t, err, schedcache.ErrQuantityOverflow, op)
+		var qe *schedcache.QuantityError
+		require.True(t, errors.As(err, &qe), "%s: %T %v", op, err, err)
+		require.Equal(t, uid, qe.Key, op)
+		require.Equal(t, "ns/"+uid, qe.Pod, op)
+		require.Equal(t, v1.ResourceCPU, qe.Resource, op)
+		require.Equal(t, value, qe.Value, op)
+	}
+	over := pod("over", "n", schedcache.MaxPodQuantity+1)
+	check("AssumePod", c.AssumePod(logger, over), "over", schedcache.MaxPodQuantity+1)
+	check("AddPod", c.AddPod(logger, over), "over", schedcache.MaxPodQuantity+1)
+	check("AddPod 2^62", c.AddPod(logger, pod("big", "n", 1<<62)), "big", 1<<62)
+	check("UpdatePod", c.UpdatePod(logger, atBound, pod("at", "n", schedcache.MaxPodQuantity+1)), "at", schedcache.MaxPodQuantity+1)
+	check("AddPod negative", c.AddPod(logger, pod("neg", "n", -schedcache.MaxPodQuantity-1)), "neg", -schedcache.MaxPodQuantity-1)
+	check("AddPodAsync", c.AddPodAsync(over), "over", schedcache.MaxPodQuantity+1)
+	check("UpdatePodAsync", c.UpdatePodAsync(atBound, pod("at", "n", math.MaxInt64)), "at", math.MaxInt64)
+	require.NoError(t, c.Sync())
+
+	after, err := c.Dump()
+	require.NoError(t, err)
+	require.Equal(t, before.AssumedPods, after.AssumedPods)
+	require.Equal(t, before.Nodes["n"].Generation(), after.Nodes["n"].Generation(), "state changed")
+	require.Same(t, snapBefore, c.Snapshot(), "a refused call published a snapshot")
+	ni, err := c.Snapshot().Get("n")
+	require.NoError(t, err)
+	require.Equal(t, 2*schedcache.MaxPodQuantity, ni.Requested().MilliCPU)
+	require.Equal(t, int64(math.MaxInt64), ni.Allocatable().MilliCPU)
+	require.Equal(t, int64(math.MaxInt64), ni.Allocatable().Memory)
+	require.Equal(t, 2, ni.NumPods())
+	mu.Lock()
+	require.Empty(t, asyncErrs, "refused before submission: nothing reaches the handler")
+	mu.Unlock()
+}
+
+// NewSnapshot skips a pod whose amounts are beyond MaxPodQuantity and
+// reports it through the snapshot's Err; the other pods are aggregated.
+func TestNewSnapshotRefusesOverflow(t *testing.T) {
+	s := schedcache.NewSnapshot([]*v1.Pod{pod("ok", "n", schedcache.MaxPodQuantity), pod("over", "n", math.MaxInt64)},
+		[]*v1.Node{node("n", "z")})
+	require.ErrorIs(t, s.Err(), schedcache.ErrQuantityOverflow)
+	var qe *schedcache.QuantityError
+	require.True(t, errors.As(s.Err(), &qe))
+	require.Equal(t, "over", qe.Key)
+	ni, err := s.Get("n")
+	require.NoError(t, err)
+	require.Equal(t, 1, ni.NumPods())
+	require.Equal(t, schedcache.MaxPodQuantity, ni.Requested().MilliCPU)
+	_, ok := s.Pod("over")
+	require.False(t, ok)
+	require.NoError(t, schedcache.NewSnapshot([]*v1.Pod{pod("ok", "n", 1)}, nil).Err())
 }

@@ -344,6 +344,14 @@ func (c *Core) detach(r *podRecord, aff, anti bool) {
 	}
 }
 
+// full reports whether the entry named name, if any, already holds
+// framework.MaxPodsPerNode pods: one more could make its totals overflow
+// (the arithmetic is at framework.MaxPodQuantity).
+func (c *Core) full(name string) bool {
+	e := c.nodes[name]
+	return e != nil && e.pods >= framework.MaxPodsPerNode
+}
+
 // AssumePod moves an absent pod to Assumed and aggregates it.
 func (c *Core) AssumePod(info *framework.PodInfo) error {
 	c.seq++
@@ -353,6 +361,9 @@ func (c *Core) AssumePod(info *framework.PodInfo) error {
 	}
 	if _, ok := c.pods[key]; ok {
 		return &PodError{Op: "AssumePod", Key: key, Node: info.NodeName(), Err: ErrPodAlreadyCached}
+	}
+	if c.full(info.NodeName()) {
+		return &PodError{Op: "AssumePod", Key: key, Node: info.NodeName(), Err: ErrTooManyPods}
 	}
 	c.aggregate(info, true)
 	return nil
@@ -403,12 +414,16 @@ func (c *Core) AddPod(info *framework.PodInfo) error {
 	key := info.Key()
 	r, ok := c.pods[key]
 	switch {
+	case ok && !r.assumed:
+		return &PodError{Op: "AddPod", Key: key, Node: info.NodeName(), Err: ErrPodAlreadyAdded}
+	case (!ok || r.entry.name != info.NodeName()) && c.full(info.NodeName()):
+		// A confirmation on the assumed pod's own node swaps one pod for
+		// another; anywhere else the pod is one more on its node.
+		return &PodError{Op: "AddPod", Key: key, Node: info.NodeName(), Err: ErrTooManyPods}
 	case !ok:
 		c.aggregate(info, false)
-	case r.assumed:
-		c.replace(r, r.info.HasAffinity(), r.info.HasRequiredAntiAffinity(), info)
 	default:
-		return &PodError{Op: "AddPod", Key: key, Node: info.NodeName(), Err: ErrPodAlreadyAdded}
+		c.replace(r, r.info.HasAffinity(), r.info.HasRequiredAntiAffinity(), info)
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package actor
 import (
 	"errors"
 	"fmt"
+
+	"github.com/schedcache/schedcache/framework"
 )
 
 // Sentinel errors. Every error the cache returns matches one of these (or a
@@ -21,6 +23,11 @@ var (
 	ErrUIDMismatch      = errors.New("schedcache: old and new pod have different UIDs")
 	ErrNodeNotFound     = errors.New("schedcache: node not found")
 	ErrNodeNameMismatch = errors.New("schedcache: old and new node have different names")
+	// ErrTooManyPods: the pod's node entry already holds
+	// framework.MaxPodsPerNode pods; one more could overflow its totals.
+	// It wraps framework.ErrQuantityOverflow.
+	ErrTooManyPods = fmt.Errorf("schedcache: node already holds %d pods, the most its totals are safe for: %w",
+		framework.MaxPodsPerNode, framework.ErrQuantityOverflow)
 )
 
 // PodError is returned by pod operations. It wraps one of the sentinels.

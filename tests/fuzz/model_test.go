@@ -20,6 +20,7 @@ var sentinels = []error{
 	schedcache.ErrNodeNotInZone, schedcache.ErrNodeNotFound, schedcache.ErrNodeNameMismatch,
 	schedcache.ErrNodeInfoNotFound, schedcache.ErrInconsistentList,
 	schedcache.ErrSnapshotPublished, schedcache.ErrNilSnapshot, schedcache.ErrInvalidArgument,
+	schedcache.ErrTooManyPods, schedcache.ErrQuantityOverflow,
 }
 
 // errClass returns the first sentinel err matches, nil for nil, and err

@@ -36,6 +36,7 @@ var Sentinels = []error{
 	schedcache.ErrNodeNotInZone, schedcache.ErrNodeNotFound, schedcache.ErrNodeNameMismatch,
 	schedcache.ErrNodeInfoNotFound, schedcache.ErrInconsistentList,
 	schedcache.ErrSnapshotPublished, schedcache.ErrNilSnapshot, schedcache.ErrInvalidArgument,
+	schedcache.ErrTooManyPods, schedcache.ErrQuantityOverflow,
 }
 
 var sentinelNames = []string{
@@ -46,6 +47,7 @@ var sentinelNames = []string{
 	"ErrNodeNotInZone", "ErrNodeNotFound", "ErrNodeNameMismatch",
 	"ErrNodeInfoNotFound", "ErrInconsistentList",
 	"ErrSnapshotPublished", "ErrNilSnapshot", "ErrInvalidArgument",
+	"ErrTooManyPods", "ErrQuantityOverflow",
 }
 
 // SentinelName returns the name of the first exported sentinel err
