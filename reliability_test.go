@@ -142,6 +142,7 @@ func TestAsyncErrorsAtShutdown(t *testing.T) {
 				require.NoError(t, err)
 				_, err = c.AddNode(logger, node("n0", "z"))
 				require.NoError(t, err)
+				setupOps := ops.Load() // the hook counts the AddNode too
 
 				type sub struct {
 					key  string // as the handler builds it
@@ -184,9 +185,12 @@ func TestAsyncErrorsAtShutdown(t *testing.T) {
 						}
 					}()
 				}
-				// The coordinator holds inside op holdAt; once the mailbox is
-				// (nearly) full, shut down and let it go on.
-				for nAccepted.Load() < holdAt+mailbox {
+				// The coordinator holds inside op holdAt, having taken the
+				// ops before it, it and at most maxBatch-1 more; once the
+				// ops before it and it plus a full mailbox are accepted
+				// (which must happen), at least mailbox-maxBatch+1 are
+				// queued: shut down and let it go on.
+				for nAccepted.Load() < holdAt-setupOps+mailbox {
 					runtime.Gosched()
 				}
 				if viaCtx {
