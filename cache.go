@@ -49,6 +49,19 @@ type (
 	// NodeInfoNotFoundError is what a snapshot's Get returns for a name it
 	// lacks.
 	NodeInfoNotFoundError = snapshot.NotFoundError
+	QuantityError         = framework.QuantityError
+)
+
+// Bounds that keep node totals from overflowing (the arithmetic is at
+// framework.MaxPodQuantity): every per-pod amount a node sums (cpu in
+// millicores, memory, ephemeral storage, each scalar, the non-zero cpu and
+// memory, pod overhead included) is at most MaxPodQuantity in absolute
+// value, or the call fails with a *QuantityError; a node entry holds at
+// most MaxPodsPerNode pods, or the call fails with ErrTooManyPods. Both
+// wrap ErrQuantityOverflow, and neither changes anything.
+const (
+	MaxPodQuantity = framework.MaxPodQuantity
+	MaxPodsPerNode = framework.MaxPodsPerNode
 )
 
 // Errors. Every error the cache returns matches one of these with errors.Is.
@@ -69,6 +82,8 @@ var (
 	ErrUIDMismatch       = actor.ErrUIDMismatch
 	ErrNodeNotFound      = actor.ErrNodeNotFound
 	ErrNodeNameMismatch  = actor.ErrNodeNameMismatch
+	ErrQuantityOverflow  = framework.ErrQuantityOverflow
+	ErrTooManyPods       = actor.ErrTooManyPods
 	ErrNodeNotInZone     = nodetree.ErrNodeNotInZone
 	ErrNodeInfoNotFound  = snapshot.ErrNodeInfoNotFound
 	ErrInconsistentList  = snapshot.ErrInconsistentList

@@ -212,6 +212,144 @@ func TestGuaranteeReadYourWrites(t *testing.T) {
 // Guarantee 4: a published snapshot and its NodeInfos never change, and
 // what accessors return are copies. Readers hold snapshots while writers
 // churn; under -race any write to published memory is reported too.
+// Read-your-writes through Snapshot, for every synchronous call: several
+// goroutines, each on nodes and pods of its own, read c.Snapshot() right
+// after each AddNode, AssumePod, FinishBinding, ForgetPod, AddPod,
+// UpdatePod, RemovePod, UpdateNode and RemoveNode returns and find that
+// call's effect there (the pod present, absent or assumed, the node's
+// object, allocatable and requested totals). A coordinator that replies
+// before it publishes is caught.
+func TestGuaranteeReadYourWritesEveryCall(t *testing.T) {
+	iterations := 1000
+	if testing.Short() {
+		iterations = 500
+	}
+	const goroutines = 4
+	c := newCache(t, schedcache.WithShards(2))
+	var wg sync.WaitGroup
+	errc := make(chan error, goroutines)
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errc <- readYourWrites(c, g, iterations)
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		require.NoError(t, err)
+	}
+}
+
+func readYourWrites(c *schedcache.Cache, g, iterations int) error {
+	// check reads the latest snapshot right after a call returned.
+	check := func(step string, err error, name string, want func(s *schedcache.Snapshot, ni *schedcache.NodeInfo) error) error {
+		if err != nil {
+			return fmt.Errorf("goroutine %d, %s: %w", g, step, err)
+		}
+		s := c.Snapshot()
+		ni, _ := s.Get(name)
+		if err := want(s, ni); err != nil {
+			return fmt.Errorf("goroutine %d, snapshot right after %s: %w", g, step, err)
+		}
+		return nil
+	}
+	checkPod := func(s *schedcache.Snapshot, uid string, present, assumed bool, obj *v1.Pod) error {
+		e, ok := s.Pod(uid)
+		switch {
+		case ok != present:
+			return fmt.Errorf("pod %s present %v, want %v", uid, ok, present)
+		case ok && e.Assumed != assumed:
+			return fmt.Errorf("pod %s assumed %v, want %v", uid, e.Assumed, assumed)
+		case ok && obj != nil && e.Pod != obj:
+			return fmt.Errorf("pod %s: snapshot holds another object", uid)
+		}
+		return nil
+	}
+	checkNode := func(ni *schedcache.NodeInfo, obj *v1.Node, allocCPU, reqCPU int64, pods int) error {
+		switch {
+		case ni == nil:
+			return errors.New("node missing")
+		case ni.Node() != obj:
+			return fmt.Errorf("node %s: snapshot holds another object", obj.Name)
+		case ni.Allocatable().MilliCPU != allocCPU:
+			return fmt.Errorf("node %s allocatable cpu %d, want %d", obj.Name, ni.Allocatable().MilliCPU, allocCPU)
+		case ni.Requested().MilliCPU != reqCPU || ni.NumPods() != pods:
+			return fmt.Errorf("node %s: %d pods requesting %dm, want %d requesting %dm", obj.Name, ni.NumPods(), ni.Requested().MilliCPU, pods, reqCPU)
+		}
+		return nil
+	}
+	for i := range iterations {
+		name := fmt.Sprintf("g%d-n%d", g, i)
+		n := node(name, fmt.Sprint("z", i%3))
+		uid := func(s string) string { return fmt.Sprintf("g%d-%d-%s", g, i, s) }
+		a, b, c2 := pod(uid("a"), name, 100), pod(uid("b"), name, 200), pod(uid("c"), name, 50)
+		b2 := pod(uid("b"), name, 300)
+		n2 := node(name, fmt.Sprint("z", i%3+1))
+		n2.Status.Allocatable[v1.ResourceCPU] = resource.MustParse("32")
+		steps := []struct {
+			step string
+			call func() error
+			want func(s *schedcache.Snapshot, ni *schedcache.NodeInfo) error
+		}{
+			{"AddNode", func() error { _, err := c.AddNode(logger, n); return err },
+				func(_ *schedcache.Snapshot, ni *schedcache.NodeInfo) error { return checkNode(ni, n, 64000, 0, 0) }},
+			{"AssumePod a", func() error { return c.AssumePod(logger, a) },
+				func(s *schedcache.Snapshot, ni *schedcache.NodeInfo) error {
+					return errors.Join(checkPod(s, uid("a"), true, true, a), checkNode(ni, n, 64000, 100, 1))
+				}},
+			{"FinishBinding a", func() error { return c.FinishBinding(logger, a) },
+				func(s *schedcache.Snapshot, ni *schedcache.NodeInfo) error {
+					return errors.Join(checkPod(s, uid("a"), true, true, a), checkNode(ni, n, 64000, 100, 1))
+				}},
+			{"ForgetPod a", func() error { return c.ForgetPod(logger, a) },
+				func(s *schedcache.Snapshot, ni *schedcache.NodeInfo) error {
+					return errors.Join(checkPod(s, uid("a"), false, false, nil), checkNode(ni, n, 64000, 0, 0))
+				}},
+			{"AssumePod b", func() error { return c.AssumePod(logger, b) },
+				func(s *schedcache.Snapshot, ni *schedcache.NodeInfo) error {
+					return errors.Join(checkPod(s, uid("b"), true, true, b), checkNode(ni, n, 64000, 200, 1))
+				}},
+			{"AddPod b (confirm)", func() error { return c.AddPod(logger, b) },
+				func(s *schedcache.Snapshot, ni *schedcache.NodeInfo) error {
+					return errors.Join(checkPod(s, uid("b"), true, false, b), checkNode(ni, n, 64000, 200, 1))
+				}},
+			{"UpdatePod b", func() error { return c.UpdatePod(logger, b, b2) },
+				func(s *schedcache.Snapshot, ni *schedcache.NodeInfo) error {
+					return errors.Join(checkPod(s, uid("b"), true, false, b2), checkNode(ni, n, 64000, 300, 1))
+				}},
+			{"AddPod c", func() error { return c.AddPod(logger, c2) },
+				func(s *schedcache.Snapshot, ni *schedcache.NodeInfo) error {
+					return errors.Join(checkPod(s, uid("c"), true, false, c2), checkNode(ni, n, 64000, 350, 2))
+				}},
+			{"RemovePod c", func() error { return c.RemovePod(logger, c2) },
+				func(s *schedcache.Snapshot, ni *schedcache.NodeInfo) error {
+					return errors.Join(checkPod(s, uid("c"), false, false, nil), checkNode(ni, n, 64000, 300, 1))
+				}},
+			{"UpdateNode (zone, allocatable)", func() error { _, err := c.UpdateNode(logger, n, n2); return err },
+				func(_ *schedcache.Snapshot, ni *schedcache.NodeInfo) error { return checkNode(ni, n2, 32000, 300, 1) }},
+			{"RemovePod b", func() error { return c.RemovePod(logger, b2) },
+				func(s *schedcache.Snapshot, ni *schedcache.NodeInfo) error {
+					return errors.Join(checkPod(s, uid("b"), false, false, nil), checkNode(ni, n2, 32000, 0, 0))
+				}},
+			{"RemoveNode", func() error { return c.RemoveNode(logger, n2) },
+				func(s *schedcache.Snapshot, ni *schedcache.NodeInfo) error {
+					if ni != nil {
+						return fmt.Errorf("node %s still in the snapshot", name)
+					}
+					return nil
+				}},
+		}
+		for _, st := range steps {
+			if err := check(fmt.Sprintf("%s (iteration %d)", st.step, i), st.call(), name, st.want); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func TestGuaranteeImmutability(t *testing.T) {
 	c := newCache(t, schedcache.WithShards(2))
 	for i := 0; i < 8; i++ {

@@ -441,7 +441,9 @@ func sortedKeys[V any](mp map[string]V) []string {
 func errClass(err error) error {
 	for _, s := range []error{schedcache.ErrNilNode, schedcache.ErrNodeNameMismatch, schedcache.ErrPodAlreadyCached, schedcache.ErrPodAlreadyAdded,
 		schedcache.ErrPodNotFound, schedcache.ErrPodAssumed, schedcache.ErrPodNotAssumed, schedcache.ErrPodNodeMismatch,
-		schedcache.ErrCorrupted, schedcache.ErrUIDMismatch, schedcache.ErrNodeNotFound, schedcache.ErrNodeNotInZone} {
+		schedcache.ErrCorrupted, schedcache.ErrUIDMismatch,
+		// ErrNodeNotInZone before ErrNodeNotFound: a RemoveNode error matches both.
+		schedcache.ErrNodeNotInZone, schedcache.ErrNodeNotFound} {
 		if errors.Is(err, s) {
 			return s
 		}

@@ -10,6 +10,7 @@ package actor
 import (
 	"cmp"
 	"container/heap"
+	"fmt"
 	"hash/maphash"
 	"slices"
 	"time"
@@ -69,11 +70,11 @@ type entry struct {
 // by the coordinator goroutine; kept in step by newEntry, deleteEntry,
 // setNode, RemoveNode, aggregate and subtract.
 type slotState struct {
-	hasNode bool   // the slot's entry has a node object
-	aff     bool   // entry.aff > 0
-	anti    bool   // entry.anti > 0
-	inAff   bool   // in the affinity list being built (valid while the slot is in the node list)
-	inAnti  bool   // in the anti-affinity list being built (same)
+	hasNode bool // the slot's entry has a node object
+	aff     bool // entry.aff > 0
+	anti    bool // entry.anti > 0
+	inAff   bool // in the affinity list being built (valid while the slot is in the node list)
+	inAnti  bool // in the anti-affinity list being built (same)
 }
 
 // imageState is one incarnation of the registry's summary of an image
@@ -114,7 +115,7 @@ type Core struct {
 	images  map[string]*imageState // image name -> size and number of nodes listing it
 	// nodeImages is the registry's membership: node name -> the image names
 	// registered for it (upstream's per-image node sets, stored per node).
-	nodeImages map[string][]string
+	nodeImages    map[string][]string
 	table         *framework.ImageTable                          // the registry as of the last syncTable; immutable
 	tableEd       persist.MapEditor[framework.ImageStateSummary] // scratch editor of table
 	imgChanged    []string                                       // names whose summary may have changed since the last syncTable
@@ -375,6 +376,14 @@ func (c *Core) detach(r *podRecord, aff, anti bool) {
 	}
 }
 
+// full reports whether the entry named name, if any, already holds
+// framework.MaxPodsPerNode pods: one more could make its totals overflow
+// (the arithmetic is at framework.MaxPodQuantity).
+func (c *Core) full(name string) bool {
+	e := c.nodes[name]
+	return e != nil && e.pods >= framework.MaxPodsPerNode
+}
+
 // AssumePod moves an absent pod to Assumed and aggregates it. A pod
 // without a node name is assumed on a nodeless entry named "", as upstream.
 func (c *Core) AssumePod(info *framework.PodInfo) error {
@@ -382,6 +391,9 @@ func (c *Core) AssumePod(info *framework.PodInfo) error {
 	key := info.Key()
 	if _, ok := c.pods[key]; ok {
 		return &PodError{Op: "AssumePod", Key: key, Node: info.NodeName(), Err: ErrPodAlreadyCached}
+	}
+	if c.full(info.NodeName()) {
+		return &PodError{Op: "AssumePod", Key: key, Node: info.NodeName(), Err: ErrTooManyPods}
 	}
 	c.aggregate(info, true)
 	return nil
@@ -432,12 +444,16 @@ func (c *Core) AddPod(info *framework.PodInfo) error {
 	key := info.Key()
 	r, ok := c.pods[key]
 	switch {
+	case ok && !r.assumed:
+		return &PodError{Op: "AddPod", Key: key, Node: info.NodeName(), Err: ErrPodAlreadyAdded}
+	case (!ok || r.entry.name != info.NodeName()) && c.full(info.NodeName()):
+		// A confirmation on the assumed pod's own node swaps one pod for
+		// another; anywhere else the pod is one more on its node.
+		return &PodError{Op: "AddPod", Key: key, Node: info.NodeName(), Err: ErrTooManyPods}
 	case !ok:
 		c.aggregate(info, false)
-	case r.assumed:
-		c.replace(r, r.info.HasAffinity(), r.info.HasRequiredAntiAffinity(), info)
 	default:
-		return &PodError{Op: "AddPod", Key: key, Node: info.NodeName(), Err: ErrPodAlreadyAdded}
+		c.replace(r, r.info.HasAffinity(), r.info.HasRequiredAntiAffinity(), info)
 	}
 	return nil
 }
@@ -880,7 +896,12 @@ func (c *Core) RemoveNode(node *v1.Node) error {
 		c.treeStale = true
 	}
 	if err != nil {
-		return &NodeError{Op: "RemoveNode", Name: node.Name, Err: err}
+		// Upstream returns the tree's error (the node is not in the zone
+		// its labels name: a second RemoveNode of a ghost, or stale
+		// labels) after the entry changed, as here. It is a NodeError
+		// that matches both ErrNodeNotFound and the tree's
+		// ErrNodeNotInZone.
+		return &NodeError{Op: "RemoveNode", Name: node.Name, Err: fmt.Errorf("%w: %w", ErrNodeNotFound, err)}
 	}
 	c.unregisterImages(node)
 	return nil

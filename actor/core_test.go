@@ -665,3 +665,117 @@ func BenchmarkNodeManyImages(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkZoneMove20kZones measures one zone move (UpdateNode changing
+// the node's zone) plus the publication that includes it, in clusters
+// with 20,000 zones: one node per zone, and the same plus one zone of
+// 5,000 nodes (uneven zones: the interleaving runs 5,000 rounds). The
+// move alternates a node of a one-node zone between its zone and a new
+// one, so each move deletes one zone and creates one. A node-list
+// rebuild of O(nodes) slots is expected; nothing may cost O(zones x
+// rounds) or O(nodes x zones).
+func BenchmarkZoneMove20kZones(b *testing.B) {
+	for _, big := range []int{0, 5000} {
+		b.Run(fmt.Sprintf("bigzone=%d", big), func(b *testing.B) {
+			l := NewLocal(1, 0)
+			for i := range 20000 {
+				l.Core.AddNode(testNode(fmt.Sprint("z-", i), fmt.Sprint("zone-", i)))
+			}
+			for i := range big {
+				l.Core.AddNode(testNode(fmt.Sprint("big-", i), "zone-big"))
+			}
+			if _, err := l.Publish(); err != nil {
+				b.Fatal(err)
+			}
+			a, m := testNode("z-10000", "zone-10000"), testNode("z-10000", "zone-moved")
+			runtime.GC()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				l.Core.UpdateNode(a, m)
+				if _, err := l.Publish(); err != nil {
+					b.Fatal(err)
+				}
+				l.Core.UpdateNode(m, a)
+				if _, err := l.Publish(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/move")
+		})
+	}
+}
+
+// A node entry holds at most framework.MaxPodsPerNode pods: at the bound,
+// with every pod at framework.MaxPodQuantity millicores, the published
+// total is exact (no wrap); one pod more, assumed, added, or confirmed
+// there from another node, is refused with ErrTooManyPods and changes
+// nothing; confirming an assumed pod on its own full node (a swap) and
+// adding after a removal are accepted.
+func TestPodsPerNodeBound(t *testing.T) {
+	l := NewLocal(2, 0)
+	l.Core.AddNode(testNode("full", "z"))
+	l.Core.AddNode(testNode("other", "z"))
+	containers := []v1.Container{{Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+		v1.ResourceCPU: *resource.NewMilliQuantity(framework.MaxPodQuantity, resource.DecimalSI)}}}}
+	mk := func(uid, node string) *framework.PodInfo {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, UID: types.UID(uid)}, Spec: v1.PodSpec{NodeName: node, Containers: containers}}
+		pi, err := framework.NewPodInfo(p)
+		require.NoError(t, err)
+		return pi
+	}
+	assumed := mk("p0", "full")
+	require.NoError(t, l.Core.AssumePod(assumed))
+	for i := 1; i < framework.MaxPodsPerNode; i++ {
+		require.NoError(t, l.Core.AddPod(mk(fmt.Sprint("p", i), "full")))
+	}
+	elsewhere := mk("x", "other")
+	require.NoError(t, l.Core.AssumePod(elsewhere))
+	s, err := l.Publish()
+	require.NoError(t, err)
+	ni, err := s.Get("full")
+	require.NoError(t, err)
+	require.Equal(t, framework.MaxPodsPerNode, ni.NumPods())
+	require.Equal(t, int64(framework.MaxPodsPerNode)*framework.MaxPodQuantity, ni.Requested().MilliCPU)
+
+	for _, tc := range []struct {
+		op   string
+		call func() error
+	}{
+		{"AssumePod", func() error { return l.Core.AssumePod(mk("extra", "full")) }},
+		{"AddPod", func() error { return l.Core.AddPod(mk("extra", "full")) }},
+		{"AddPod confirming on the full node", func() error { return l.Core.AddPod(mk("x", "full")) }},
+	} {
+		err := tc.call()
+		require.ErrorIs(t, err, ErrTooManyPods, tc.op)
+		require.ErrorIs(t, err, framework.ErrQuantityOverflow, tc.op)
+		var pe *PodError
+		require.ErrorAs(t, err, &pe, tc.op)
+		require.Equal(t, "full", pe.Node, tc.op)
+		require.False(t, l.Core.Dirty(), "%s changed state", tc.op)
+	}
+	s, err = l.Publish()
+	require.NoError(t, err)
+	e, ok := s.Pod("x")
+	require.True(t, ok)
+	require.True(t, e.Assumed)
+	require.Equal(t, "other", e.Pod.Spec.NodeName)
+	_, ok = s.Pod("extra")
+	require.False(t, ok)
+
+	// A confirmation on the pod's own full node swaps it: accepted.
+	require.NoError(t, l.Core.AddPod(mk("p0", "full")))
+	// After a removal there is room for one.
+	require.NoError(t, l.Core.RemovePod("p1", mk("p1", "full").Pod()))
+	require.NoError(t, l.Core.AddPod(mk("x", "full")))
+	require.ErrorIs(t, l.Core.AddPod(mk("extra", "full")), ErrTooManyPods)
+	s, err = l.Publish()
+	require.NoError(t, err)
+	ni, err = s.Get("full")
+	require.NoError(t, err)
+	require.Equal(t, framework.MaxPodsPerNode, ni.NumPods())
+	require.Equal(t, int64(framework.MaxPodsPerNode)*framework.MaxPodQuantity, ni.Requested().MilliCPU)
+	ni, err = s.Get("other")
+	require.NoError(t, err)
+	require.Zero(t, ni.NumPods())
+}

@@ -3,6 +3,8 @@ package actor
 import (
 	"errors"
 	"fmt"
+
+	"github.com/schedcache/schedcache/framework"
 )
 
 // Sentinel errors. Every error the cache returns matches one of these (or a
@@ -30,6 +32,11 @@ var (
 	// zone change would drop that other, live node from the zone order (a
 	// differing name that touches no other node is accepted, as upstream).
 	ErrNodeNameMismatch = errors.New("schedcache: old node names another live node that the zone change would unlist")
+	// ErrTooManyPods: the pod's node entry already holds
+	// framework.MaxPodsPerNode pods; one more could overflow its totals.
+	// It wraps framework.ErrQuantityOverflow.
+	ErrTooManyPods = fmt.Errorf("schedcache: node already holds %d pods, the most its totals are safe for: %w",
+		framework.MaxPodsPerNode, framework.ErrQuantityOverflow)
 )
 
 // PodError is returned by pod operations. It wraps one of the sentinels.

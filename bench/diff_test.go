@@ -195,18 +195,18 @@ const (
 )
 
 type differ struct {
-	t      *testing.T
-	g      *gen
-	up     *upstreamImpl
-	sc     *schedImpl
-	lived  []livedPair // long-lived snapshots of both caches, refreshed at random points; lived[0] at every step
+	t     *testing.T
+	g     *gen
+	up    *upstreamImpl
+	sc    *schedImpl
+	lived []livedPair // long-lived snapshots of both caches, refreshed at random points; lived[0] at every step
 	// everyStep is an upstream long-lived snapshot refreshed after every
 	// step and never reset: the published snapshot's image counts are its.
 	everyStep *upcache.Snapshot
 	// withoutImages: compareSnap skips image counts (the published
 	// snapshot's are compared with everyStep's instead).
 	withoutImages bool
-	quirks bool        // generate inputs informers never produce (see diffQuirks)
+	quirks        bool // generate inputs informers never produce (see diffQuirks)
 
 	keys     []string           // every pod UID used so far
 	keyPod   map[string]*v1.Pod // a pod object per UID (for lookups of absent keys)

@@ -136,3 +136,25 @@ func counter() (next func() int64, last func() int64) {
 }
 
 const mi = 1024 * 1024
+
+// rawPodInfo is the PodInfo computed for pod before the MaxPodQuantity
+// check (the arithmetic the saturation tests check). NewPodInfo must
+// return the same amounts when they are all within the bound, and a
+// *QuantityError otherwise.
+func rawPodInfo(t testing.TB, pod *v1.Pod) *PodInfo {
+	t.Helper()
+	raw := computePodInfo(pod)
+	p, err := NewPodInfo(pod)
+	if checkQuantities(raw) != nil {
+		var qe *QuantityError
+		require.ErrorAs(t, err, &qe)
+		require.ErrorIs(t, err, ErrQuantityOverflow)
+		require.Nil(t, p)
+		return raw
+	}
+	require.NoError(t, err)
+	require.Equal(t, raw.Requests(), p.Requests())
+	require.Equal(t, raw.NonZeroCPU(), p.NonZeroCPU())
+	require.Equal(t, raw.NonZeroMemory(), p.NonZeroMemory())
+	return raw
+}

@@ -27,17 +27,27 @@ type podExtra struct {
 }
 
 // NewPodInfo computes the PodInfo of pod (semantics 4.2–4.8). It returns
-// ErrNilPod or ErrEmptyUID for a pod without a key. It is pure (it reads
-// pod, never writes it, and keeps no state), so callers may run it on any
-// goroutine; pod must not be mutated afterwards.
+// ErrNilPod or ErrEmptyUID for a pod without a key, and a *QuantityError
+// (wrapping ErrQuantityOverflow) for a pod one of whose amounts is beyond
+// MaxPodQuantity. It is pure (it reads pod, never writes it, and keeps no
+// state), so callers may run it on any goroutine; pod must not be mutated
+// afterwards.
 func NewPodInfo(pod *v1.Pod) (*PodInfo, error) {
 	if _, err := PodKey(pod); err != nil {
 		return nil, err
 	}
-	return newPodInfo(pod), nil
+	return newPodInfo(pod)
 }
 
-func newPodInfo(pod *v1.Pod) *PodInfo {
+func newPodInfo(pod *v1.Pod) (*PodInfo, error) {
+	p := computePodInfo(pod)
+	if err := checkQuantities(p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func computePodInfo(pod *v1.Pod) *PodInfo {
 	p := &PodInfo{
 		pod:          pod,
 		affinity:     PodHasAffinity(pod),

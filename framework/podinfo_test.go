@@ -212,8 +212,8 @@ func TestPodInfoDoesNotMutatePod(t *testing.T) {
 		withInit(sidecar("s", rl("cpu", "50m"))), withOverhead(rl("cpu", "1")),
 		withStatus("a", rl("cpu", "200m"), rl("cpu", "1")))
 	before := pod.DeepCopy()
-	_ = mustPodInfo(t, pod)
-	_ = mustPodInfo(t, pod)
+	_ = rawPodInfo(t, pod)
+	_ = rawPodInfo(t, pod)
 	require.Equal(t, before, pod)
 }
 
@@ -235,7 +235,7 @@ func TestPodInfoSaturates(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := mustPodInfo(t, tc.pod)
+			p := rawPodInfo(t, tc.pod)
 			require.Equal(t, tc.wantCPU, p.Requests().MilliCPU)
 			require.Equal(t, tc.wantMem, p.Requests().Memory)
 		})
@@ -317,7 +317,7 @@ func TestOddInputsDoNotPanic(t *testing.T) {
 			r := NewResource(list)
 			pod := mkPod("u", withContainers(ctr("a", list), ctr("b", list)), withInit(sidecar("s", list), ctr("i", list)),
 				withStatus("a", list, list), withPodRequests(list), withOverhead(list))
-			p := mustPodInfo(t, pod)
+			p := rawPodInfo(t, pod)
 			s := NewNodeState(nil)
 			s.SetNode(mkNode("n", list))
 			s.AddPod(p)
@@ -342,7 +342,7 @@ func TestOddInputsDoNotPanic(t *testing.T) {
 		p.Spec.Volumes = []v1.Volume{{}}
 		p.Spec.Affinity = &v1.Affinity{}
 	})
-	p := mustPodInfo(t, pod)
+	p := rawPodInfo(t, pod)
 	require.Equal(t, Resource{}, p.Requests())
 	require.Equal(t, int64(100), p.NonZeroCPU())
 	s := NewNodeState(nil)

@@ -5,12 +5,12 @@ import v1 "k8s.io/api/core/v1"
 // NewPodInfoAnyUID is NewPodInfo without the UID requirement (an empty UID
 // gives an empty Key). Upstream's NewSnapshot aggregates every pod whatever
 // its UID; nothing keyed by UID may use such a PodInfo. It returns
-// ErrNilPod for a nil pod.
+// ErrNilPod for a nil pod and a *QuantityError as NewPodInfo.
 func NewPodInfoAnyUID(pod *v1.Pod) (*PodInfo, error) {
 	if pod == nil {
 		return nil, ErrNilPod
 	}
-	return newPodInfo(pod), nil
+	return newPodInfo(pod)
 }
 
 // WithImageStates returns a copy of n whose image summaries are images (an

@@ -75,6 +75,7 @@ type Tree struct {
 	zones    []*zone // zone order
 	numNodes int
 	version  uint64
+	active   []*zone // scratch for interleave, reused by the next list
 }
 
 // New returns an empty Tree.
@@ -189,7 +190,9 @@ func (t *Tree) List() ([]string, error) {
 // extended slice. It allocates only if dst lacks capacity for NumNodes more
 // names.
 func (t *Tree) AppendList(dst []string) ([]string, error) {
-	return interleave(t.zones, t.numNodes, dst, func(z *zone) []string { return z.names })
+	var err error
+	dst, t.active, err = interleave(t.zones, t.numNodes, dst, t.active, func(z *zone) []string { return z.names })
+	return dst, err
 }
 
 // AppendIDs appends, in List's order, the id each name was added with (-1
@@ -197,36 +200,51 @@ func (t *Tree) AppendList(dst []string) ([]string, error) {
 // error List would return. It allocates only if dst lacks capacity for
 // NumNodes more ids.
 func (t *Tree) AppendIDs(dst []int32) ([]int32, error) {
-	return interleave(t.zones, t.numNodes, dst, func(z *zone) []int32 { return z.ids })
+	var err error
+	dst, t.active, err = interleave(t.zones, t.numNodes, dst, t.active, func(z *zone) []int32 { return z.ids })
+	return dst, err
 }
 
 // interleave appends count elements of(z) of the zones zone-interleaved:
-// element 0 of every zone in zone order, then element 1, and so on. The loop
-// is upstream's list(), so that even an inconsistent count gives upstream's
-// result: rounds always complete, and the zones are declared exhausted only
-// at the start of a round.
-func interleave[T any](zones []*zone, count int, dst []T, of func(*zone) []T) ([]T, error) {
+// element 0 of every zone in zone order, then element 1, and so on. The
+// result is upstream's list(), so that even an inconsistent count gives
+// upstream's result: rounds always complete, and the zones are declared
+// exhausted only at the start of a round (when none is left with an
+// element for that round).
+//
+// Each round walks only the zones still active: a zone that contributed
+// nothing to a round is dropped from the scratch slice active (kept in
+// zone order), so the cost is O(zones + names appended). Upstream's loop
+// visits every zone in every round, O(zones x longest zone): with 20,000
+// one-node zones beside one zone of 5,000 nodes that was 100 million
+// visits per list (167 ms per zone move). active is returned for reuse.
+func interleave[T any](zones []*zone, count int, dst []T, active []*zone, of func(*zone) []T) ([]T, []*zone, error) {
 	if len(zones) == 0 {
-		return dst, nil
+		return dst, active, nil
 	}
+	active = append(active[:0], zones...)
+	defer clear(active) // the scratch must not keep removed zones alive
 	want := len(dst) + count
-	exhausted := 0
 	for idx := 0; len(dst) < want; idx++ {
-		if exhausted >= len(zones) {
-			return dst, ErrZonesExhausted
+		// Upstream counts a zone as exhausted in the first round it has
+		// no element for; it fails at the start of a round once every
+		// zone is exhausted, that is when no zone is active.
+		if len(active) == 0 {
+			return dst, active[:0], ErrZonesExhausted
 		}
-		for _, z := range zones {
+		n := 0
+		for _, z := range active {
 			elems := of(z)
-			if n := len(elems); idx >= n {
-				if idx == n {
-					exhausted++
-				}
-				continue
+			if idx >= len(elems) {
+				continue // exhausted in this round: drop it
 			}
 			dst = append(dst, elems[idx])
+			active[n] = z
+			n++
 		}
+		active = active[:n]
 	}
-	return dst, nil
+	return dst, active[:0], nil
 }
 
 // Has reports whether name is in any zone. It costs one map lookup per zone.

@@ -775,3 +775,66 @@ func TestInZone(t *testing.T) {
 	require.False(t, tr.InZone("node-3", ZoneKey(allNodes[3])), "removed")
 	require.True(t, tr.InZone("node-4", ZoneKey(allNodes[3])))
 }
+
+// upstreamList is upstream's list() loop verbatim over zones: every zone
+// is visited in every round (O(zones x longest zone)).
+func upstreamList(zones [][]string, count int) ([]string, error) {
+	if len(zones) == 0 {
+		return nil, nil
+	}
+	var out []string
+	exhausted := 0
+	for idx := 0; len(out) < count; idx++ {
+		if exhausted >= len(zones) {
+			return out, ErrZonesExhausted
+		}
+		for _, z := range zones {
+			if idx >= len(z) {
+				if idx == len(z) {
+					exhausted++
+				}
+				continue
+			}
+			out = append(out, z[idx])
+		}
+	}
+	return out, nil
+}
+
+// Uneven zones (many short zones beside long ones): the list, which walks
+// only the zones still active in each round, is upstream's loop's, with
+// consistent counts and with counts one too large and too small.
+func TestListUnevenZones(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 9))
+	for round := range 50 {
+		tr := New()
+		nz := 1 + r.IntN(40)
+		for i := range 200 {
+			z := r.IntN(nz)
+			if r.IntN(4) == 0 {
+				z = 0 // one long zone
+			}
+			tr.AddNameID(fmt.Sprint("n", round, "-", i), fmt.Sprint("z", z), int32(i))
+		}
+		if round%3 == 0 { // empty some zones out
+			for _, name := range slices.Clone(tr.zones[len(tr.zones)/2].names) {
+				require.NoError(t, tr.RemoveName(name, tr.zones[len(tr.zones)/2].key))
+			}
+		}
+		zones := make([][]string, len(tr.zones))
+		for i, z := range tr.zones {
+			zones[i] = z.names
+		}
+		for _, delta := range []int{0, 1, -tr.numNodes / 2} {
+			want, wantErr := upstreamList(zones, tr.numNodes+delta)
+			tr.numNodes += delta
+			got, err := tr.List()
+			ids, idErr := tr.AppendIDs(nil)
+			tr.numNodes -= delta
+			require.Equal(t, wantErr, err)
+			require.Equal(t, wantErr, idErr)
+			require.Equal(t, want, got)
+			require.Len(t, ids, len(want))
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package snapshot
 
 import (
+	"errors"
+	"fmt"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
@@ -17,7 +19,11 @@ import (
 // counts the distinct nodes listing a name; the used-PVC set holds the claims
 // of every pod with a node name. The list order, unspecified upstream (Go map
 // order), is by name here. Pods with an empty UID are aggregated but not
-// listed by Pod/RangePods; nil pods and nodes are skipped.
+// listed by Pod/RangePods; nil pods and nodes are skipped. Pods whose
+// amounts node totals could not hold (a *framework.QuantityError, or one
+// pod more than framework.MaxPodsPerNode on a node) are skipped too, and
+// reported by the snapshot's Err, each matching
+// framework.ErrQuantityOverflow (upstream would wrap the totals).
 func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
 	var gen int64
 	nextGen := func() int64 { gen++; return gen }
@@ -32,9 +38,18 @@ func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
 	}
 	b := NewBuilder()
 	keys := make(map[string]struct{})
+	var refused []error // pods whose amounts node totals could not hold
 	for _, p := range pods {
 		pi, err := framework.NewPodInfoAnyUID(p)
 		if err != nil {
+			if p != nil {
+				refused = append(refused, err)
+			}
+			continue
+		}
+		if s := entry(p.Spec.NodeName); s.NumPods() >= framework.MaxPodsPerNode {
+			refused = append(refused, fmt.Errorf("pod %s/%s: node %q already holds %d pods: %w",
+				p.Namespace, p.Name, p.Spec.NodeName, s.NumPods(), framework.ErrQuantityOverflow))
 			continue
 		}
 		entry(p.Spec.NodeName).AddPod(pi)
@@ -98,7 +113,7 @@ func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
 			anti = append(anti, slot)
 		}
 	}
-	b.SetLists(order, persist.SeqOf(aff), persist.SeqOf(anti), nil)
+	b.SetLists(order, persist.SeqOf(aff), persist.SeqOf(anti), errors.Join(refused...))
 	s := b.Commit(0, len(states), len(keys))
 	s.published = false
 	return s

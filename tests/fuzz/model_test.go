@@ -15,9 +15,12 @@ var sentinels = []error{
 	schedcache.ErrNilPod, schedcache.ErrNilNode, schedcache.ErrEmptyUID,
 	schedcache.ErrClosed, schedcache.ErrFailed, schedcache.ErrPodAlreadyCached, schedcache.ErrPodAlreadyAdded,
 	schedcache.ErrPodNotFound, schedcache.ErrPodAssumed, schedcache.ErrPodNotAssumed, schedcache.ErrPodNodeMismatch,
-	schedcache.ErrCorrupted, schedcache.ErrUIDMismatch, schedcache.ErrNodeNotFound, schedcache.ErrNodeNameMismatch,
-	schedcache.ErrNodeNotInZone, schedcache.ErrNodeInfoNotFound, schedcache.ErrInconsistentList,
+	schedcache.ErrCorrupted, schedcache.ErrUIDMismatch,
+	// ErrNodeNotInZone before ErrNodeNotFound: a RemoveNode error matches both.
+	schedcache.ErrNodeNotInZone, schedcache.ErrNodeNotFound, schedcache.ErrNodeNameMismatch,
+	schedcache.ErrNodeInfoNotFound, schedcache.ErrInconsistentList,
 	schedcache.ErrSnapshotPublished, schedcache.ErrNilSnapshot, schedcache.ErrInvalidArgument,
+	schedcache.ErrTooManyPods, schedcache.ErrQuantityOverflow,
 }
 
 // errClass returns the first sentinel err matches, nil for nil, and err

@@ -2,8 +2,11 @@
 // than it can apply them and checks the backpressure contract of
 // WithMailboxSize: producers block instead of queueing without bound, so
 // the number of accepted-but-unpublished events never exceeds the mailbox
-// plus one batch, the heap stays bounded, and every event is applied, in
-// order, none lost.
+// plus one batch, and every event is applied, in order, none lost. Every
+// assertion counts events (accepted, applied, producers inside Submit);
+// the live heap is reported, and bounded only where an unbounded queue
+// would exceed the bound many times over (the long form): a heap figure
+// depends on when the GC last ran.
 //
 // Each producer p submits, for k = 0..N-1, AddPodAsync(pod p/k) and then
 // RemovePodAsync(pod p/(k-1)); at the end exactly one pod per producer
@@ -115,12 +118,30 @@ func overload(t *testing.T, spin time.Duration, out string) {
 			}
 		}),
 	}
-	if spin > 0 {
-		opts = append(opts, schedcache.WithFaultHooks(func(string) {
+	// The coordinator is held inside its holdAt-th operation (the node
+	// adds below count too) until the producers are seen blocked; not
+	// when a producer could run out of events first (-overload.pairs): at
+	// most holdAt+mailbox+maxBatch events are accepted while it holds.
+	var holdAt int64 = 1000
+	hold := int64(2*N-1) > holdAt+int64(mailbox+maxBatch)
+	if !hold {
+		holdAt = -1
+	}
+	var coordOps atomic.Int64
+	release, held := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	unhold := func() { releaseOnce.Do(func() { close(release) }) }
+	defer unhold()
+	opts = append(opts, schedcache.WithFaultHooks(func(string) {
+		if coordOps.Add(1) == holdAt {
+			close(held)
+			<-release
+		}
+		if spin > 0 {
 			for t0 := time.Now(); time.Since(t0) < spin; {
 			}
-		}, nil))
-	}
+		}
+	}, nil))
 	c, err := schedcache.New(context.Background(), opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -136,8 +157,11 @@ func overload(t *testing.T, spin time.Duration, out string) {
 	runtime.GC()
 	baseHeap := liveHeap()
 	baseEpoch := c.Snapshot().Epoch()
+	setupOps := coordOps.Load()
 
 	var submitted atomic.Int64
+	var inSubmit atomic.Int64 // producers inside AddPodAsync/RemovePodAsync
+	var exited atomic.Int64   // producers that returned
 	blocked := make([]time.Duration, P)
 	busy := make([]time.Duration, P)
 	stop := make(chan struct{})
@@ -164,13 +188,16 @@ func overload(t *testing.T, spin time.Duration, out string) {
 	var producers sync.WaitGroup
 	for p := 0; p < P; p++ {
 		producers.Go(func() {
+			defer exited.Add(1)
 			node := cl.Nodes[p].Name
 			t0 := time.Now()
 			var prev *v1.Pod
 			for k := 0; k < N; k++ {
 				pod := newPod(template, p, k, node)
 				s := time.Now()
+				inSubmit.Add(1)
 				err := c.AddPodAsync(pod)
+				inSubmit.Add(-1)
 				blocked[p] += time.Since(s)
 				if err != nil {
 					t.Errorf("producer %d: AddPodAsync(%d): %v", p, k, err)
@@ -179,7 +206,9 @@ func overload(t *testing.T, spin time.Duration, out string) {
 				submitted.Add(1)
 				if prev != nil {
 					s = time.Now()
+					inSubmit.Add(1)
 					err = c.RemovePodAsync(prev)
+					inSubmit.Add(-1)
 					blocked[p] += time.Since(s)
 					if err != nil {
 						t.Errorf("producer %d: RemovePodAsync(%d): %v", p, k-1, err)
@@ -191,6 +220,37 @@ func overload(t *testing.T, spin time.Duration, out string) {
 			}
 			busy[p] = time.Since(t0)
 		})
+	}
+	// Producers block: while the coordinator is held, the events it has
+	// taken (the ops before the held one, the held one and at most the
+	// rest of its batch) plus a full mailbox are all that can be
+	// accepted. Once it is held, wait until at least the taken ops plus a
+	// full mailbox are accepted (this must happen), every producer is
+	// inside Submit, and the accepted count stays the same across 200
+	// yields of the processor (a producer whose send went through is
+	// seen when it counts it), or until more than the bound got in.
+	heldLow := holdAt - setupOps + int64(mailbox)
+	heldBound := holdAt - setupOps + maxBatch + int64(mailbox)
+	var heldAccepted, heldInside int64
+	if hold {
+		<-held
+		heldAccepted = submitted.Load()
+		for heldAccepted <= heldBound && exited.Load() == 0 {
+			for range 200 {
+				runtime.Gosched()
+			}
+			now := submitted.Load()
+			if now == heldAccepted && now >= heldLow && inSubmit.Load() == int64(P) {
+				break
+			}
+			heldAccepted = now
+		}
+		heldInside = inSubmit.Load()
+	}
+	unhold()
+	if hold && (heldAccepted > heldBound || heldInside != int64(P)) {
+		t.Errorf("coordinator held at op %d: %d events accepted with %d of %d producers inside Submit; want at most %d (ops taken %d + batch %d + mailbox %d) with every producer blocked",
+			holdAt, heldAccepted, heldInside, P, heldBound, holdAt-setupOps, maxBatch, mailbox)
 	}
 	producers.Wait()
 	produced := time.Since(start)
@@ -245,24 +305,28 @@ func overload(t *testing.T, spin time.Duration, out string) {
 	}
 	// The heap each GC finds live: a few hundred queued events (< 1 MiB)
 	// and the cache; an unbounded queue pins every event until it is
-	// applied. (Heap in use, garbage included, peaked anywhere between 15
-	// and 20 MiB with this bounded queue, with the GC's pacing.)
-	const heapSlack = 8 << 20
+	// applied. The live heap also holds whatever garbage the last GC
+	// found still referenced and depends on when that GC ran (a short run
+	// once read 10.8 MiB against a former 1.7 + 8 MiB bound), so it is
+	// only asserted where the margin is wide both ways: a 64 MiB slack,
+	// about 10x the peak of the long form (6.1 MiB), checked only when an
+	// unbounded queue would pin at least 4x that slack (the long form:
+	// 2.2 GiB).
+	const heapSlack = 64 << 20
 	heapBound := baseHeap + heapSlack
 	unbounded := float64(total) * perEvent // what a queue holding every event would pin
-	if peakHeap > heapBound {
-		t.Errorf("peak live heap %.1f MiB exceeds the bound %.1f MiB (baseline %.1f MiB + %d MiB)",
-			mib(peakHeap), mib(heapBound), mib(baseHeap), heapSlack>>20)
+	if unbounded >= 4*heapSlack && peakHeap > heapBound {
+		t.Errorf("peak live heap %.1f MiB exceeds the bound %.1f MiB (baseline %.1f MiB + %d MiB); an unbounded queue would pin %.0f MiB",
+			mib(peakHeap), mib(heapBound), mib(baseHeap), heapSlack>>20, unbounded/(1<<20))
 	}
 	var totalBlocked, totalBusy time.Duration
 	for p := range blocked {
 		totalBlocked += blocked[p]
 		totalBusy += busy[p]
 	}
+	// Reported, not asserted (it is a time ratio); the held phase above
+	// proves by counting that producers block.
 	frac := float64(totalBlocked) / float64(totalBusy)
-	if spin > 0 && frac < 0.25 {
-		t.Errorf("producers spent only %.0f%% of their time blocked in Submit against a cache slowed by %v per event", 100*frac, spin)
-	}
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "Overload: %d producers x %d AddPodAsync/RemovePodAsync pairs (%d events), mailbox %d, max batch %d, coordinator slowed by %v per event, GOMAXPROCS %d, race %v.\n\n",
@@ -280,8 +344,11 @@ func overload(t *testing.T, spin time.Duration, out string) {
 		100*frac, totalBlocked.Round(time.Millisecond), totalBusy.Round(time.Millisecond), float64(total)/produced.Seconds(), drained.Round(time.Millisecond))
 	fmt.Fprintf(&b, "Outstanding events: at most %d (bound: mailbox %d + batch %d = %d). Live heap: baseline %.1f MiB, peak %.1f MiB (bound %.1f MiB); an unbounded queue would pin %.0f B/event x %d events = %.1f MiB.\n",
 		maxLag, mailbox, maxBatch, lagBound, mib(baseHeap), mib(peakHeap), mib(heapBound), perEvent, total, unbounded/(1<<20))
-	if unbounded < float64(heapSlack) {
-		fmt.Fprintf(&b, "(At this size the heap bound does not discriminate from an unbounded queue; the outstanding-events bound does. Use -overload.pairs=200000.)\n")
+	if hold {
+		fmt.Fprintf(&b, "Coordinator held at op %d: %d events accepted (at least %d: a full mailbox), all %d producers blocked in Submit (bound %d).\n", holdAt, heldAccepted, heldLow, P, heldBound)
+	}
+	if unbounded < 4*heapSlack {
+		fmt.Fprintf(&b, "(At this size the heap bound is not asserted: it would not discriminate from an unbounded queue; the outstanding-events and held-phase counts do. Use -overload.pairs=200000.)\n")
 	}
 	t.Log("\n" + b.String())
 	if out != "" {

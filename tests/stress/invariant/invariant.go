@@ -31,18 +31,23 @@ var Sentinels = []error{
 	schedcache.ErrNilPod, schedcache.ErrNilNode, schedcache.ErrEmptyUID, schedcache.ErrEmptyNodeName,
 	schedcache.ErrClosed, schedcache.ErrFailed, schedcache.ErrPodAlreadyCached, schedcache.ErrPodAlreadyAdded,
 	schedcache.ErrPodNotFound, schedcache.ErrPodAssumed, schedcache.ErrPodNotAssumed, schedcache.ErrPodNodeMismatch,
-	schedcache.ErrCorrupted, schedcache.ErrUIDMismatch, schedcache.ErrNodeNotFound, schedcache.ErrNodeNameMismatch,
-	schedcache.ErrNodeNotInZone, schedcache.ErrNodeInfoNotFound, schedcache.ErrInconsistentList,
+	schedcache.ErrCorrupted, schedcache.ErrUIDMismatch,
+	// ErrNodeNotInZone before ErrNodeNotFound: a RemoveNode error matches both.
+	schedcache.ErrNodeNotInZone, schedcache.ErrNodeNotFound, schedcache.ErrNodeNameMismatch,
+	schedcache.ErrNodeInfoNotFound, schedcache.ErrInconsistentList,
 	schedcache.ErrSnapshotPublished, schedcache.ErrNilSnapshot, schedcache.ErrInvalidArgument,
+	schedcache.ErrTooManyPods, schedcache.ErrQuantityOverflow,
 }
 
 var sentinelNames = []string{
 	"ErrNilPod", "ErrNilNode", "ErrEmptyUID", "ErrEmptyNodeName",
 	"ErrClosed", "ErrFailed", "ErrPodAlreadyCached", "ErrPodAlreadyAdded",
 	"ErrPodNotFound", "ErrPodAssumed", "ErrPodNotAssumed", "ErrPodNodeMismatch",
-	"ErrCorrupted", "ErrUIDMismatch", "ErrNodeNotFound", "ErrNodeNameMismatch",
-	"ErrNodeNotInZone", "ErrNodeInfoNotFound", "ErrInconsistentList",
+	"ErrCorrupted", "ErrUIDMismatch",
+	"ErrNodeNotInZone", "ErrNodeNotFound", "ErrNodeNameMismatch",
+	"ErrNodeInfoNotFound", "ErrInconsistentList",
 	"ErrSnapshotPublished", "ErrNilSnapshot", "ErrInvalidArgument",
+	"ErrTooManyPods", "ErrQuantityOverflow",
 }
 
 // SentinelName returns the name of the first exported sentinel err
