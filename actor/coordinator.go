@@ -569,7 +569,7 @@ func (a *Coordinator) flush() {
 		c.ResetMutations()
 		if a.failedErr == nil {
 			a.published.Store(c.Commit())
-			a.stats.published(a.clock.Now(), c.AssumedCount())
+			a.stats.published(a.clock, c.AssumedCount())
 		}
 	}
 	var snap *snapshot.Snapshot

@@ -55,9 +55,11 @@ func (s *counters) batch(n int) {
 	}
 }
 
-func (s *counters) published(now time.Time, assumed int) {
+func (s *counters) published(clock Clock, assumed int) {
 	s.publications.Add(1)
-	s.publishedAt.Store(now.UnixNano())
+	if clock != nil { // Start's callers in this package may leave it unset
+		s.publishedAt.Store(clock.Now().UnixNano())
+	}
 	s.assumed.Store(int64(assumed))
 }
 
