@@ -63,17 +63,17 @@ type Sim struct {
 	opts SimOptions // immutable
 
 	mu       sync.Mutex
-	cond     *sync.Cond               // signalled when queue grows or closed is set; uses mu
-	calls    map[types.UID]*simCall   // guarded by mu: the pending call of each object
-	queue    []types.UID              // guarded by mu: objects with a pending call not in flight, FIFO
-	inFlight map[types.UID]struct{}   // guarded by mu
-	nextID   int                      // guarded by mu
-	rng      *rand.Rand               // guarded by mu
-	closed   bool                     // guarded by mu
-	running  bool                     // guarded by mu
-	ctx      context.Context          // immutable; cancelled by Close
-	cancel   context.CancelFunc       // immutable
-	wg       sync.WaitGroup           // the workers
+	cond     *sync.Cond                // signalled when queue grows or closed is set; uses mu
+	calls    map[types.UID]*simCall    // guarded by mu: the pending call of each object
+	queue    []types.UID               // guarded by mu: objects with a pending call not in flight, FIFO
+	inFlight map[types.UID]struct{}    // guarded by mu
+	nextID   int                       // guarded by mu
+	rng      *rand.Rand                // guarded by mu
+	closed   bool                      // guarded by mu
+	running  bool                      // guarded by mu
+	ctx      context.Context           // immutable; cancelled by Close
+	cancel   context.CancelFunc        // immutable
+	wg       sync.WaitGroup            // the workers
 	counters map[string]*xsync.Counter // immutable map; counters bumped by callers and workers
 }
 
