@@ -67,9 +67,10 @@ func (s *errSink) all() []error {
 	return append([]error(nil), s.errs...)
 }
 
-func newCache(t *testing.T, sink *errSink) *schedcache.Cache {
+func newCache(t *testing.T, sink *errSink, opts ...schedcache.Option) *schedcache.Cache {
 	t.Helper()
-	c, err := schedcache.New(ctxBg, schedcache.WithAsyncErrorHandler(informer.AsyncErrorHandler(klog.Background(), sink.add)))
+	opts = append(opts, schedcache.WithAsyncErrorHandler(informer.AsyncErrorHandler(klog.Background(), sink.add)))
+	c, err := schedcache.New(ctxBg, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
@@ -82,7 +83,9 @@ func start(t *testing.T, f informers.SharedInformerFactory, a *informer.Adapter)
 	ctx, cancel := context.WithCancel(ctxBg)
 	t.Cleanup(func() { cancel(); f.Shutdown() })
 	f.Start(ctx.Done())
-	require.True(t, cache.WaitForCacheSync(ctx.Done(), a.HasSynced))
+	// Polled every millisecond (WaitForCacheSync polls every 100 ms, which
+	// would hide a HasSynced that does not wait for the cache).
+	require.Eventually(t, a.HasSynced, 10*time.Second, time.Millisecond)
 }
 
 func cachedPod(c *schedcache.Cache, p *v1.Pod) (pod *v1.Pod, assumed, ok bool) {
@@ -101,7 +104,15 @@ func eventually(t *testing.T, cond func() bool, msg string) {
 // pod, updates, deletes and node events are applied.
 func TestAttachInitialListAndEvents(t *testing.T) {
 	sink := &errSink{}
-	c := newCache(t, sink)
+	// The coordinator is slowed on every add, so that the informers'
+	// handlers are done long before the cache has applied their events:
+	// a HasSynced that did not wait for the cache would be seen here.
+	slow := func(kind string) {
+		if kind == "AddNode" || kind == "AddPod" {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	c := newCache(t, sink, schedcache.WithFaultHooks(slow, nil))
 	n1, n2 := mkNode("n1", "z1"), mkNode("n2", "z2")
 	running, pending := mkPod("running", "n1", 100), mkPod("pending", "", 200)
 	cs := fake.NewClientset(n1, n2, running, pending)
