@@ -97,3 +97,22 @@ func sum(xs []uint64) (s uint64) {
 	}
 	return s
 }
+
+// Expiries are counted and leave the assumed count.
+func TestStatsExpired(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := &fakeClock{now: t0, made: make(chan struct{})}
+	c := newCache(t, schedcache.WithTTL(time.Second), schedcache.WithClock(clk))
+	<-clk.made
+	p := pod("p", "n", 100)
+	require.NoError(t, c.AssumePod(logger, p))
+	require.NoError(t, c.FinishBinding(logger, p))
+	require.Equal(t, 1, c.Stats().AssumedPods)
+	clk.set(t0.Add(time.Hour))
+	clk.fire(t, c)
+	st := c.Stats()
+	require.Equal(t, uint64(1), st.Expired)
+	require.Zero(t, st.AssumedPods)
+	require.Zero(t, st.Pods)
+	require.Equal(t, t0.Add(time.Hour).UnixNano(), st.PublishedAt.UnixNano(), "the expiry's publication")
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"slices"
 	"sort"
 
@@ -259,4 +260,22 @@ func WriteJSON(w io.Writer, c *schedcache.Cache, cmp *Comparer, logger klog.Logg
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
+}
+
+// DumpHandler serves WriteJSON's document over HTTP (upstream's debugger
+// dumps on a signal; an endpoint suits a library). cmp may be nil.
+func DumpHandler(c *schedcache.Cache, cmp *Comparer, logger klog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		doc, err := BuildDump(c, cmp, logger)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(doc); err != nil {
+			logger.Error(err, "writing the cache dump")
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -207,4 +208,21 @@ func TestWriteJSON(t *testing.T) {
 	require.NoError(t, c.Close())
 	require.ErrorIs(t, metrics.WriteJSON(&buf, c, nil, logger), schedcache.ErrClosed)
 	require.ErrorIs(t, metrics.WriteJSON(&buf, nil, nil, logger), metrics.ErrNilCache)
+}
+
+func TestDumpHandler(t *testing.T) {
+	c := newCache(t)
+	_, err := c.AddNode(logger, mkNode("n1"))
+	require.NoError(t, err)
+	h := metrics.DumpHandler(c, nil, logger)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/debug/schedcache", nil))
+	require.Equal(t, 200, rec.Code)
+	var doc metrics.DumpDoc
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &doc))
+	require.Len(t, doc.Nodes, 1)
+	require.NoError(t, c.Close())
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/debug/schedcache", nil))
+	require.Equal(t, 503, rec.Code)
 }
