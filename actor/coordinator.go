@@ -124,6 +124,8 @@ type Options struct {
 	// request. Tests use them to inject faults.
 	OpHook    func(*Op)
 	ShardHook func(shardIdx int, req shard.Request)
+	// Dispatcher queues the API calls of BindPod (nil: BindPod refuses).
+	Dispatcher Dispatcher
 }
 
 // Coordinator is the goroutine that owns a Core and the shards. Contract:
@@ -161,6 +163,7 @@ type Coordinator struct {
 	// either gets a reply (or reaches OnAsyncError) or is refused.
 	closing    atomic.Bool
 	submitters atomic.Int64
+	stats      *counters // written by run only (atomics), read by Stats; behind a pointer so its lines are its own
 }
 
 // Start launches the coordinator, its shards, the pod-log folder and (if
@@ -193,6 +196,7 @@ func Start(ctx context.Context, o Options) *Coordinator {
 		done:    make(chan struct{}),
 		runDone: make(chan struct{}),
 		ctx:     ctx,
+		stats:   new(counters),
 	}
 	a.ops.New = func() any { return &Op{reply: make(chan Result, 1)} }
 	nextGen := func() int64 { return a.gen.Add(1) }
@@ -368,7 +372,8 @@ func (a *Coordinator) run() {
 // when the mailbox is empty or MaxBatch ops were taken.
 func (a *Coordinator) batch(first *Op) {
 	chunk := append(a.chunk[:0], first)
-	for taken := 0; ; {
+	taken := 0
+	for {
 		chunk = a.receive(chunk, min(prefetchChunk, a.opts.MaxBatch-taken))
 		if len(chunk) == 0 {
 			break
@@ -382,6 +387,7 @@ func (a *Coordinator) batch(first *Op) {
 		chunk = chunk[:0]
 	}
 	a.chunk = chunk
+	a.stats.batch(taken)
 	a.flush()
 }
 
@@ -563,6 +569,7 @@ func (a *Coordinator) flush() {
 		c.ResetMutations()
 		if a.failedErr == nil {
 			a.published.Store(c.Commit())
+			a.stats.published(a.clock, c.AssumedCount())
 		}
 	}
 	var snap *snapshot.Snapshot
@@ -598,8 +605,10 @@ func (a *Coordinator) buildMeta() {
 // finish answers op: a synchronous caller gets r; an async op's failure
 // goes to the error handler.
 func (a *Coordinator) finish(op *Op, r Result) {
+	a.stats.finished(op, r.Err)
 	if op.async {
 		if r.Err != nil && a.opts.OnAsyncError != nil {
+			a.stats.asyncErrs.Add(1)
 			a.asyncErrs = append(a.asyncErrs, AsyncError{Kind: op.Kind, Pod: asyncPod(op), OldPod: asyncOldPod(op), Node: op.Node, OldNode: op.OldNode, Err: r.Err})
 			a.backlog.Add(1)
 		}
@@ -628,7 +637,9 @@ func (a *Coordinator) expireStep() (more bool) {
 				a.fail(&shard.PanicError{Actor: "coordinator", Value: r, Stack: debug.Stack()})
 			}
 		}()
-		_, more = a.core.Expire(a.clock.Now(), a.opts.ExpiryChunk)
+		n, m := a.core.Expire(a.clock.Now(), a.opts.ExpiryChunk)
+		a.stats.expired.Add(uint64(n))
+		more = m
 	}()
 	a.flush()
 	return more && a.failedErr == nil

@@ -152,6 +152,7 @@ type Core struct {
 	withNode      int                      // entries with a node object
 	unlisted      bool                     // the last buildLists left out some entry with a node object (see reconcilePVC)
 	builder       *snapshot.Builder        // the next snapshot; the last committed one is published
+	assumed       int                      // pods in the assumed state (kept by aggregate, replace and subtract)
 }
 
 // NewCore returns an empty coordinator state for nshards shards (>= 1) and
@@ -278,6 +279,9 @@ func (c *Core) bumpPVC(k string, sign int) {
 
 func (c *Core) aggregate(info *framework.PodInfo, assumed bool) {
 	r := &podRecord{info: info, entry: c.attach(info), assumed: assumed}
+	if assumed {
+		c.assumed++
+	}
 	key := info.Key()
 	c.pods[key] = r
 	c.dirtyPods = append(c.dirtyPods, dirtyPod{key: key, rec: r})
@@ -322,6 +326,9 @@ func (c *Core) attach(info *framework.PodInfo) *entry {
 // aff and anti say whether the affinity sub-lists are searched (decided by
 // the pod object the caller passed, as upstream).
 func (c *Core) subtract(r *podRecord, aff, anti bool) {
+	if r.assumed {
+		c.assumed--
+	}
 	c.detach(r, aff, anti)
 	key := r.info.Key()
 	delete(c.pods, key)
@@ -334,6 +341,9 @@ func (c *Core) subtract(r *podRecord, aff, anti bool) {
 // in place, so the map is neither searched nor written. An expiry-heap item
 // still pointing at r is stale from then on (r is no longer assumed).
 func (c *Core) replace(r *podRecord, aff, anti bool, info *framework.PodInfo) {
+	if r.assumed {
+		c.assumed--
+	}
 	c.detach(r, aff, anti)
 	*r = podRecord{info: info, entry: c.attach(info)}
 	c.dirtyPods = append(c.dirtyPods, dirtyPod{key: info.Key(), rec: r})

@@ -1,0 +1,246 @@
+package examples
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/kube/bind"
+	"github.com/schedcache/schedcache/kube/informer"
+	"github.com/schedcache/schedcache/kube/internal/fakeapi"
+	"github.com/schedcache/schedcache/kube/metrics"
+)
+
+// Placer chooses a node for a pod on an immutable snapshot of the cache.
+//
+// PLUG-IN POINT for the fwk adapter: the intended Placer wraps the
+// snapshot in kube/fwkadapter's fwk.SharedLister and runs one real
+// upstream-interface plugin (its Filter and Score over the lister's
+// NodeInfos) to choose the node. That adapter lives on another branch;
+// until it is merged, Run is given FewestPods, a stand-in that is not a
+// plugin. Contract: Place may be called concurrently; it must not modify
+// the snapshot.
+type Placer interface {
+	Place(ctx context.Context, snap *schedcache.Snapshot, pod *v1.Pod) (string, error)
+}
+
+// ErrNoNode is returned by a Placer that finds no node.
+var ErrNoNode = errors.New("examples: no node fits")
+
+// FewestPods is the stand-in Placer (see Placer): the node with the fewest
+// pods, by name on ties.
+type FewestPods struct{}
+
+// Place picks the node with the fewest pods.
+func (FewestPods) Place(_ context.Context, snap *schedcache.Snapshot, _ *v1.Pod) (string, error) {
+	best, bestPods := "", 0
+	for i := 0; i < snap.NumNodes(); i++ {
+		ni := snap.At(i)
+		if best == "" || ni.NumPods() < bestPods || (ni.NumPods() == bestPods && ni.NodeName() < best) {
+			best, bestPods = ni.NodeName(), ni.NumPods()
+		}
+	}
+	if best == "" {
+		return "", ErrNoNode
+	}
+	return best, nil
+}
+
+// Config sizes the example.
+type Config struct {
+	Nodes, Pods int
+	Latency     time.Duration // of each simulated binding call
+	FailureRate float64       // of the simulated bindings; failed pods are forgotten and retried
+	Seed        int64
+}
+
+func node(i int) *v1.Node {
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i), UID: types.UID(fmt.Sprintf("node-uid-%d", i)),
+			Labels: map[string]string{v1.LabelTopologyZone: fmt.Sprintf("zone-%d", i%2)}},
+		Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+			v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("16Gi"), v1.ResourcePods: resource.MustParse("110")}},
+	}
+}
+
+func pendingPod(i int) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d", i), Namespace: "default", UID: types.UID(fmt.Sprintf("pod-uid-%d", i))},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Resources: v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("128Mi")},
+		}}}},
+	}
+}
+
+// Run schedules cfg.Pods pending pods onto cfg.Nodes nodes of a fake
+// cluster with placer and writes what happened to out. It returns once
+// every pod is bound and confirmed by the informer, or ctx ends; every
+// goroutine it started has stopped when it returns.
+func Run(ctx context.Context, out io.Writer, cfg Config, placer Placer) error {
+	logger := klog.FromContext(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// The fake API server: nodes, pending pods, and bindings that set the
+	// pod's node.
+	cs := fake.NewClientset()
+	fakeapi.InstallBindingReactor(cs)
+	for i := 0; i < cfg.Nodes; i++ {
+		if _, err := cs.CoreV1().Nodes().Create(ctx, node(i), metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	pending := make([]*v1.Pod, cfg.Pods)
+	for i := range pending {
+		pending[i] = pendingPod(i)
+		if _, err := cs.CoreV1().Pods("default").Create(ctx, pending[i], metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+
+	// BindPod's dispatcher: a simulated fwk.APIDispatcher executing the
+	// bindings against the fake API server, behind the fwk adapter.
+	sim, err := bind.NewSim(bind.SimOptions{Latency: cfg.Latency, FailureRate: cfg.FailureRate, Seed: cfg.Seed, Client: cs})
+	if err != nil {
+		return err
+	}
+	defer sim.Close()
+	sim.Run()
+	dispatcher, err := bind.NewDispatcher(sim)
+	if err != nil {
+		return err
+	}
+
+	// The cache, with async (informer) failures routed like the handlers'.
+	c, err := schedcache.New(ctx, schedcache.WithDispatcher(dispatcher),
+		schedcache.WithAsyncErrorHandler(informer.AsyncErrorHandler(logger, nil)))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	// Informers feeding the cache.
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	adapter, err := informer.Attach(c, factory, informer.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cancel() // stops the informers; Shutdown waits for them
+		factory.Shutdown()
+	}()
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), adapter.HasSynced) {
+		return fmt.Errorf("informers did not sync: %w", ctx.Err())
+	}
+
+	// Metrics.
+	binder := bind.NewBinder(c, logger)
+	collector, err := metrics.NewCollector(c, metrics.WithInformer(adapter), metrics.WithBinder(binder))
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(collector); err != nil {
+		return err
+	}
+
+	// Scheduling: place each pod on the latest snapshot and bind it; a
+	// failed binding was forgotten by the binder, so the pod is placed
+	// again.
+	queue := append([]*v1.Pod(nil), pending...)
+	for rounds := 0; len(queue) > 0; rounds++ {
+		if rounds > 100 {
+			return fmt.Errorf("%d pods still unbound after 100 rounds", len(queue))
+		}
+		var retry []*v1.Pod
+		for _, p := range queue {
+			nodeName, err := placer.Place(ctx, c.Snapshot(), p)
+			if err != nil {
+				return err
+			}
+			if err := binder.Bind(ctx, bind.Placement{Pod: p, Node: nodeName}); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				retry = append(retry, p)
+			}
+		}
+		queue = retry
+	}
+
+	// Wait until the informer confirmed every binding (no assumed pod left).
+	for st := c.Stats(); st.AssumedPods > 0 || st.Pods < cfg.Pods; st = c.Stats() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+
+	bc := binder.Counts()
+	fmt.Fprintf(out, "scheduled %d pods on %d nodes: %d bindings failed and were forgotten\n", cfg.Pods, cfg.Nodes, bc.Forgotten)
+	snap := c.Snapshot()
+	for i := 0; i < snap.NumNodes(); i++ {
+		ni := snap.At(i)
+		fmt.Fprintf(out, "  %s: %d pods, %dm CPU requested\n", ni.NodeName(), ni.NumPods(), ni.Requested().MilliCPU)
+	}
+	cmp := &metrics.Comparer{NodeLister: factory.Core().V1().Nodes().Lister(), PodLister: factory.Core().V1().Pods().Lister(), Cache: c}
+	diff, err := cmp.Compare(logger)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "cache agrees with the informers: %v\n", diff.Empty())
+	return writeMetrics(out, reg, "scheduler_cache_size", "schedcache_bindings_total")
+}
+
+// writeMetrics prints the named metric families, one sample a line.
+func writeMetrics(out io.Writer, reg *prometheus.Registry, names ...string) error {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return err
+	}
+	var lines []string
+	for _, mf := range mfs {
+		if !contains(names, mf.GetName()) {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			v := m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			lines = append(lines, fmt.Sprintf("%s{%s} %g", mf.GetName(), strings.Join(labels, ","), v))
+		}
+	}
+	sort.Strings(lines)
+	for _, l := range lines {
+		fmt.Fprintln(out, l)
+	}
+	return nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, s := range xs {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,40 @@
+// Package fakeapi gives the fake clientset what the tests and the example
+// need of a real API server: pod bindings that set the pod's node.
+package fakeapi
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// InstallBindingReactor makes pods/binding creates on cs set the pod's
+// Spec.NodeName (the API server's binding), so that pod informers see the
+// unassigned -> assigned update. A pod already bound, or missing, is an
+// error, as on a real server.
+func InstallBindingReactor(cs *fake.Clientset) {
+	cs.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		ca, ok := action.(k8stesting.CreateAction)
+		if !ok || action.GetSubresource() != "binding" {
+			return false, nil, nil
+		}
+		b, ok := ca.GetObject().(*v1.Binding)
+		if !ok {
+			return true, nil, fmt.Errorf("fakeapi: binding of type %T", ca.GetObject())
+		}
+		obj, err := cs.Tracker().Get(v1.SchemeGroupVersion.WithResource("pods"), b.Namespace, b.Name, metav1.GetOptions{})
+		if err != nil {
+			return true, nil, err
+		}
+		pod := obj.(*v1.Pod).DeepCopy()
+		if pod.Spec.NodeName != "" {
+			return true, nil, fmt.Errorf("fakeapi: pod %s/%s is already bound to %q", pod.Namespace, pod.Name, pod.Spec.NodeName)
+		}
+		pod.Spec.NodeName = b.Target.Name
+		return true, nil, cs.Tracker().Update(v1.SchemeGroupVersion.WithResource("pods"), pod, pod.Namespace, metav1.UpdateOptions{})
+	})
+}
