@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command: every package of the three modules (root,
-# kube, bench) under the race
-# detector, in the short form CI runs. Pass -long for the long forms.
+# kube, bench) under the race detector, in the short form CI runs. Pass
+# -long for the long forms.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 short=-short
