@@ -20,41 +20,161 @@ import (
 	"github.com/schedcache/schedcache/workload"
 )
 
-// Config is one simulation.
-type Config struct {
-	Nodes, PodsPerNode int
-	Seed               int64
-	Duration           time.Duration
-	Schedulers         int
-	Sample             int
-	ConfirmDelay       time.Duration
-	FailRate           float64
-	Shards             int
+// hooks let tests reach into a run. The zero value does nothing.
+type hooks struct {
+	// beforeAudit runs once the simulation has stopped, before the audit.
+	beforeAudit func(c *schedcache.Cache, truth *Truth)
 }
 
-// Latency summarises a histogram.
-type Latency struct{ P50, P99, P999, Max time.Duration }
-
-func summarise(h *hist.Histogram) Latency {
-	return Latency{h.Quantile(0.5), h.Quantile(0.99), h.Quantile(0.999), h.Max()}
+// progress writes progress lines when w is not nil. It is used by one
+// goroutine at a time (the run's main goroutine).
+type progress struct {
+	w    io.Writer // owned by the run's main goroutine; nil: silent
+	last time.Time // owned by the run's main goroutine
 }
 
-// Report is what a simulation did.
-type Report struct {
-	Config                               Config
-	Shards                               int
-	InitialPods                          int
-	LoadTime                             time.Duration
-	LoadRate                             float64
-	Elapsed                              time.Duration
-	Scheduled, Forgotten, FailedBindings int64
-	Conflicts, Unschedulable             int64
-	Events, Adds, Removes, NodeUpdates   int64
-	PodsPerSec, EventsPerSec             float64
-	Assume, Read                         Latency
-	FinalPods, FinalNodes, ExpectedPods  int
-	AsyncErrors                          int64
-	Consistent                           bool
+func (p *progress) printf(format string, args ...any) {
+	if p.w != nil {
+		fmt.Fprintf(p.w, format, args...)
+	}
+}
+
+// tick prints a line if a second has passed since the last one.
+func (p *progress) tick(format string, args ...any) {
+	if p.w == nil {
+		return
+	}
+	if now := time.Now(); now.Sub(p.last) >= time.Second {
+		p.last = now
+		fmt.Fprintf(p.w, format+"\n", args...)
+	}
+}
+
+// env is what both modes share: the cluster, the cache, the ground truth.
+type env struct {
+	cl        *workload.Cluster
+	c         *schedcache.Cache
+	truth     *Truth
+	asyncErrs atomic.Int64 // atomic
+	firstErr  atomic.Value // atomic; error
+}
+
+// setup builds the cluster, starts the cache (with clk when not nil) and
+// loads the cluster through the asynchronous path, recording every pod in
+// the ground truth. It refuses an over-capacity cluster with a *UsageError.
+// The caller closes env.c.
+func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress, rep *Report) (*env, error) {
+	e := &env{truth: newTruth()}
+	prog.printf("building cluster: %d nodes x %d pods (seed %d)\n", cfg.Nodes, cfg.PodsPerNode, cfg.Seed)
+	e.cl = workload.Build(workload.ClusterSpec{Nodes: cfg.Nodes, PodsPerNode: cfg.PodsPerNode, Seed: cfg.Seed})
+	rep.InitialPods = len(e.cl.Pods)
+	opts := []schedcache.Option{schedcache.WithAsyncErrorHandler(func(ae schedcache.AsyncError) {
+		if e.asyncErrs.Add(1) == 1 {
+			e.firstErr.Store(ae.Err)
+		}
+	})}
+	if cfg.Shards > 0 {
+		opts = append(opts, schedcache.WithShards(cfg.Shards))
+	}
+	if clk != nil {
+		opts = append(opts, schedcache.WithClock(clk))
+	}
+	c, err := schedcache.New(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	e.c = c
+	t0 := time.Now()
+	total := len(e.cl.Nodes) + len(e.cl.Pods)
+	for i, n := range e.cl.Nodes {
+		if err := c.AddNodeAsync(n); err != nil {
+			c.Close()
+			return nil, err
+		}
+		if i%4096 == 0 {
+			prog.tick("loading: %d/%d objects", i, total)
+		}
+	}
+	for i, p := range e.cl.Pods {
+		if err := c.AddPodAsync(p); err != nil {
+			c.Close()
+			return nil, err
+		}
+		e.truth.Bind(p, p.Spec.NodeName)
+		if i%4096 == 0 {
+			prog.tick("loading: %d/%d objects", len(e.cl.Nodes)+i, total)
+		}
+	}
+	if err := c.Sync(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	rep.LoadTime = time.Since(t0)
+	rep.LoadRate = float64(total) / rep.LoadTime.Seconds()
+	// An over-full cluster is refused before scheduling starts.
+	over, first := 0, ""
+	snap := c.Snapshot()
+	snap.Range(func(_ int, ni *framework.NodeInfo) bool {
+		if overcommitted(ni) {
+			if over == 0 {
+				req, alloc := ni.Requested(), ni.Allocatable()
+				first = fmt.Sprintf("%s requests %dm cpu, %d MiB for %d pods; allocatable %dm, %d MiB, %d pods",
+					ni.Node().Name, req.MilliCPU, req.Memory>>20, ni.NumPods(), alloc.MilliCPU, alloc.Memory>>20, alloc.AllowedPodNumber)
+			}
+			over++
+		}
+		return true
+	})
+	if over > 0 {
+		c.Close()
+		return nil, bad("pods-per-node", "%d pods per node over-fill %d of %d nodes at start (first: %s)", cfg.PodsPerNode, over, cfg.Nodes, first)
+	}
+	prog.printf("loaded in %v\n", rep.LoadTime.Round(time.Millisecond))
+	return e, nil
+}
+
+// finish fills the report's final figures and runs the audit. The cache
+// must be quiescent.
+func (e *env) finish(cfg Config, rep *Report, h hooks, prog *progress) error {
+	if err := e.c.Sync(); err != nil {
+		return err
+	}
+	rep.Shards = cfg.Shards
+	if rep.Shards == 0 {
+		rep.Shards = max(1, runtime.GOMAXPROCS(0)/2) // the cache's default
+	}
+	rep.Events = rep.Adds + rep.Removes + rep.NodeUpdates
+	if rep.Elapsed > 0 {
+		rep.PodsPerSec = float64(rep.Scheduled) / rep.Elapsed.Seconds()
+		rep.EventsPerSec = float64(rep.Events) / rep.Elapsed.Seconds()
+	}
+	if h.beforeAudit != nil {
+		h.beforeAudit(e.c, e.truth)
+	}
+	rep.FinalPods, _ = e.c.PodCount()
+	rep.FinalNodes = e.c.NodeCount()
+	rep.ExpectedPods = rep.InitialPods + int(rep.Adds) - int(rep.Removes)
+	rep.AsyncErrors = e.asyncErrs.Load()
+	prog.printf("auditing %d pods, %d nodes\n", e.truth.Len(), len(e.cl.Nodes))
+	rep.Audit = audit(e.c, e.truth, e.cl.Nodes)
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	rep.HeapInUse = ms.HeapInuse
+	rep.Consistent = rep.Audit.OK && rep.FinalPods == rep.ExpectedPods && rep.FinalNodes == cfg.Nodes && rep.AsyncErrors == 0
+	if fe := e.firstErr.Load(); fe != nil {
+		prog.printf("first async error: %v\n", fe)
+	}
+	return nil
+}
+
+// run runs one simulation in the mode cfg selects. cfg must be valid.
+func run(ctx context.Context, cfg Config, progressW io.Writer, h hooks) (*Report, error) {
+	prog := &progress{w: progressW}
+	if cfg.Deterministic {
+		return runDeterministic(ctx, cfg, prog, h)
+	}
+	return runRealtime(ctx, cfg, prog, h)
 }
 
 type confirmation struct {
@@ -62,56 +182,44 @@ type confirmation struct {
 	due time.Time
 }
 
-func run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
+// runRealtime: scheduler goroutines schedule on snapshots while an informer
+// goroutine confirms their bindings after the delay, in wall-clock time.
+func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Report, error) {
 	logger := klog.Background()
 	rep := &Report{Config: cfg}
-	fmt.Fprintf(progress, "building cluster: %d nodes x %d pods (seed %d)\n", cfg.Nodes, cfg.PodsPerNode, cfg.Seed)
-	cl := workload.Build(workload.ClusterSpec{Nodes: cfg.Nodes, PodsPerNode: cfg.PodsPerNode, Seed: cfg.Seed})
-	rep.InitialPods = len(cl.Pods)
-
-	var asyncErrs atomic.Int64
-	var firstErr atomic.Value
-	opts := []schedcache.Option{schedcache.WithAsyncErrorHandler(func(e schedcache.AsyncError) {
-		if asyncErrs.Add(1) == 1 {
-			firstErr.Store(e.Err)
-		}
-	})}
-	if cfg.Shards > 0 {
-		opts = append(opts, schedcache.WithShards(cfg.Shards))
-	}
-	c, err := schedcache.New(ctx, opts...)
+	e, err := setup(ctx, cfg, nil, prog, rep)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-
-	t0 := time.Now()
-	for _, n := range cl.Nodes {
-		if err := c.AddNodeAsync(n); err != nil {
-			return nil, err
-		}
-	}
-	for _, p := range cl.Pods {
-		if err := c.AddPodAsync(p); err != nil {
-			return nil, err
-		}
-	}
-	if err := c.Sync(); err != nil {
-		return nil, err
-	}
-	rep.LoadTime = time.Since(t0)
-	rep.LoadRate = float64(len(cl.Nodes)+len(cl.Pods)) / rep.LoadTime.Seconds()
-	fmt.Fprintf(progress, "loaded in %v; scheduling for %v with %d schedulers\n", rep.LoadTime.Round(time.Millisecond), cfg.Duration, cfg.Schedulers)
+	defer e.c.Close()
+	c := e.c
+	prog.printf("scheduling for %v with %d schedulers\n", cfg.Duration, cfg.Schedulers)
 
 	confirm := make(chan confirmation, 4096)
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	var scheduled, forgotten, failed, conflicts, unsched atomic.Int64
+	var schedErr atomic.Value // error
+	fail := func(err error) {
+		schedErr.CompareAndSwap(nil, err)
+		stop.Store(true)
+	}
+	windows := make([]atomic.Int64, int(cfg.Duration/time.Second)+2)
 	hAssume := make([]*hist.Histogram, cfg.Schedulers)
 	hRead := make([]*hist.Histogram, cfg.Schedulers)
+	hAttempt := make([]*hist.Histogram, cfg.Schedulers)
+	forget := func(pod *v1.Pod) bool {
+		if err := c.ForgetPod(logger, pod); err != nil {
+			fail(fmt.Errorf("ForgetPod %s: %w", pod.Name, err))
+			return false
+		}
+		forgotten.Add(1)
+		e.truth.Pending(pod)
+		return true
+	}
 	start := time.Now()
 	for s := 0; s < cfg.Schedulers; s++ {
-		hAssume[s], hRead[s] = hist.New(), hist.New()
+		hAssume[s], hRead[s], hAttempt[s] = hist.New(), hist.New(), hist.New()
 		wg.Add(1)
 		go func(s int) {
 			defer wg.Done()
@@ -120,7 +228,8 @@ func run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 				pod := workload.NewPod(r, fmt.Sprintf("sched-%d-%d", s, i), "")
 				info, err := framework.NewPodInfo(pod)
 				if err != nil {
-					panic(err)
+					fail(err)
+					return
 				}
 				tr := time.Now()
 				snap := c.Snapshot()
@@ -133,26 +242,38 @@ func run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 				pod.Spec.NodeName = best
 				ta := time.Now()
 				if err := c.AssumePod(logger, pod); err != nil {
-					panic(fmt.Sprintf("AssumePod: %v", err))
+					fail(fmt.Errorf("AssumePod %s: %w", pod.Name, err))
+					return
 				}
 				hAssume[s].Record(time.Since(ta))
 				// Optimistic concurrency: another scheduler may have filled
 				// the node since our snapshot. Check on a fresh snapshot.
 				if ni, err := c.Snapshot().Get(best); err != nil || overcommitted(ni) {
 					conflicts.Add(1)
-					mustForget(c, pod, &forgotten)
+					if !forget(pod) {
+						return
+					}
 					continue
 				}
 				if err := c.FinishBinding(logger, pod); err != nil {
-					panic(fmt.Sprintf("FinishBinding: %v", err))
+					fail(fmt.Errorf("FinishBinding %s: %w", pod.Name, err))
+					return
 				}
 				if r.Float64() < cfg.FailRate {
 					failed.Add(1)
-					mustForget(c, pod, &forgotten)
+					if !forget(pod) {
+						return
+					}
 					continue
 				}
+				now := time.Now()
+				hAttempt[s].Record(now.Sub(tr))
+				e.truth.Bind(pod, best)
 				scheduled.Add(1)
-				confirm <- confirmation{pod: pod, due: time.Now().Add(cfg.ConfirmDelay)}
+				if w := int(now.Sub(start) / time.Second); w < len(windows) {
+					windows[w].Add(1)
+				}
+				confirm <- confirmation{pod: pod, due: now.Add(cfg.ConfirmDelay)}
 			}
 		}(s)
 	}
@@ -160,20 +281,23 @@ func run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	// The informer: confirms bindings after the delay and deletes an old
 	// pod for each one, so the cluster stays at a steady size; one node
 	// status update per 100 pod events.
-	var adds, removes, nodeUpdates int64
+	var adds, removes, nodeUpdates int64 // owned by the informer until informerDone
 	informerDone := make(chan error, 1)
 	go func() {
 		r := rand.New(rand.NewPCG(uint64(cfg.Seed), 7))
-		live := append([]*v1.Pod(nil), cl.Pods...)
-		nodes := append([]*v1.Node(nil), cl.Nodes...)
-		events := int64(0)
+		live := append([]*v1.Pod(nil), e.cl.Pods...)
+		nodes := append([]*v1.Node(nil), e.cl.Nodes...)
+		var ierr error
 		for conf := range confirm {
+			if ierr != nil {
+				continue // drain so that the schedulers never block
+			}
 			if d := time.Until(conf.due); d > 0 {
 				time.Sleep(d)
 			}
-			if err := c.AddPodAsync(conf.pod); err != nil {
-				informerDone <- err
-				return
+			if ierr = c.AddPodAsync(conf.pod); ierr != nil {
+				fail(ierr)
+				continue
 			}
 			adds++
 			live = append(live, conf.pod)
@@ -181,70 +305,75 @@ func run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 			victim := live[j]
 			live[j] = live[len(live)-1]
 			live = live[:len(live)-1]
-			if err := c.RemovePodAsync(victim); err != nil {
-				informerDone <- err
-				return
+			e.truth.Delete(victim)
+			if ierr = c.RemovePodAsync(victim); ierr != nil {
+				fail(ierr)
+				continue
 			}
 			removes++
-			events += 2
-			if events%100 < 2 {
+			if (adds+removes)%100 < 2 {
 				k := r.IntN(len(nodes))
-				nn := nodes[k].DeepCopy()
-				nn.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, LastHeartbeatTime: metav1.NewTime(time.Unix(events, 0))}}
-				if err := c.UpdateNodeAsync(nodes[k], nn); err != nil {
-					informerDone <- err
-					return
+				nn := nodeHeartbeat(nodes[k], adds+removes)
+				if ierr = c.UpdateNodeAsync(nodes[k], nn); ierr != nil {
+					fail(ierr)
+					continue
 				}
 				nodes[k] = nn
 				nodeUpdates++
 			}
 		}
-		informerDone <- nil
+		informerDone <- ierr
 	}()
 
-	time.Sleep(cfg.Duration)
+	deadline := start.Add(cfg.Duration)
+	ticker := time.NewTicker(100 * time.Millisecond)
+	for !stop.Load() && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			fail(ctx.Err())
+		case <-ticker.C:
+			prog.tick("scheduling: %v/%v, %d pods scheduled", time.Since(start).Truncate(time.Second), cfg.Duration, scheduled.Load())
+		}
+	}
+	ticker.Stop()
 	stop.Store(true)
 	wg.Wait()
 	close(confirm)
-	if err := <-informerDone; err != nil {
+	ierr := <-informerDone
+	if err, _ := schedErr.Load().(error); err != nil {
 		return nil, err
 	}
-	if err := c.Sync(); err != nil {
-		return nil, err
+	if ierr != nil {
+		return nil, ierr
 	}
 	rep.Elapsed = time.Since(start)
-	rep.Shards = cfg.Shards
-	if rep.Shards == 0 {
-		rep.Shards = max(1, runtime.GOMAXPROCS(0)/2) // the cache's default
+	rep.Wall = rep.Elapsed
+	counts := make([]int64, len(windows))
+	for i := range windows {
+		counts[i] = windows[i].Load()
 	}
+	rep.Windows = windowsOf(counts, min(rep.Elapsed, cfg.Duration), time.Second)
 	rep.Scheduled, rep.Forgotten, rep.FailedBindings = scheduled.Load(), forgotten.Load(), failed.Load()
 	rep.Conflicts, rep.Unschedulable = conflicts.Load(), unsched.Load()
 	rep.Adds, rep.Removes, rep.NodeUpdates = adds, removes, nodeUpdates
-	rep.Events = adds + removes + nodeUpdates
-	rep.PodsPerSec = float64(rep.Scheduled) / rep.Elapsed.Seconds()
-	rep.EventsPerSec = float64(rep.Events) / rep.Elapsed.Seconds()
-	ha, hr := hist.New(), hist.New()
+	ha, hr, ht := hist.New(), hist.New(), hist.New()
 	for s := range hAssume {
 		ha.Merge(hAssume[s])
 		hr.Merge(hRead[s])
+		ht.Merge(hAttempt[s])
 	}
-	rep.Assume, rep.Read = summarise(ha), summarise(hr)
-	rep.FinalPods, _ = c.PodCount()
-	rep.FinalNodes = c.NodeCount()
-	rep.ExpectedPods = rep.InitialPods + int(adds) - int(removes)
-	rep.AsyncErrors = asyncErrs.Load()
-	rep.Consistent = rep.FinalPods == rep.ExpectedPods && rep.FinalNodes == cfg.Nodes && rep.AsyncErrors == 0 && c.Snapshot().Err() == nil
-	if e := firstErr.Load(); e != nil {
-		fmt.Fprintln(progress, "first async error:", e)
+	rep.Assume, rep.Read, rep.Attempt = summarise(ha), summarise(hr), summarise(ht)
+	if err := e.finish(cfg, rep, h, prog); err != nil {
+		return nil, err
 	}
 	return rep, nil
 }
 
-func mustForget(c *schedcache.Cache, pod *v1.Pod, forgotten *atomic.Int64) {
-	if err := c.ForgetPod(klog.Background(), pod); err != nil {
-		panic(fmt.Sprintf("ForgetPod: %v", err))
-	}
-	forgotten.Add(1)
+// nodeHeartbeat returns a copy of n with a fresh Ready condition.
+func nodeHeartbeat(n *v1.Node, at int64) *v1.Node {
+	nn := n.DeepCopy()
+	nn.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, LastHeartbeatTime: metav1.NewTime(time.Unix(at, 0))}}
+	return nn
 }
 
 func overcommitted(ni *framework.NodeInfo) bool {

@@ -3,34 +3,264 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"k8s.io/klog/v2"
+
+	"github.com/schedcache/schedcache"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+func smallConfig() Config {
+	cfg := defaultConfig()
+	cfg.Nodes, cfg.PodsPerNode, cfg.Duration, cfg.Schedulers = 60, 10, 300*time.Millisecond, 2
+	return cfg
+}
+
 // A short simulation schedules pods, confirms them through the event
 // stream, and ends with the cache holding exactly the pods it should.
 func TestRunSmall(t *testing.T) {
-	cfg := defaultConfig()
-	cfg.Nodes, cfg.PodsPerNode, cfg.Duration, cfg.Schedulers = 60, 10, 300*time.Millisecond, 2
-	var progress bytes.Buffer
-	rep, err := run(context.Background(), cfg, &progress)
+	rep, err := run(context.Background(), smallConfig(), nil, hooks{})
 	require.NoError(t, err)
-	require.True(t, rep.Consistent, "final %d pods, expected %d, %d nodes, %d async errors", rep.FinalPods, rep.ExpectedPods, rep.FinalNodes, rep.AsyncErrors)
+	require.True(t, rep.Consistent, "final %d pods, expected %d, %d nodes, %d async errors, audit %+v", rep.FinalPods, rep.ExpectedPods, rep.FinalNodes, rep.AsyncErrors, rep.Audit)
+	require.True(t, rep.Audit.OK)
 	require.Equal(t, 600, rep.InitialPods)
 	require.Positive(t, rep.Scheduled)
 	require.Equal(t, rep.Scheduled, rep.Adds, "every scheduled pod is confirmed by the informer")
 	require.Equal(t, rep.Adds, rep.Removes)
 	require.Equal(t, rep.InitialPods, rep.FinalPods, "one removal per confirmation keeps the size steady")
+	require.Equal(t, 60, rep.Audit.NodesChecked)
+	require.Equal(t, rep.FinalPods, rep.Audit.CachePods)
+	require.Equal(t, int64(rep.Audit.PodsChecked), int64(rep.FinalPods)+rep.FailedBindings, "the API server also holds the pods whose binding failed, pending")
 	require.Positive(t, rep.Assume.P50)
+	require.Positive(t, rep.HeapInUse)
 	var out bytes.Buffer
 	rep.Print(&out)
-	for _, want := range []string{"pods/s", "events/s", "assume latency", "snapshot read latency", "consistent: true", "GOMAXPROCS="} {
-		require.True(t, strings.Contains(out.String(), want), "report lacks %q:\n%s", want, out.String())
+	for _, want := range []string{"pods/s", "events/s", "assume latency", "snapshot read latency", "consistent: true", "GOMAXPROCS=", "audit:", "0 divergences"} {
+		require.Contains(t, out.String(), want)
+	}
+}
+
+// Every bad flag is refused before any work with exit code 2 and a message
+// naming the flag; none panics.
+func TestValidationRejects(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-nodes=-5"}, "-nodes"},
+		{[]string{"-nodes", "0"}, "-nodes"},
+		{[]string{"-nodes", "200001"}, "-nodes"},
+		{[]string{"-nodes", "abc"}, "-nodes"},
+		{[]string{"-pods-per-node", "-3"}, "-pods-per-node"},
+		{[]string{"-pods-per-node", "111"}, "-pods-per-node"},
+		{[]string{"-nodes", "100", "-pods-per-node", "2000"}, "-pods-per-node"},
+		{[]string{"-nodes", "200000", "-pods-per-node", "110"}, "-pods-per-node"},
+		{[]string{"-schedulers", "-1"}, "-schedulers"},
+		{[]string{"-schedulers", "0"}, "-schedulers"},
+		{[]string{"-schedulers", "1025"}, "-schedulers"},
+		{[]string{"-fail-rate", "2"}, "-fail-rate"},
+		{[]string{"-fail-rate", "-0.01"}, "-fail-rate"},
+		{[]string{"-fail-rate", "NaN"}, "-fail-rate"},
+		{[]string{"-duration", "-1s"}, "-duration"},
+		{[]string{"-duration", "0"}, "-duration"},
+		{[]string{"-duration", "25h"}, "-duration"},
+		{[]string{"-sample", "0"}, "-sample"},
+		{[]string{"-sample", "5001"}, "-sample"},
+		{[]string{"-nodes", "10", "-sample", "11"}, "-sample"},
+		{[]string{"-shards", "-2"}, "-shards"},
+		{[]string{"-shards", "1025"}, "-shards"},
+		{[]string{"-confirm-delay", "1h"}, "-confirm-delay"},
+		{[]string{"-confirm-delay", "5s"}, "-confirm-delay"}, // = -duration
+		{[]string{"-confirm-delay", "-1ms"}, "-confirm-delay"},
+		{[]string{"-decision-time", "0"}, "-decision-time"},
+		{[]string{"-decision-time", "2s"}, "-decision-time"},
+		{[]string{"-duration", "1ms", "-confirm-delay", "0", "-decision-time", "2ms"}, "-decision-time"},
+		{[]string{"-no-such-flag"}, "no-such-flag"},
+		{[]string{"stray"}, "stray"},
+		{[]string{"-json", filepath.Join(t.TempDir(), "missing", "r.json")}, "-json"},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := realMain(context.Background(), tc.args, &stdout, &stderr, false, hooks{
+				beforeAudit: func(*schedcache.Cache, *Truth) { t.Error("the run started") },
+			})
+			require.Equal(t, exitUsage, code, "stderr: %s", stderr.String())
+			require.Contains(t, stderr.String(), tc.want)
+			require.Empty(t, stdout.String())
+		})
+	}
+}
+
+// The boundaries themselves are accepted.
+func TestValidationBoundaries(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"-fail-rate", "0"}, {"-fail-rate", "1"},
+		{"-pods-per-node", "0"}, {"-pods-per-node", "110"},
+		{"-nodes", "1", "-sample", "1"}, {"-sample", "5000"}, {"-nodes", "10"},
+		{"-shards", "0"}, {"-shards", "1024"}, {"-schedulers", "1024"},
+		{"-confirm-delay", "0"}, {"-confirm-delay", "4999ms"},
+		{"-duration", "24h"}, {"-nodes", "200000", "-pods-per-node", "30"},
+		{"-deterministic", "-decision-time", "1s", "-duration", "1s", "-confirm-delay", "0"},
+	} {
+		_, err := parseFlags(args, &bytes.Buffer{})
+		require.NoError(t, err, "%v", args)
+	}
+	var ue *UsageError
+	_, err := parseFlags([]string{"-shards", "-2"}, &bytes.Buffer{})
+	require.ErrorAs(t, err, &ue)
+	require.Equal(t, "shards", ue.Flag)
+	require.True(t, errors.Is(err, ErrUsage))
+}
+
+// A cluster whose initial pods over-fill its nodes is refused before the
+// scheduling phase, with exit code 2.
+func TestOverFullClusterRefused(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := realMain(context.Background(), []string{"-nodes", "20", "-pods-per-node", "110", "-duration", "100ms"}, &stdout, &stderr, false, hooks{
+		beforeAudit: func(*schedcache.Cache, *Truth) { t.Error("the run started") },
+	})
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr.String(), "-pods-per-node")
+	require.Contains(t, stderr.String(), "over-fill")
+}
+
+func detArgs(seed string) []string {
+	return []string{"-deterministic", "-nodes", "60", "-pods-per-node", "10", "-duration", "150ms",
+		"-confirm-delay", "2ms", "-seed", seed, "-fail-rate", "0.05", "-sample", "10", "-json", "-"}
+}
+
+func runJSON(t *testing.T, args []string, h hooks) (int, *JSONReport, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := realMain(context.Background(), args, &stdout, &stderr, false, h)
+	var rep JSONReport
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+	return code, &rep, stderr.String()
+}
+
+// One seed reproduces a deterministic run event for event: two runs give
+// the same digest and counts; another seed gives another digest.
+func TestDeterministicDigest(t *testing.T) {
+	code1, a, _ := runJSON(t, detArgs("7"), hooks{})
+	code2, b, _ := runJSON(t, detArgs("7"), hooks{})
+	code3, c, _ := runJSON(t, detArgs("8"), hooks{})
+	require.Equal(t, exitOK, code1)
+	require.Equal(t, exitOK, code2)
+	require.Equal(t, exitOK, code3)
+	require.Equal(t, "deterministic", a.Mode)
+	require.True(t, strings.HasPrefix(a.Digest, "sha256:"), a.Digest)
+	require.Equal(t, a.Digest, b.Digest)
+	require.Equal(t, a.Counts, b.Counts)
+	require.NotEqual(t, a.Digest, c.Digest)
+	// 4 schedulers x 150 ms / 250 µs = 2,400 decisions.
+	require.Equal(t, int64(2400), a.Counts.Scheduled+a.Counts.FailedBindings+a.Counts.Unschedulable)
+	require.Positive(t, a.Counts.FailedBindings)
+	require.Equal(t, a.Counts.Scheduled, a.Counts.Adds)
+	require.True(t, a.Audit.OK)
+	require.True(t, a.Consistent)
+}
+
+// The JSON report carries scheduler_perf-like data items and the run's
+// environment.
+func TestJSONReport(t *testing.T) {
+	args := []string{"-deterministic", "-nodes", "40", "-pods-per-node", "5", "-duration", "2500ms",
+		"-decision-time", "5ms", "-schedulers", "1", "-confirm-delay", "1ms", "-sample", "5", "-json", "-"}
+	code, rep, _ := runJSON(t, args, hooks{})
+	require.Equal(t, exitOK, code)
+	require.Equal(t, "v1", rep.Version)
+	require.Equal(t, 40, rep.Config.Nodes)
+	require.Positive(t, rep.Environment.GOMAXPROCS)
+	require.NotEmpty(t, rep.Environment.GoVersion)
+	require.Positive(t, rep.Memory.HeapInUseBytes)
+	tp := rep.DataItems[0]
+	require.Equal(t, "SchedulingThroughput", tp.Labels["Metric"])
+	require.Equal(t, "pods/s", tp.Unit)
+	require.Equal(t, "2", tp.Labels["Windows"], "2 full 1 s windows in 2.5 s")
+	// One scheduler deciding every 5 ms: 200 decisions per second, a few
+	// of which fail to bind (1%).
+	for _, k := range []string{"Average", "Perc50", "Perc90", "Perc95", "Perc99"} {
+		require.InDelta(t, 198, tp.Data[k], 8, k)
+	}
+	metrics := map[string]bool{}
+	for _, d := range rep.DataItems {
+		metrics[d.Labels["Metric"]] = true
+	}
+	require.True(t, metrics["SchedulingAttemptDuration"] && metrics["AssumePodDuration"] && metrics["SnapshotReadDuration"], "%v", metrics)
+
+	path := filepath.Join(t.TempDir(), "r.json")
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, exitOK, realMain(context.Background(), append(args[:len(args)-2], "-json", path), &stdout, &stderr, false, hooks{}))
+	require.Contains(t, stdout.String(), "consistent: true")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var fromFile JSONReport
+	require.NoError(t, json.Unmarshal(data, &fromFile))
+	require.Equal(t, rep.Digest, fromFile.Digest)
+}
+
+// A pod removed from the cache behind the simulation's back, or a ground
+// truth that says otherwise than the cache, is reported by the audit with
+// exit code 3.
+func TestAuditDetectsDivergence(t *testing.T) {
+	logger := klog.Background()
+	cases := map[string]func(t *testing.T, c *schedcache.Cache, truth *Truth){
+		"pod removed from the cache": func(t *testing.T, c *schedcache.Cache, truth *Truth) {
+			var victim podRecord
+			truth.pods.Range(func(_ string, r podRecord) bool { victim = r; return !r.Bound })
+			require.NoError(t, c.RemovePod(logger, victim.Pod))
+		},
+		"truth moved a pod": func(t *testing.T, c *schedcache.Cache, truth *Truth) {
+			var victim podRecord
+			truth.pods.Range(func(_ string, r podRecord) bool { victim = r; return !r.Bound })
+			other := "node-00001"
+			if victim.Node == other {
+				other = "node-00002"
+			}
+			truth.Bind(victim.Pod, other)
+		},
+		"truth forgot a pod": func(t *testing.T, c *schedcache.Cache, truth *Truth) {
+			var victim podRecord
+			truth.pods.Range(func(_ string, r podRecord) bool { victim = r; return !r.Bound })
+			truth.Delete(victim.Pod)
+		},
+	}
+	for name, plant := range cases {
+		t.Run(name, func(t *testing.T) {
+			code, rep, stderr := runJSON(t, detArgs("7"), hooks{beforeAudit: func(c *schedcache.Cache, truth *Truth) { plant(t, c, truth) }})
+			require.Equal(t, exitDivergence, code)
+			require.Contains(t, stderr, "diverges")
+			require.False(t, rep.Audit.OK)
+			require.False(t, rep.Consistent)
+			require.GreaterOrEqual(t, rep.Audit.Divergences, 2, "the pod and its node's totals: %v", rep.Audit.Examples)
+			require.NotEmpty(t, rep.Audit.Examples)
+		})
+	}
+}
+
+// Progress lines go to stderr on a terminal only.
+func TestProgressOnlyOnTerminal(t *testing.T) {
+	args := []string{"-deterministic", "-nodes", "30", "-pods-per-node", "5", "-duration", "20ms", "-sample", "5"}
+	for _, tty := range []bool{false, true} {
+		var stdout, stderr bytes.Buffer
+		require.Equal(t, exitOK, realMain(context.Background(), args, &stdout, &stderr, tty, hooks{}))
+		if tty {
+			require.Contains(t, stderr.String(), "building cluster")
+			require.Contains(t, stderr.String(), "auditing")
+		} else {
+			require.Empty(t, stderr.String())
+		}
+		require.Contains(t, stdout.String(), "consistent: true")
 	}
 }

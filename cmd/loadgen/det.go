@@ -1,0 +1,248 @@
+package main
+
+import (
+	"container/heap"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/internal/hist"
+	"github.com/schedcache/schedcache/workload"
+)
+
+// virtualEpoch is time zero of a deterministic run.
+var virtualEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// virtualClock is the cache's clock in deterministic mode: the event loop
+// sets it; its timers never fire (the run uses no TTL, so the cache makes
+// none).
+//
+// Contract: safe for concurrent use; Now returns what the loop set last.
+type virtualClock struct {
+	now atomic.Int64 // atomic; nanoseconds since virtualEpoch
+}
+
+func (c *virtualClock) Now() time.Time { return virtualEpoch.Add(time.Duration(c.now.Load())) }
+func (c *virtualClock) set(d time.Duration) {
+	c.now.Store(int64(d))
+}
+func (c *virtualClock) NewTimer(time.Duration) schedcache.Timer { return stoppedTimer{} }
+
+type stoppedTimer struct{}
+
+func (stoppedTimer) C() <-chan time.Time      { return nil }
+func (stoppedTimer) Reset(time.Duration) bool { return false }
+func (stoppedTimer) Stop() bool               { return false }
+
+type evKind uint8
+
+const (
+	evDecide  evKind = iota // a scheduler makes one decision
+	evConfirm               // the informer confirms a binding
+)
+
+type event struct {
+	at     time.Duration
+	seq    uint64 // ties broken by insertion order
+	kind   evKind
+	worker int
+	pod    *v1.Pod
+}
+
+// eventQueue is a min-heap by (at, seq), owned by the event loop.
+type eventQueue []event
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].seq < q[j].seq
+}
+func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *eventQueue) Push(x any)   { *q = append(*q, x.(event)) }
+func (q *eventQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+// runDeterministic runs the simulation on the calling goroutine in virtual
+// time: every arrival, decision, confirmation, failure and deletion comes
+// from one PRNG seeded with cfg.Seed and one event queue, and every cache
+// call is synchronous, so the same seed gives the same run event for event.
+// The digest covers the event trace and the final state (the API server's
+// pods and the cache's per-node totals).
+func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) (*Report, error) {
+	logger := klog.Background()
+	rep := &Report{Config: cfg}
+	clk := &virtualClock{}
+	e, err := setup(ctx, cfg, clk, prog, rep)
+	if err != nil {
+		return nil, err
+	}
+	defer e.c.Close()
+	c := e.c
+	prog.printf("scheduling for %v of virtual time with %d virtual schedulers\n", cfg.Duration, cfg.Schedulers)
+
+	r := workload.NewRand(cfg.Seed ^ 0x5eed)
+	trace := sha256.New()
+	var q eventQueue
+	var seq uint64
+	push := func(ev event) {
+		ev.seq = seq
+		seq++
+		heap.Push(&q, ev)
+	}
+	for w := 0; w < cfg.Schedulers; w++ {
+		push(event{at: cfg.DecisionTime * time.Duration(w) / time.Duration(cfg.Schedulers), kind: evDecide, worker: w})
+	}
+	live := append([]*v1.Pod(nil), e.cl.Pods...)
+	nodes := append([]*v1.Node(nil), e.cl.Nodes...)
+	counts := make([]int64, int(cfg.Duration/time.Second)+1)
+	ha, hr, ht := hist.New(), hist.New(), hist.New()
+	decisions := make([]int, cfg.Schedulers)
+	start := time.Now()
+	for n := 0; q.Len() > 0; n++ {
+		if n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			prog.tick("scheduling: %v/%v virtual, %d pods scheduled", clk.Now().Sub(virtualEpoch).Truncate(time.Millisecond), cfg.Duration, rep.Scheduled)
+		}
+		ev := heap.Pop(&q).(event)
+		if ev.kind == evDecide && ev.at >= cfg.Duration {
+			continue // the scheduling phase is over; confirmations drain
+		}
+		clk.set(ev.at)
+		switch ev.kind {
+		case evDecide:
+			i := decisions[ev.worker]
+			decisions[ev.worker]++
+			push(event{at: ev.at + cfg.DecisionTime, kind: evDecide, worker: ev.worker})
+			pod := workload.NewPod(r, fmt.Sprintf("sched-%d-%d", ev.worker, i), "")
+			info, err := framework.NewPodInfo(pod)
+			if err != nil {
+				return nil, err
+			}
+			tr := time.Now()
+			best := pick(r, c.Snapshot(), info, cfg.Sample)
+			hr.Record(time.Since(tr))
+			if best == "" {
+				rep.Unschedulable++
+				traceEvent(trace, ev.at, "unschedulable", pod.Name, "")
+				continue
+			}
+			pod.Spec.NodeName = best
+			ta := time.Now()
+			if err := c.AssumePod(logger, pod); err != nil {
+				return nil, fmt.Errorf("AssumePod %s: %w", pod.Name, err)
+			}
+			ha.Record(time.Since(ta))
+			if err := c.FinishBinding(logger, pod); err != nil {
+				return nil, fmt.Errorf("FinishBinding %s: %w", pod.Name, err)
+			}
+			if r.Float64() < cfg.FailRate {
+				if err := c.ForgetPod(logger, pod); err != nil {
+					return nil, fmt.Errorf("ForgetPod %s: %w", pod.Name, err)
+				}
+				e.truth.Pending(pod)
+				rep.FailedBindings++
+				rep.Forgotten++
+				traceEvent(trace, ev.at, "bind-failed", pod.Name, best)
+				continue
+			}
+			ht.Record(time.Since(tr))
+			e.truth.Bind(pod, best)
+			rep.Scheduled++
+			counts[int(ev.at/time.Second)]++
+			traceEvent(trace, ev.at, "bound", pod.Name, best)
+			push(event{at: ev.at + cfg.ConfirmDelay, kind: evConfirm, pod: pod})
+		case evConfirm:
+			if err := c.AddPod(logger, ev.pod); err != nil {
+				return nil, fmt.Errorf("AddPod %s: %w", ev.pod.Name, err)
+			}
+			rep.Adds++
+			traceEvent(trace, ev.at, "confirm", ev.pod.Name, ev.pod.Spec.NodeName)
+			live = append(live, ev.pod)
+			j := r.IntN(len(live))
+			victim := live[j]
+			live[j] = live[len(live)-1]
+			live = live[:len(live)-1]
+			e.truth.Delete(victim)
+			if err := c.RemovePod(logger, victim); err != nil {
+				return nil, fmt.Errorf("RemovePod %s: %w", victim.Name, err)
+			}
+			rep.Removes++
+			traceEvent(trace, ev.at, "delete", victim.Name, victim.Spec.NodeName)
+			if (rep.Adds+rep.Removes)%100 < 2 {
+				k := r.IntN(len(nodes))
+				nn := nodeHeartbeat(nodes[k], rep.Adds+rep.Removes)
+				if _, err := c.UpdateNode(logger, nodes[k], nn); err != nil {
+					return nil, fmt.Errorf("UpdateNode %s: %w", nn.Name, err)
+				}
+				nodes[k] = nn
+				rep.NodeUpdates++
+				traceEvent(trace, ev.at, "node-heartbeat", "", nn.Name)
+			}
+		}
+	}
+	rep.Wall = time.Since(start)
+	rep.Elapsed = cfg.Duration
+	rep.Windows = windowsOf(counts, cfg.Duration, time.Second)
+	rep.Assume, rep.Read, rep.Attempt = summarise(ha), summarise(hr), summarise(ht)
+	if err := e.finish(cfg, rep, h, prog); err != nil {
+		return nil, err
+	}
+	stateDigest(trace, e.truth, c)
+	rep.Digest = "sha256:" + hex.EncodeToString(trace.Sum(nil))
+	return rep, nil
+}
+
+func traceEvent(h hash.Hash, at time.Duration, what, pod, node string) {
+	fmt.Fprintf(h, "%d %s %s %s\n", int64(at), what, pod, node)
+}
+
+// stateDigest adds the final state to h: the API server's pods sorted by
+// UID, then the cache's nodes sorted by name with their pod counts and
+// requested totals.
+func stateDigest(h hash.Hash, truth *Truth, c *schedcache.Cache) {
+	type rec struct{ uid, node string }
+	pods := make([]rec, 0, truth.Len())
+	truth.pods.Range(func(uid string, r podRecord) bool {
+		node := r.Node
+		if !r.Bound {
+			node = "<pending>"
+		}
+		pods = append(pods, rec{uid, node})
+		return true
+	})
+	sort.Slice(pods, func(i, j int) bool { return pods[i].uid < pods[j].uid })
+	fmt.Fprintf(h, "pods %d\n", len(pods))
+	for _, p := range pods {
+		fmt.Fprintf(h, "%s %s\n", p.uid, p.node)
+	}
+	snap := c.Snapshot()
+	lines := make([]string, 0, snap.NumNodes())
+	snap.Range(func(_ int, ni *framework.NodeInfo) bool {
+		req := ni.Requested()
+		lines = append(lines, fmt.Sprintf("%s %d %d %d", ni.Node().Name, ni.NumPods(), req.MilliCPU, req.Memory))
+		return true
+	})
+	sort.Strings(lines)
+	fmt.Fprintf(h, "nodes %d\n", len(lines))
+	for _, l := range lines {
+		fmt.Fprintln(h, l)
+	}
+}

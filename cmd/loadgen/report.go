@@ -1,0 +1,238 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"sort"
+	"time"
+
+	"github.com/schedcache/schedcache/internal/hist"
+)
+
+// Latency summarises a histogram.
+type Latency struct{ P50, P90, P95, P99, P999, Max time.Duration }
+
+func summarise(h *hist.Histogram) Latency {
+	return Latency{h.Quantile(0.5), h.Quantile(0.9), h.Quantile(0.95), h.Quantile(0.99), h.Quantile(0.999), h.Max()}
+}
+
+// Report is what a simulation did.
+type Report struct {
+	Config                               Config
+	Shards                               int
+	InitialPods                          int
+	LoadTime                             time.Duration
+	LoadRate                             float64
+	Elapsed                              time.Duration // scheduling phase (virtual in deterministic mode)
+	Wall                                 time.Duration // wall time of the scheduling phase
+	Scheduled, Forgotten, FailedBindings int64
+	Conflicts, Unschedulable             int64
+	Events, Adds, Removes, NodeUpdates   int64
+	PodsPerSec, EventsPerSec             float64
+	Windows                              []float64 // pods scheduled in each full 1 s window
+	Assume, Read, Attempt                Latency
+	FinalPods, FinalNodes, ExpectedPods  int
+	AsyncErrors                          int64
+	HeapInUse                            uint64 // after a GC, cache still loaded
+	Digest                               string // deterministic mode only
+	Audit                                AuditResult
+	Consistent                           bool
+}
+
+// windowsOf turns per-window counts into rates over the full windows: the
+// last window counts only if it is whole.
+func windowsOf(counts []int64, elapsed, width time.Duration) []float64 {
+	full := int(elapsed / width)
+	out := make([]float64, 0, full)
+	for i := 0; i < full && i < len(counts); i++ {
+		out = append(out, float64(counts[i])/width.Seconds())
+	}
+	return out
+}
+
+// percentile is the nearest-rank percentile of sorted xs (0 if empty).
+func percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p/100*float64(len(sorted))+0.999999) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// DataItem is a scheduler_perf-style data item.
+type DataItem struct {
+	Data   map[string]float64 `json:"data"`
+	Unit   string             `json:"unit"`
+	Labels map[string]string  `json:"labels"`
+}
+
+// JSONReport is the machine-readable report (docs/loadgen.md).
+type JSONReport struct {
+	Version     string      `json:"version"`
+	Mode        string      `json:"mode"`
+	Config      JSONConfig  `json:"config"`
+	Environment Environment `json:"environment"`
+	DataItems   []DataItem  `json:"dataItems"`
+	Counts      Counts      `json:"counts"`
+	Memory      Memory      `json:"memory"`
+	Timing      Timing      `json:"timing"`
+	Digest      string      `json:"digest,omitempty"`
+	Audit       AuditResult `json:"audit"`
+	Consistent  bool        `json:"consistent"`
+}
+
+// JSONConfig is Config as it appears in the report.
+type JSONConfig struct {
+	Nodes          int     `json:"nodes"`
+	PodsPerNode    int     `json:"pods_per_node"`
+	Seed           int64   `json:"seed"`
+	DurationSec    float64 `json:"duration_seconds"`
+	Schedulers     int     `json:"schedulers"`
+	Sample         int     `json:"sample"`
+	ConfirmDelayMs float64 `json:"confirm_delay_ms"`
+	FailRate       float64 `json:"fail_rate"`
+	Shards         int     `json:"shards"`
+	Deterministic  bool    `json:"deterministic"`
+	DecisionTimeUs float64 `json:"decision_time_us,omitempty"`
+}
+
+// Environment is where the run happened.
+type Environment struct {
+	GoVersion  string `json:"go_version"`
+	GOOS       string `json:"goos"`
+	GOARCH     string `json:"goarch"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	NumCPU     int    `json:"num_cpu"`
+}
+
+// Counts are the event counts.
+type Counts struct {
+	InitialPods    int   `json:"initial_pods"`
+	Scheduled      int64 `json:"scheduled"`
+	Forgotten      int64 `json:"forgotten"`
+	FailedBindings int64 `json:"failed_bindings"`
+	Conflicts      int64 `json:"conflicts"`
+	Unschedulable  int64 `json:"unschedulable"`
+	Events         int64 `json:"informer_events"`
+	Adds           int64 `json:"adds"`
+	Removes        int64 `json:"removes"`
+	NodeUpdates    int64 `json:"node_updates"`
+	FinalPods      int   `json:"final_pods"`
+	FinalNodes     int   `json:"final_nodes"`
+	ExpectedPods   int   `json:"expected_pods"`
+	AsyncErrors    int64 `json:"async_errors"`
+}
+
+// Memory is the heap in use after a GC with the cache loaded.
+type Memory struct {
+	HeapInUseBytes uint64 `json:"heap_inuse_bytes_after_gc"`
+}
+
+// Timing are the phases' durations.
+type Timing struct {
+	LoadSeconds       float64 `json:"load_seconds"`
+	LoadEventsPerSec  float64 `json:"load_events_per_second"`
+	RunSeconds        float64 `json:"run_seconds"`
+	RunWallSeconds    float64 `json:"run_wall_seconds"`
+	EventsPerSec      float64 `json:"informer_events_per_second"`
+	PodsPerSecOverall float64 `json:"pods_per_second_overall"`
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+func latencyItem(metric string, l Latency) DataItem {
+	return DataItem{
+		Data: map[string]float64{"Perc50": ms(l.P50), "Perc90": ms(l.P90), "Perc95": ms(l.P95),
+			"Perc99": ms(l.P99), "Perc999": ms(l.P999), "Max": ms(l.Max)},
+		Unit:   "ms",
+		Labels: map[string]string{"Metric": metric},
+	}
+}
+
+// JSON builds the machine-readable report.
+func (r *Report) JSON() *JSONReport {
+	c := r.Config
+	mode := "realtime"
+	if c.Deterministic {
+		mode = "deterministic"
+	}
+	sorted := append([]float64(nil), r.Windows...)
+	sort.Float64s(sorted)
+	avg := 0.0
+	for _, x := range sorted {
+		avg += x
+	}
+	if len(sorted) > 0 {
+		avg /= float64(len(sorted))
+	}
+	tp := DataItem{
+		Data: map[string]float64{"Average": avg, "Perc50": percentile(sorted, 50), "Perc90": percentile(sorted, 90),
+			"Perc95": percentile(sorted, 95), "Perc99": percentile(sorted, 99)},
+		Unit:   "pods/s",
+		Labels: map[string]string{"Metric": "SchedulingThroughput", "Windows": fmt.Sprint(len(sorted))},
+	}
+	jc := JSONConfig{c.Nodes, c.PodsPerNode, c.Seed, c.Duration.Seconds(), c.Schedulers, c.Sample,
+		ms(c.ConfirmDelay), c.FailRate, r.Shards, c.Deterministic, 0}
+	if c.Deterministic {
+		jc.DecisionTimeUs = float64(c.DecisionTime) / 1e3
+	}
+	return &JSONReport{
+		Version:     "v1",
+		Mode:        mode,
+		Config:      jc,
+		Environment: Environment{runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU()},
+		DataItems: []DataItem{tp,
+			latencyItem("SchedulingAttemptDuration", r.Attempt),
+			latencyItem("AssumePodDuration", r.Assume),
+			latencyItem("SnapshotReadDuration", r.Read),
+		},
+		Counts: Counts{r.InitialPods, r.Scheduled, r.Forgotten, r.FailedBindings, r.Conflicts, r.Unschedulable,
+			r.Events, r.Adds, r.Removes, r.NodeUpdates, r.FinalPods, r.FinalNodes, r.ExpectedPods, r.AsyncErrors},
+		Memory:     Memory{r.HeapInUse},
+		Timing:     Timing{r.LoadTime.Seconds(), r.LoadRate, r.Elapsed.Seconds(), r.Wall.Seconds(), r.EventsPerSec, r.PodsPerSec},
+		Digest:     r.Digest,
+		Audit:      r.Audit,
+		Consistent: r.Consistent,
+	}
+}
+
+// WriteJSON writes the JSON report, indented.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r.JSON())
+}
+
+// Print writes the report in a fixed, greppable layout.
+func (r *Report) Print(w io.Writer) {
+	mode := ""
+	if r.Config.Deterministic {
+		mode = ", deterministic (virtual time)"
+	}
+	fmt.Fprintf(w, "schedcache loadgen: %d nodes, %d pods at start, seed %d, GOMAXPROCS=%d, %d schedulers, %d shards, %s/%s%s\n",
+		r.Config.Nodes, r.InitialPods, r.Config.Seed, runtime.GOMAXPROCS(0), r.Config.Schedulers, r.Shards, runtime.GOOS, runtime.GOARCH, mode)
+	fmt.Fprintf(w, "load:      %d nodes + %d pods in %v (%.0f events/s)\n", r.Config.Nodes, r.InitialPods, r.LoadTime.Round(time.Millisecond), r.LoadRate)
+	fmt.Fprintf(w, "run:       %v (wall %v)\n", r.Elapsed.Round(time.Millisecond), r.Wall.Round(time.Millisecond))
+	j := r.JSON()
+	tp := j.DataItems[0].Data
+	fmt.Fprintf(w, "scheduled: %d pods (%.0f pods/s; per 1 s window avg %.0f p50 %.0f p90 %.0f p99 %.0f); forgotten %d (failed bindings %d, conflicts %d); unschedulable decisions %d\n",
+		r.Scheduled, r.PodsPerSec, tp["Average"], tp["Perc50"], tp["Perc90"], tp["Perc99"], r.Forgotten, r.FailedBindings, r.Conflicts, r.Unschedulable)
+	fmt.Fprintf(w, "events:    %d informer events (%.0f events/s): %d adds, %d removes, %d node updates\n",
+		r.Events, r.EventsPerSec, r.Adds, r.Removes, r.NodeUpdates)
+	fmt.Fprintf(w, "assume latency:        p50 %v  p99 %v  p99.9 %v  max %v\n", r.Assume.P50, r.Assume.P99, r.Assume.P999, r.Assume.Max)
+	fmt.Fprintf(w, "snapshot read latency: p50 %v  p99 %v  p99.9 %v  max %v  (take + read %d nodes)\n", r.Read.P50, r.Read.P99, r.Read.P999, r.Read.Max, r.Config.Sample)
+	fmt.Fprintf(w, "attempt latency:       p50 %v  p99 %v  p99.9 %v  max %v  (snapshot, pick, assume, bind)\n", r.Attempt.P50, r.Attempt.P99, r.Attempt.P999, r.Attempt.Max)
+	fmt.Fprintf(w, "memory:    heap in use after GC %.1f MiB\n", float64(r.HeapInUse)/(1<<20))
+	if r.Digest != "" {
+		fmt.Fprintf(w, "digest:    %s\n", r.Digest)
+	}
+	fmt.Fprintf(w, "audit:     %d API-server pods, %d cache pods, %d nodes checked; %d divergences\n",
+		r.Audit.PodsChecked, r.Audit.CachePods, r.Audit.NodesChecked, r.Audit.Divergences)
+	for _, e := range r.Audit.Examples {
+		fmt.Fprintf(w, "  divergence: %s\n", e)
+	}
+	fmt.Fprintf(w, "final:     %d pods, %d nodes in the cache; expected %d pods; async errors %d; consistent: %v\n",
+		r.FinalPods, r.FinalNodes, r.ExpectedPods, r.AsyncErrors, r.Consistent)
+}
