@@ -35,7 +35,8 @@ type Report struct {
 	Assume, Read, Attempt                Latency
 	FinalPods, FinalNodes, ExpectedPods  int
 	AsyncErrors                          int64
-	HeapInUse                            uint64 // after a GC, cache still loaded
+	HeapInUse, HeapAlloc                 uint64 // after a GC, cache still loaded
+	LoadHeapAlloc                        uint64 // after a GC, right after the load
 	Digest                               string // deterministic mode only
 	Audit                                AuditResult
 	Consistent                           bool
@@ -127,7 +128,9 @@ type Counts struct {
 
 // Memory is the heap in use after a GC with the cache loaded.
 type Memory struct {
-	HeapInUseBytes uint64 `json:"heap_inuse_bytes_after_gc"`
+	HeapInUseBytes     uint64 `json:"heap_inuse_bytes_after_gc"`
+	HeapAllocBytes     uint64 `json:"heap_alloc_bytes_after_gc"`
+	LoadHeapAllocBytes uint64 `json:"load_heap_alloc_bytes_after_gc"`
 }
 
 // Timing are the phases' durations.
@@ -190,7 +193,7 @@ func (r *Report) JSON() *JSONReport {
 		},
 		Counts: Counts{r.InitialPods, r.Scheduled, r.Forgotten, r.FailedBindings, r.Conflicts, r.Unschedulable,
 			r.Events, r.Adds, r.Removes, r.NodeUpdates, r.FinalPods, r.FinalNodes, r.ExpectedPods, r.AsyncErrors},
-		Memory:     Memory{r.HeapInUse},
+		Memory:     Memory{r.HeapInUse, r.HeapAlloc, r.LoadHeapAlloc},
 		Timing:     Timing{r.LoadTime.Seconds(), r.LoadRate, r.Elapsed.Seconds(), r.Wall.Seconds(), r.EventsPerSec, r.PodsPerSec},
 		Digest:     r.Digest,
 		Audit:      r.Audit,
@@ -224,7 +227,8 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "assume latency:        p50 %v  p99 %v  p99.9 %v  max %v\n", r.Assume.P50, r.Assume.P99, r.Assume.P999, r.Assume.Max)
 	fmt.Fprintf(w, "snapshot read latency: p50 %v  p99 %v  p99.9 %v  max %v  (take + read %d nodes)\n", r.Read.P50, r.Read.P99, r.Read.P999, r.Read.Max, r.Config.Sample)
 	fmt.Fprintf(w, "attempt latency:       p50 %v  p99 %v  p99.9 %v  max %v  (snapshot, pick, assume, bind)\n", r.Attempt.P50, r.Attempt.P99, r.Attempt.P999, r.Attempt.Max)
-	fmt.Fprintf(w, "memory:    heap in use after GC %.1f MiB\n", float64(r.HeapInUse)/(1<<20))
+	fmt.Fprintf(w, "memory:    after GC: heap in use %.1f MiB, live %.1f MiB (%.1f MiB after the load)\n",
+		float64(r.HeapInUse)/(1<<20), float64(r.HeapAlloc)/(1<<20), float64(r.LoadHeapAlloc)/(1<<20))
 	if r.Digest != "" {
 		fmt.Fprintf(w, "digest:    %s\n", r.Digest)
 	}

@@ -129,6 +129,10 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 		c.Close()
 		return nil, bad("pods-per-node", "%d pods per node over-fill %d of %d nodes at start (first: %s)", cfg.PodsPerNode, over, cfg.Nodes, first)
 	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	rep.LoadHeapAlloc = ms.HeapAlloc
 	prog.printf("loaded in %v\n", rep.LoadTime.Round(time.Millisecond))
 	return e, nil
 }
@@ -160,7 +164,7 @@ func (e *env) finish(cfg Config, rep *Report, h hooks, prog *progress) error {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	rep.HeapInUse = ms.HeapInuse
+	rep.HeapInUse, rep.HeapAlloc = ms.HeapInuse, ms.HeapAlloc
 	rep.Consistent = rep.Audit.OK && rep.FinalPods == rep.ExpectedPods && rep.FinalNodes == cfg.Nodes && rep.AsyncErrors == 0
 	if fe := e.firstErr.Load(); fe != nil {
 		prog.printf("first async error: %v\n", fe)
