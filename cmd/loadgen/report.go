@@ -35,9 +35,11 @@ type Report struct {
 	Assume, Read, Attempt                Latency
 	FinalPods, FinalNodes, ExpectedPods  int
 	AsyncErrors                          int64
-	HeapInUse, HeapAlloc                 uint64 // after a GC, cache still loaded
-	LoadHeapAlloc                        uint64 // after a GC, right after the load
-	Digest                               string // deterministic mode only
+	HeapInUse, HeapAlloc                 uint64   // after a GC, cache still loaded
+	LoadHeapAlloc                        uint64   // after a GC, right after the load
+	OverfullAtStart                      int      // nodes whose initial pods exceed their allocatable
+	Warnings                             []string // what the run noticed without failing
+	Digest                               string   // deterministic mode only
 	Audit                                AuditResult
 	Consistent                           bool
 }
@@ -80,6 +82,7 @@ type JSONReport struct {
 	Memory      Memory      `json:"memory"`
 	Timing      Timing      `json:"timing"`
 	Digest      string      `json:"digest,omitempty"`
+	Warnings    []string    `json:"warnings,omitempty"`
 	Audit       AuditResult `json:"audit"`
 	Consistent  bool        `json:"consistent"`
 }
@@ -124,6 +127,7 @@ type Counts struct {
 	FinalNodes     int   `json:"final_nodes"`
 	ExpectedPods   int   `json:"expected_pods"`
 	AsyncErrors    int64 `json:"async_errors"`
+	OverfullNodes  int   `json:"overfull_nodes_at_start"`
 }
 
 // Memory is the heap in use after a GC with the cache loaded.
@@ -192,10 +196,11 @@ func (r *Report) JSON() *JSONReport {
 			latencyItem("SnapshotReadDuration", r.Read),
 		},
 		Counts: Counts{r.InitialPods, r.Scheduled, r.Forgotten, r.FailedBindings, r.Conflicts, r.Unschedulable,
-			r.Events, r.Adds, r.Removes, r.NodeUpdates, r.FinalPods, r.FinalNodes, r.ExpectedPods, r.AsyncErrors},
+			r.Events, r.Adds, r.Removes, r.NodeUpdates, r.FinalPods, r.FinalNodes, r.ExpectedPods, r.AsyncErrors, r.OverfullAtStart},
 		Memory:     Memory{r.HeapInUse, r.HeapAlloc, r.LoadHeapAlloc},
 		Timing:     Timing{r.LoadTime.Seconds(), r.LoadRate, r.Elapsed.Seconds(), r.Wall.Seconds(), r.EventsPerSec, r.PodsPerSec},
 		Digest:     r.Digest,
+		Warnings:   r.Warnings,
 		Audit:      r.Audit,
 		Consistent: r.Consistent,
 	}
@@ -231,6 +236,9 @@ func (r *Report) Print(w io.Writer) {
 		float64(r.HeapInUse)/(1<<20), float64(r.HeapAlloc)/(1<<20), float64(r.LoadHeapAlloc)/(1<<20))
 	if r.Digest != "" {
 		fmt.Fprintf(w, "digest:    %s\n", r.Digest)
+	}
+	for _, m := range r.Warnings {
+		fmt.Fprintf(w, "warning:   %s\n", m)
 	}
 	fmt.Fprintf(w, "audit:     %d API-server pods, %d cache pods, %d nodes checked; %d divergences\n",
 		r.Audit.PodsChecked, r.Audit.CachePods, r.Audit.NodesChecked, r.Audit.Divergences)

@@ -136,6 +136,18 @@ func TestOverFullClusterRefused(t *testing.T) {
 	require.Contains(t, stderr.String(), "over-fill")
 }
 
+// A few over-full nodes (the generator's tail at 50,000 nodes) are a
+// warning; more than 1% of the nodes is a refusal.
+func TestRefuseOverfull(t *testing.T) {
+	require.False(t, refuseOverfull(0, 10))
+	require.False(t, refuseOverfull(2, 50000))
+	require.False(t, refuseOverfull(500, 50000))
+	require.True(t, refuseOverfull(501, 50000))
+	require.True(t, refuseOverfull(1, 1))
+	require.True(t, refuseOverfull(1, 99))
+	require.False(t, refuseOverfull(1, 100))
+}
+
 func detArgs(seed string) []string {
 	return []string{"-deterministic", "-nodes", "60", "-pods-per-node", "10", "-duration", "150ms",
 		"-confirm-delay", "2ms", "-seed", seed, "-fail-rate", "0.05", "-sample", "10", "-json", "-"}
