@@ -48,7 +48,8 @@ func (t *Truth) Delete(pod *v1.Pod) { t.pods.Delete(string(pod.UID)) }
 // Len returns the number of pods held.
 func (t *Truth) Len() int { return t.pods.Size() }
 
-// AuditResult is what the audit found.
+// AuditResult is a plain value, owned by whoever holds it: what the audit
+// found.
 type AuditResult struct {
 	OK           bool     `json:"ok"`
 	PodsChecked  int      `json:"pods_checked"`  // pods of the ground truth

@@ -11,8 +11,9 @@ import (
 	"github.com/schedcache/schedcache/workload"
 )
 
-// Config is one simulation. It is a plain value: Validate checks it before
-// any work is done.
+// Config is a plain value, copied freely and not shared between
+// goroutines while written: one simulation. Validate checks it before any
+// work is done.
 type Config struct {
 	Nodes, PodsPerNode int
 	Seed               int64
@@ -48,7 +49,8 @@ const (
 // ErrUsage marks a configuration refused before any work (exit code 2).
 var ErrUsage = errors.New("invalid configuration")
 
-// UsageError names the flag at fault.
+// UsageError is an immutable value naming the flag at fault; it wraps
+// ErrUsage.
 type UsageError struct {
 	Flag string
 	Msg  string

@@ -11,14 +11,15 @@ import (
 	"github.com/schedcache/schedcache/internal/hist"
 )
 
-// Latency summarises a histogram.
+// Latency is a plain value summarising a histogram.
 type Latency struct{ P50, P90, P95, P99, P999, Max time.Duration }
 
 func summarise(h *hist.Histogram) Latency {
 	return Latency{h.Quantile(0.5), h.Quantile(0.9), h.Quantile(0.95), h.Quantile(0.99), h.Quantile(0.999), h.Max()}
 }
 
-// Report is what a simulation did.
+// Report is a plain value owned by the caller of run, written only by
+// the run that returns it: what a simulation did.
 type Report struct {
 	Config                               Config
 	Shards                               int
@@ -64,14 +65,15 @@ func percentile(sorted []float64, p float64) float64 {
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
-// DataItem is a scheduler_perf-style data item.
+// DataItem is a plain value: a scheduler_perf-style data item.
 type DataItem struct {
 	Data   map[string]float64 `json:"data"`
 	Unit   string             `json:"unit"`
 	Labels map[string]string  `json:"labels"`
 }
 
-// JSONReport is the machine-readable report (docs/loadgen.md).
+// JSONReport is a plain value built by Report.JSON: the machine-readable
+// report (docs/loadgen.md).
 type JSONReport struct {
 	Version     string      `json:"version"`
 	Mode        string      `json:"mode"`
@@ -87,7 +89,7 @@ type JSONReport struct {
 	Consistent  bool        `json:"consistent"`
 }
 
-// JSONConfig is Config as it appears in the report.
+// JSONConfig is a plain value: Config as it appears in the report.
 type JSONConfig struct {
 	Nodes          int     `json:"nodes"`
 	PodsPerNode    int     `json:"pods_per_node"`
@@ -102,7 +104,7 @@ type JSONConfig struct {
 	DecisionTimeUs float64 `json:"decision_time_us,omitempty"`
 }
 
-// Environment is where the run happened.
+// Environment is a plain value: where the run happened.
 type Environment struct {
 	GoVersion  string `json:"go_version"`
 	GOOS       string `json:"goos"`
@@ -111,7 +113,7 @@ type Environment struct {
 	NumCPU     int    `json:"num_cpu"`
 }
 
-// Counts are the event counts.
+// Counts is a plain value: the event counts.
 type Counts struct {
 	InitialPods    int   `json:"initial_pods"`
 	Scheduled      int64 `json:"scheduled"`
@@ -130,14 +132,14 @@ type Counts struct {
 	OverfullNodes  int   `json:"overfull_nodes_at_start"`
 }
 
-// Memory is the heap in use after a GC with the cache loaded.
+// Memory is a plain value: the heap after a GC.
 type Memory struct {
 	HeapInUseBytes     uint64 `json:"heap_inuse_bytes_after_gc"`
 	HeapAllocBytes     uint64 `json:"heap_alloc_bytes_after_gc"`
 	LoadHeapAllocBytes uint64 `json:"load_heap_alloc_bytes_after_gc"`
 }
 
-// Timing are the phases' durations.
+// Timing is a plain value: the phases' durations.
 type Timing struct {
 	LoadSeconds       float64 `json:"load_seconds"`
 	LoadEventsPerSec  float64 `json:"load_events_per_second"`

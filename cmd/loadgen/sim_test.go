@@ -117,6 +117,10 @@ func TestValidationBoundaries(t *testing.T) {
 		_, err := parseFlags(args, &bytes.Buffer{})
 		require.NoError(t, err, "%v", args)
 	}
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, exitOK, realMain(context.Background(), []string{"-h"}, &stdout, &stderr, false, hooks{}))
+	require.Contains(t, stderr.String(), "-deterministic")
+	require.Empty(t, stdout.String())
 	var ue *UsageError
 	_, err := parseFlags([]string{"-shards", "-2"}, &bytes.Buffer{})
 	require.ErrorAs(t, err, &ue)
