@@ -176,6 +176,15 @@ func (e *env) finish(cfg Config, rep *Report, h hooks, prog *progress) error {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	rep.HeapInUse, rep.HeapAlloc = ms.HeapInuse, ms.HeapAlloc
+	decisions := rep.Scheduled + rep.FailedBindings + rep.Conflicts + rep.Unschedulable
+	switch {
+	case rep.Scheduled == 0:
+		e.warnings = append(e.warnings, fmt.Sprintf("no pod was scheduled: %d decisions, %d unschedulable, %d failed bindings, %d conflicts",
+			decisions, rep.Unschedulable, rep.FailedBindings, rep.Conflicts))
+	case rep.Unschedulable*2 > decisions:
+		e.warnings = append(e.warnings, fmt.Sprintf("the cluster is nearly full: %d of %d decisions found no node among the %d sampled",
+			rep.Unschedulable, decisions, cfg.Sample))
+	}
 	rep.Warnings = e.warnings
 	rep.Consistent = rep.Audit.OK && rep.FinalPods == rep.ExpectedPods && rep.FinalNodes == cfg.Nodes && rep.AsyncErrors == 0
 	if fe := e.firstErr.Load(); fe != nil {

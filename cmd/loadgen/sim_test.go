@@ -268,6 +268,25 @@ func TestAuditDetectsDivergence(t *testing.T) {
 	}
 }
 
+// A run that schedules nothing says so.
+func TestWarnsWhenNothingScheduled(t *testing.T) {
+	cfg := smallConfig()
+	cfg.Deterministic, cfg.FailRate, cfg.Duration, cfg.Sample = true, 1, 20*time.Millisecond, 10
+	rep, err := run(context.Background(), cfg, nil, hooks{})
+	require.NoError(t, err)
+	require.Zero(t, rep.Scheduled)
+	require.Len(t, rep.Warnings, 1)
+	require.Contains(t, rep.Warnings[0], "no pod was scheduled")
+	var out bytes.Buffer
+	rep.Print(&out)
+	require.Contains(t, out.String(), "warning:   no pod was scheduled")
+	cfg.FailRate = 0
+	rep, err = run(context.Background(), cfg, nil, hooks{})
+	require.NoError(t, err)
+	require.Positive(t, rep.Scheduled)
+	require.Empty(t, rep.Warnings)
+}
+
 // Progress lines go to stderr on a terminal only.
 func TestProgressOnlyOnTerminal(t *testing.T) {
 	args := []string{"-deterministic", "-nodes", "30", "-pods-per-node", "5", "-duration", "20ms", "-sample", "5"}
