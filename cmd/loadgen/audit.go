@@ -17,6 +17,9 @@ type podRecord struct {
 	Pod   *v1.Pod // immutable once stored
 	Node  string  // the node it is bound to; "" while pending
 	Bound bool
+	// Observed: the informer has delivered the bound pod to the cache
+	// (AddPod); until then the cache holds it assumed.
+	Observed bool
 }
 
 // Truth is the simulated API server's store: every pod it holds, keyed by
@@ -31,9 +34,24 @@ type Truth struct {
 
 func newTruth() *Truth { return &Truth{pods: xsync.NewMapOf[string, podRecord]()} }
 
-// Bind records pod as bound to node.
+// Bind records pod as bound to node by the scheduler; the cache is
+// expected to hold it assumed until Observed.
 func (t *Truth) Bind(pod *v1.Pod, node string) {
 	t.pods.Store(string(pod.UID), podRecord{Pod: pod, Node: node, Bound: true})
+}
+
+// Load records pod as bound to its node and delivered to the cache (the
+// initial cluster).
+func (t *Truth) Load(pod *v1.Pod) {
+	t.pods.Store(string(pod.UID), podRecord{Pod: pod, Node: pod.Spec.NodeName, Bound: true, Observed: true})
+}
+
+// Observed records that the informer delivered pod to the cache.
+func (t *Truth) Observed(pod *v1.Pod) {
+	t.pods.Compute(string(pod.UID), func(r podRecord, loaded bool) (podRecord, bool) {
+		r.Observed = true
+		return r, !loaded // a deleted pod stays deleted
+	})
 }
 
 // Pending records pod as held by the API server without a node (a
@@ -62,7 +80,8 @@ type AuditResult struct {
 const maxExamples = 10
 
 // audit compares the cache's latest snapshot with the ground truth: every
-// bound pod is in the cache, not assumed, on its node; every pending pod
+// bound pod is in the cache on its node, assumed exactly until the
+// informer has delivered it; every pending pod
 // and every deleted one is absent; every node of the cluster is there; and
 // every node's pod count and requested cpu and memory equal the sums over
 // the pods the truth binds to it. It must run when nothing writes either
@@ -93,8 +112,10 @@ func audit(c *schedcache.Cache, truth *Truth, nodes []*v1.Node) AuditResult {
 			report("pod %s: bound to %s but missing from the cache", uid, r.Node)
 		case e.Pod.Spec.NodeName != r.Node:
 			report("pod %s: bound to %s but on %q in the cache", uid, r.Node, e.Pod.Spec.NodeName)
-		case e.Assumed:
-			report("pod %s: bound and confirmed but still assumed in the cache", uid)
+		case r.Observed && e.Assumed:
+			report("pod %s: bound and delivered by the informer but still assumed in the cache", uid)
+		case !r.Observed && !e.Assumed:
+			report("pod %s: bound, not yet delivered by the informer, but not assumed in the cache", uid)
 		}
 		if !r.Bound {
 			return true

@@ -29,6 +29,9 @@ type Config struct {
 	// DecisionTime is the virtual time one scheduling decision takes per
 	// scheduler in deterministic mode.
 	DecisionTime time.Duration
+	// AuditEvery is the virtual interval of audits during a deterministic
+	// run (0: only at the end).
+	AuditEvery time.Duration
 	// JSON is where the JSON report goes: "" none, "-" stdout, else a path.
 	JSON string
 	// Quiet turns progress off even on a terminal.
@@ -44,6 +47,7 @@ const (
 	maxShards      = 1024
 	maxDuration    = 24 * time.Hour
 	maxDecision    = time.Second
+	maxAudits      = 10_000
 )
 
 // ErrUsage marks a configuration refused before any work (exit code 2).
@@ -119,6 +123,14 @@ func (c *Config) Validate() error {
 		return bad("decision-time", "at most %v, got %v", maxDecision, c.DecisionTime)
 	case c.DecisionTime > c.Duration:
 		return bad("decision-time", "%v is longer than -duration %v: no decision would be made", c.DecisionTime, c.Duration)
+	case c.AuditEvery < 0:
+		return bad("audit-every", "must not be negative (0: only at the end), got %v", c.AuditEvery)
+	case c.AuditEvery > 0 && !c.Deterministic:
+		return bad("audit-every", "needs -deterministic (a real-time run is audited at the end)")
+	case c.AuditEvery > c.Duration:
+		return bad("audit-every", "%v is longer than -duration %v", c.AuditEvery, c.Duration)
+	case c.AuditEvery > 0 && c.Duration/c.AuditEvery > maxAudits:
+		return bad("audit-every", "%v would audit %d times in -duration %v; at most %d", c.AuditEvery, c.Duration/c.AuditEvery, c.Duration, maxAudits)
 	}
 	return nil
 }
@@ -140,6 +152,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&cfg.Shards, "shards", cfg.Shards, "shard goroutines (0: the cache's default)")
 	fs.BoolVar(&cfg.Deterministic, "deterministic", cfg.Deterministic, "virtual time on one goroutine: one seed reproduces the run event for event (digest in the report)")
 	fs.DurationVar(&cfg.DecisionTime, "decision-time", cfg.DecisionTime, "virtual time of one scheduling decision with -deterministic")
+	fs.DurationVar(&cfg.AuditEvery, "audit-every", cfg.AuditEvery, "with -deterministic, also audit the cache every this much virtual time (0: only at the end)")
 	fs.StringVar(&cfg.JSON, "json", cfg.JSON, "write the JSON report to this path (- for stdout, the text report then goes to stderr)")
 	fs.BoolVar(&cfg.Quiet, "quiet", cfg.Quiet, "no progress lines, even on a terminal")
 	if err := fs.Parse(args); err != nil {

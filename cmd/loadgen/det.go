@@ -49,6 +49,7 @@ type evKind uint8
 const (
 	evDecide  evKind = iota // a scheduler makes one decision
 	evConfirm               // the informer confirms a binding
+	evAudit                 // an audit during the run (-audit-every)
 )
 
 type event struct {
@@ -108,6 +109,11 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 	for w := 0; w < cfg.Schedulers; w++ {
 		push(event{at: cfg.DecisionTime * time.Duration(w) / time.Duration(cfg.Schedulers), kind: evDecide, worker: w})
 	}
+	if cfg.AuditEvery > 0 {
+		for at := cfg.AuditEvery; at < cfg.Duration; at += cfg.AuditEvery {
+			push(event{at: at, kind: evAudit})
+		}
+	}
 	live := append([]*v1.Pod(nil), e.cl.Pods...)
 	nodes := append([]*v1.Node(nil), e.cl.Nodes...)
 	counts := make([]int64, int(cfg.Duration/time.Second)+1)
@@ -127,6 +133,18 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 		}
 		clk.set(ev.at)
 		switch ev.kind {
+		case evAudit:
+			if h.beforeAudit != nil {
+				h.beforeAudit(c, e.truth)
+			}
+			res := audit(c, e.truth, e.cl.Nodes)
+			rep.MidAudits.Count++
+			if !res.OK {
+				rep.MidAudits.Failed++
+				if rep.MidAudits.FirstFail == nil {
+					rep.MidAudits.FirstFail, rep.MidAudits.FirstFailAt = &res, ev.at.Seconds()
+				}
+			}
 		case evDecide:
 			i := decisions[ev.worker]
 			decisions[ev.worker]++
@@ -173,6 +191,7 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 			if err := c.AddPod(logger, ev.pod); err != nil {
 				return nil, fmt.Errorf("AddPod %s: %w", ev.pod.Name, err)
 			}
+			e.truth.Observed(ev.pod)
 			rep.Adds++
 			traceEvent(trace, ev.at, "confirm", ev.pod.Name, ev.pod.Spec.NodeName)
 			live = append(live, ev.pod)

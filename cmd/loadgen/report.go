@@ -42,7 +42,17 @@ type Report struct {
 	Warnings                             []string // what the run noticed without failing
 	Digest                               string   // deterministic mode only
 	Audit                                AuditResult
+	MidAudits                            MidAudits
 	Consistent                           bool
+}
+
+// MidAudits is a plain value: the audits made during a deterministic run
+// (-audit-every).
+type MidAudits struct {
+	Count       int          `json:"count"`
+	Failed      int          `json:"failed"`
+	FirstFailAt float64      `json:"first_failure_virtual_seconds,omitempty"`
+	FirstFail   *AuditResult `json:"first_failure,omitempty"`
 }
 
 // windowsOf turns per-window counts into rates over the full windows: the
@@ -86,6 +96,7 @@ type JSONReport struct {
 	Digest      string      `json:"digest,omitempty"`
 	Warnings    []string    `json:"warnings,omitempty"`
 	Audit       AuditResult `json:"audit"`
+	MidAudits   *MidAudits  `json:"mid_run_audits,omitempty"`
 	Consistent  bool        `json:"consistent"`
 }
 
@@ -102,6 +113,7 @@ type JSONConfig struct {
 	Shards         int     `json:"shards"`
 	Deterministic  bool    `json:"deterministic"`
 	DecisionTimeUs float64 `json:"decision_time_us,omitempty"`
+	AuditEveryMs   float64 `json:"audit_every_ms,omitempty"`
 }
 
 // Environment is a plain value: where the run happened.
@@ -183,9 +195,10 @@ func (r *Report) JSON() *JSONReport {
 		Labels: map[string]string{"Metric": "SchedulingThroughput", "Windows": fmt.Sprint(len(sorted))},
 	}
 	jc := JSONConfig{c.Nodes, c.PodsPerNode, c.Seed, c.Duration.Seconds(), c.Schedulers, c.Sample,
-		ms(c.ConfirmDelay), c.FailRate, r.Shards, c.Deterministic, 0}
+		ms(c.ConfirmDelay), c.FailRate, r.Shards, c.Deterministic, 0, 0}
 	if c.Deterministic {
 		jc.DecisionTimeUs = float64(c.DecisionTime) / 1e3
+		jc.AuditEveryMs = ms(c.AuditEvery)
 	}
 	return &JSONReport{
 		Version:     "v1",
@@ -204,8 +217,17 @@ func (r *Report) JSON() *JSONReport {
 		Digest:     r.Digest,
 		Warnings:   r.Warnings,
 		Audit:      r.Audit,
+		MidAudits:  midAudits(r),
 		Consistent: r.Consistent,
 	}
+}
+
+func midAudits(r *Report) *MidAudits {
+	if r.MidAudits.Count == 0 {
+		return nil
+	}
+	m := r.MidAudits
+	return &m
 }
 
 // WriteJSON writes the JSON report, indented.
@@ -244,6 +266,15 @@ func (r *Report) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "audit:     %d API-server pods, %d cache pods, %d nodes checked; %d divergences\n",
 		r.Audit.PodsChecked, r.Audit.CachePods, r.Audit.NodesChecked, r.Audit.Divergences)
+	if m := r.MidAudits; m.Count > 0 {
+		fmt.Fprintf(w, "mid-run:   %d audits, %d with divergences\n", m.Count, m.Failed)
+		if m.FirstFail != nil {
+			fmt.Fprintf(w, "  first at %.3fs virtual: %d divergences\n", m.FirstFailAt, m.FirstFail.Divergences)
+			for _, e := range m.FirstFail.Examples {
+				fmt.Fprintf(w, "  divergence: %s\n", e)
+			}
+		}
+	}
 	for _, e := range r.Audit.Examples {
 		fmt.Fprintf(w, "  divergence: %s\n", e)
 	}

@@ -107,7 +107,7 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 			c.Close()
 			return nil, err
 		}
-		e.truth.Bind(p, p.Spec.NodeName)
+		e.truth.Load(p)
 		if i%4096 == 0 {
 			prog.tick("loading: %d/%d objects", len(e.cl.Nodes)+i, total)
 		}
@@ -186,7 +186,7 @@ func (e *env) finish(cfg Config, rep *Report, h hooks, prog *progress) error {
 			rep.Unschedulable, decisions, cfg.Sample))
 	}
 	rep.Warnings = e.warnings
-	rep.Consistent = rep.Audit.OK && rep.FinalPods == rep.ExpectedPods && rep.FinalNodes == cfg.Nodes && rep.AsyncErrors == 0
+	rep.Consistent = rep.Audit.OK && rep.MidAudits.Failed == 0 && rep.FinalPods == rep.ExpectedPods && rep.FinalNodes == cfg.Nodes && rep.AsyncErrors == 0
 	if fe := e.firstErr.Load(); fe != nil {
 		prog.printf("first async error: %v\n", fe)
 	}
@@ -324,6 +324,7 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 				fail(ierr)
 				continue
 			}
+			e.truth.Observed(conf.pod)
 			adds++
 			live = append(live, conf.pod)
 			j := r.IntN(len(live))

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/snapshot"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -85,6 +86,10 @@ func TestValidationRejects(t *testing.T) {
 		{[]string{"-decision-time", "0"}, "-decision-time"},
 		{[]string{"-decision-time", "2s"}, "-decision-time"},
 		{[]string{"-duration", "1ms", "-confirm-delay", "0", "-decision-time", "2ms"}, "-decision-time"},
+		{[]string{"-audit-every", "-1ms"}, "-audit-every"},
+		{[]string{"-audit-every", "1s"}, "-audit-every"}, // needs -deterministic
+		{[]string{"-deterministic", "-audit-every", "6s"}, "-audit-every"},
+		{[]string{"-deterministic", "-audit-every", "100us"}, "-audit-every"}, // 50,000 audits
 		{[]string{"-no-such-flag"}, "no-such-flag"},
 		{[]string{"stray"}, "stray"},
 		{[]string{"-json", filepath.Join(t.TempDir(), "missing", "r.json")}, "-json"},
@@ -113,6 +118,7 @@ func TestValidationBoundaries(t *testing.T) {
 		{"-confirm-delay", "0"}, {"-confirm-delay", "4999ms"},
 		{"-duration", "24h"}, {"-nodes", "200000", "-pods-per-node", "30"},
 		{"-deterministic", "-decision-time", "1s", "-duration", "1s", "-confirm-delay", "0"},
+		{"-deterministic", "-audit-every", "5s"}, {"-deterministic", "-audit-every", "500us"},
 	} {
 		_, err := parseFlags(args, &bytes.Buffer{})
 		require.NoError(t, err, "%v", args)
@@ -285,6 +291,45 @@ func TestWarnsWhenNothingScheduled(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, rep.Scheduled)
 	require.Empty(t, rep.Warnings)
+}
+
+// Audits during a deterministic run hold too, with bindings in flight
+// (assumed in the cache, not yet delivered), and do not change the run; a
+// divergence planted mid-run is caught by the next audit.
+func TestMidRunAudit(t *testing.T) {
+	_, plain, _ := runJSON(t, detArgs("7"), hooks{})
+	calls, inFlight := 0, 0
+	code, rep, _ := runJSON(t, append(detArgs("7"), "-audit-every", "10ms"), hooks{beforeAudit: func(c *schedcache.Cache, _ *Truth) {
+		calls++
+		c.Snapshot().RangePods(func(_ string, e snapshot.PodEntry) bool {
+			if e.Assumed {
+				inFlight++
+			}
+			return true
+		})
+	}})
+	require.Equal(t, exitOK, code)
+	require.NotNil(t, rep.MidAudits)
+	require.Equal(t, 14, rep.MidAudits.Count, "10, 20, ... 140 ms of a 150 ms run")
+	require.Zero(t, rep.MidAudits.Failed)
+	require.Equal(t, 15, calls, "14 during the run and one at the end")
+	require.Positive(t, inFlight, "the audits saw assumed pods")
+	require.Equal(t, plain.Digest, rep.Digest, "audits do not change the run")
+
+	calls = 0
+	code, rep, stderr := runJSON(t, append(detArgs("7"), "-audit-every", "10ms"), hooks{beforeAudit: func(c *schedcache.Cache, truth *Truth) {
+		calls++
+		if calls == 3 {
+			var victim podRecord
+			truth.pods.Range(func(_ string, r podRecord) bool { victim = r; return !r.Bound })
+			truth.Delete(victim.Pod)
+		}
+	}})
+	require.Equal(t, exitDivergence, code, stderr)
+	require.NotNil(t, rep.MidAudits.FirstFail)
+	require.InDelta(t, 0.030, rep.MidAudits.FirstFailAt, 1e-9)
+	require.GreaterOrEqual(t, rep.MidAudits.FirstFail.Divergences, 2)
+	require.False(t, rep.Consistent)
 }
 
 // Progress lines go to stderr on a terminal only.
