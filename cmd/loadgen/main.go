@@ -1,5 +1,5 @@
 // Command loadgen simulates a large cluster against schedcache: it builds
-// the standard cluster of docs/workloads.md from a seed, loads it through
+// the standard cluster of the workload package from a seed, loads it through
 // the asynchronous (informer-style) event path, then runs schedulers that
 // schedule new pods on snapshots (least-allocated among sampled nodes,
 // AssumePod, FinishBinding) while an informer confirms them with AddPod
