@@ -1,6 +1,6 @@
 // Package invariant holds the oracles the robustness suites under tests/
 // share: internal-consistency checks for published snapshots and Dumps
-// (semantics section 7, the invariants that hold for any consistent event
+// (docs/upstream-semantics.md section 7, the invariants that hold for any consistent event
 // stream), immutability fingerprints, canonical renderings used to prove
 // that a rejected call changed nothing, and the "is this error typed"
 // predicate.
