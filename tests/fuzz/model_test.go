@@ -66,7 +66,6 @@ type model struct {
 	pods    map[string]*mPod
 	entries map[string]*mEntry
 	tree    *zonemodel.Model // the zone tree (section 6), naive
-	order   []string         // zone keys in creation order
 }
 
 // req is a pod's contribution to its node, from the fuzz pod table:
