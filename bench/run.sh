@@ -2,7 +2,9 @@
 # Regenerates docs/BENCHMARKS.md: runs the workload benchmarks (W1–W6,
 # Cycle, Memory) on schedcache and on the upstream kube-scheduler cache,
 # saves the raw output to docs/bench/raw-<date>.txt, compares the two with
-# benchstat (-col /impl) and draws the charts (cmd/plot).
+# benchstat (-col /impl, saved as raw-<date>.txt.benchstat) and draws the
+# charts (cmd/plot). BENCHMARKS.md holds the headline tables and charts, then
+# docs/bench/scale.md and remaining.md, and links the rest.
 #
 # Environment:
 #   COUNT=6        repetitions (-count) of every benchmark
@@ -14,7 +16,7 @@
 #   DATE=yyyy-mm-dd  date in the raw file's name (default today, UTC)
 #   REPORT_ONLY=1  run nothing: rebuild BENCHMARKS.md and the charts from the
 #                  raw file of DATE and the commands saved beside it (after
-#                  editing docs/bench/optimizations.md or scale.md)
+#                  editing docs/bench/scale.md or remaining.md)
 #
 # Beside the raw output it saves the commands (.commands), the start, end
 # and commit (.time), and what cmd/vmgap measured of the machine just
@@ -69,7 +71,7 @@ fi
 # runs them, and the floor (a map-based cache doing the least per event), in
 # two rounds of 5k then 50k per workload, half the repetitions each, every size
 # in its own process (one process holding both sizes slows the 5k side:
-# docs/bench/baseline/raw-2026-11-23-c6fb61a.txt). The 50k writer runs the
+# git show 1e1314e:docs/bench/baseline/raw-2026-11-23-c6fb61a.txt). The 50k writer runs the
 # same 20,000 events as at 5k, so the ratio compares the same work.
 if [ "${QUICK:-0}" = 1 ]; then
 	COUNT=1
@@ -300,18 +302,24 @@ EOF
 	cat "$DOCS/bench/charts.md"
 	if [ -f "$DOCS/bench/scale.md" ]; then
 		cat "$DOCS/bench/scale.md"
+		echo
 	fi
-	if [ -f "$DOCS/bench/optimizations.md" ]; then
-		cat "$DOCS/bench/optimizations.md"
+	if [ -f "$DOCS/bench/remaining.md" ]; then
+		cat "$DOCS/bench/remaining.md"
 		echo
 	fi
 	cat <<EOF
-## benchstat -col /impl
+## Full tables and history
 
-\`\`\`
-$STAT
-\`\`\`
+- benchstat of the whole run (every metric, confidence intervals, p-values):
+  [bench/raw-$DATE.txt.benchstat](bench/raw-$DATE.txt.benchstat)
+- raw output: [bench/raw-$DATE.txt](bench/raw-$DATE.txt), its commands
+  ([.commands](bench/raw-$DATE.txt.commands)), start, end and commit
+  ([.time](bench/raw-$DATE.txt.time))
+- every optimisation tried, kept or rejected, with its before and after:
+  [bench/optimizations.md](bench/optimizations.md)
 EOF
 } >"$DOCS/BENCHMARKS.md"
+printf '%s\n' "$STAT" >"$RAW.benchstat"
 rm -f "$DOCS/bench/charts.md"
 echo "wrote $DOCS/BENCHMARKS.md and $RAW" >&2
