@@ -19,7 +19,7 @@ import (
 )
 
 // model is a deliberately simple, single-goroutine statement of the
-// upstream cache semantics (../shared/docs/upstream-cache-semantics.md)
+// upstream cache semantics (docs/upstream-semantics.md)
 // plus schedcache's documented deviations. Everything is recomputed from
 // scratch; nothing is incremental except what upstream makes history
 // dependent (pod order, host-port sets, image registry, affinity sub-lists).

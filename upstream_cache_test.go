@@ -2,7 +2,7 @@ package schedcache_test
 
 // Ports of upstream's cache tests (k8s.io/kubernetes v1.35.4,
 // pkg/scheduler/backend/cache/cache_test.go) to the public API, plus the
-// worked examples of ../shared/docs/upstream-cache-semantics.md that concern
+// worked examples of docs/upstream-semantics.md that concern
 // pods and nodes (sections 1.3, 1.5, 2, 3.3, 3.4, 4.5, 4.6).
 //
 // Upstream compares whole framework.NodeInfo structs; here every expected
@@ -650,7 +650,7 @@ func TestUpstreamExpirePod(t *testing.T) {
 	}
 }
 
-// TestUpstreamExpiryTiming pins the TTL rules of semantics section 2 and
+// TestUpstreamExpiryTiming pins the TTL rules of docs/upstream-semantics.md section 2 and
 // FinishBinding (1.4): the deadline is set only by FinishBinding (now+ttl,
 // re-armed by a second call), a pass expires a pod only when now is strictly
 // after the deadline, passes run every period, and a pod whose binding never

@@ -4,7 +4,7 @@ package schedcache_test
 // pkg/scheduler/backend/cache: TestSchedulerCache_UpdateSnapshot and
 // TestSchedulerCache_updateNodeInfoSnapshotList from cache_test.go, and
 // snapshot_test.go), plus the snapshot-related worked examples of
-// ../shared/docs/upstream-cache-semantics.md (sections 3.1, 3.5, 5.3, 6).
+// docs/upstream-semantics.md (sections 3.1, 3.5, 5.3, 6).
 //
 // schedcache deviations that change what is asserted (see the semantics
 // doc and the package docs): snapshots are immutable, so a NodeInfo taken

@@ -1,4 +1,4 @@
-// Package bench runs the standard workloads (../../shared/docs/workloads.md,
+// Package bench runs the standard workloads (docs/workloads.md,
 // W1–W6) on schedcache and on the upstream kube-scheduler cache
 // (k8s.io/kubernetes v1.35.4, pkg/scheduler/backend/cache) through one small
 // interface, so that every workload runs unchanged on both, and checks the

@@ -1,6 +1,6 @@
 package bench
 
-// The standard workloads W1–W6 of shared/docs/workloads.md, run unchanged
+// The standard workloads W1–W6 of docs/workloads.md, run unchanged
 // on both implementations through Impl. Sub-benchmark names carry
 // impl=<name> and the parameters, so `benchstat -col /impl` compares the two.
 //

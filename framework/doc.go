@@ -4,5 +4,5 @@
 //
 // The aggregation rules are those of the upstream kube-scheduler
 // (k8s.io/kubernetes v1.35.4, pkg/scheduler/framework) as written in
-// ../shared/docs/upstream-cache-semantics.md sections 3.5, 3.6 and 4.
+// docs/upstream-semantics.md sections 3.5, 3.6 and 4.
 package framework

@@ -82,11 +82,8 @@ func TestNodeStateAddPodTotals(t *testing.T) {
 func TestNodeStateRemoveOrder(t *testing.T) {
 	next, _ := counter()
 	s := NewNodeState(next)
-	var ps []*PodInfo
 	for i := range 3 {
-		p := mustPodInfo(t, mkPod(fmt.Sprintf("p%d", i), withAffinity(podAffinity)))
-		ps = append(ps, p)
-		s.AddPod(p)
+		s.AddPod(mustPodInfo(t, mkPod(fmt.Sprintf("p%d", i), withAffinity(podAffinity))))
 	}
 	require.NoError(t, s.RemovePod("p0", true, false))
 	n := s.Freeze()

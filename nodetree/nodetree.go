@@ -1,7 +1,7 @@
 // Package nodetree implements the zone-interleaved node order of the upstream
 // kube-scheduler cache (k8s.io/kubernetes v1.35.4,
 // pkg/scheduler/backend/cache/node_tree.go), as written in
-// ../shared/docs/upstream-cache-semantics.md section 6.
+// docs/upstream-semantics.md section 6.
 //
 // Nodes are grouped by zone key (see ZoneKey). Zones keep the order in which
 // they were created; nodes keep the order in which they were added to their

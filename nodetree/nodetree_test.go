@@ -519,7 +519,7 @@ func TestMultiOperations(t *testing.T) {
 	}
 }
 
-// TestWorkedExample is the example of section 6 of the semantics document.
+// TestWorkedExample is the example of section 6 of docs/upstream-semantics.md.
 func TestWorkedExample(t *testing.T) {
 	inZone := func(name, z string) *v1.Node {
 		return node(name, map[string]string{v1.LabelTopologyZone: z})

@@ -21,10 +21,8 @@ const (
 	ZoneB  = "zone-b" // 30%
 	ZoneC  = "zone-c" // 20%
 
-	// ResourceGPU is the extended resource of every GPUEvery-th node.
-	ResourceGPU v1.ResourceName = "example.com/gpu"
-	GPUEvery                    = 10 // nodes 0, 10, 20, ... have GPUs
-	GPUsPerNode                 = 8
+	GPUEvery    = 10 // nodes 0, 10, 20, ... have GPUs
+	GPUsPerNode = 8
 
 	NodeCPU               = 64  // cores
 	NodeMemoryGi          = 256 // Gi
@@ -35,6 +33,9 @@ const (
 	ImageMinBytes   int64 = 10 << 20
 	ImageMaxBytes   int64 = 2 << 30
 )
+
+// ResourceGPU is the extended resource of every GPUEvery-th node.
+const ResourceGPU v1.ResourceName = "example.com/gpu"
 
 // zonePattern gives the zones of ten consecutive nodes: 5 a, 3 b, 2 c.
 var zonePattern = [10]string{ZoneA, ZoneB, ZoneA, ZoneC, ZoneA, ZoneB, ZoneA, ZoneB, ZoneA, ZoneC}

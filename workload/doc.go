@@ -1,5 +1,5 @@
 // Package workload generates the standard cluster and the standard operation
-// streams of ../shared/docs/workloads.md, deterministically from a seed.
+// streams of docs/workloads.md, deterministically from a seed.
 //
 // It is shared by the load generator, the benchmarks (which run the same
 // workloads on schedcache and on the upstream cache) and tests, so it depends

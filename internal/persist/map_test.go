@@ -222,9 +222,9 @@ func TestMapEditInto(t *testing.T) {
 	}
 	for i, m := range versions {
 		for round := range 50 {
-			v, ok := m.Get(strconv.Itoa(round*37 + 1))
+			_, ok := m.Get(strconv.Itoa(round*37 + 1))
 			require.Equal(t, round > i, ok, "version %d key %d", i, round*37+1)
-			v, _ = m.Get(strconv.Itoa(round * 37))
+			v, _ := m.Get(strconv.Itoa(round * 37))
 			want := round * 37
 			if round <= i {
 				want = -round

@@ -1,5 +1,5 @@
 // Package zonemodel is a deliberately naive model of upstream's zone tree
-// (semantics section 6), for tests that check nodetree, the cache and its
+// (docs/upstream-semantics.md section 6), for tests that check nodetree, the cache and its
 // fuzzers against something simple: zone keys map to node names in
 // insertion order, and the list interleaves the zones round-robin.
 //

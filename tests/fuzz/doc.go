@@ -2,7 +2,7 @@
 //
 //   - FuzzOperations decodes the input into a sequence of pod and node
 //     operations, applies each to a cache and to a sequential model of the
-//     upstream semantics (../shared/docs/upstream-cache-semantics.md sections
+//     upstream semantics (docs/upstream-semantics.md sections
 //     1, 3 and 6) and compares every observable after every step.
 //   - FuzzMalformed decodes the input into malformed pods and nodes, feeds
 //     them to every public method and checks that nothing panics or hangs,

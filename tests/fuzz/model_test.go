@@ -37,7 +37,7 @@ func errClass(err error) error {
 	return err
 }
 
-// zoneKey is upstream's GetZoneKey (semantics section 6), written out here
+// zoneKey is upstream's GetZoneKey (docs/upstream-semantics.md section 6), written out here
 // rather than borrowed from the nodetree package under test.
 func zoneKey(n *v1.Node) string {
 	if n == nil || n.Labels == nil {
@@ -66,7 +66,6 @@ type model struct {
 	pods    map[string]*mPod
 	entries map[string]*mEntry
 	tree    *zonemodel.Model // the zone tree (section 6), naive
-	order   []string         // zone keys in creation order
 }
 
 // req is a pod's contribution to its node, from the fuzz pod table:

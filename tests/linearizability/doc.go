@@ -1,6 +1,6 @@
 // Package linearizability checks that schedcache.Cache is linearizable with
 // respect to a sequential model of the upstream pod state machine
-// (../shared/docs/upstream-cache-semantics.md section 1): concurrent
+// (docs/upstream-semantics.md section 1): concurrent
 // histories of pod operations, point reads (GetPod, IsAssumedPod, PodCount,
 // NodeCount) and whole-snapshot reads are recorded with monotonic call and
 // return timestamps and checked with porcupine.

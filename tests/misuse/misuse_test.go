@@ -453,8 +453,6 @@ type asyncCase struct {
 	// handled: the sentinel the async handler must receive (nil: none)
 	handled     error
 	handledKind string
-	handledPod  func(f *fixture) *v1.Pod // the AsyncError's Pod (new pod for updates)
-	handledNode func(f *fixture) *v1.Node
 }
 
 func asyncCases() []asyncCase {

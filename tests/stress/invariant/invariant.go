@@ -1,6 +1,6 @@
 // Package invariant holds the oracles the robustness suites under tests/
 // share: internal-consistency checks for published snapshots and Dumps
-// (semantics section 7, the invariants that hold for any consistent event
+// (docs/upstream-semantics.md section 7, the invariants that hold for any consistent event
 // stream), immutability fingerprints, canonical renderings used to prove
 // that a rejected call changed nothing, and the "is this error typed"
 // predicate.
@@ -205,6 +205,7 @@ func (s *sums) check(ni *framework.NodeInfo, recompute bool) error {
 	}
 	r := ni.Requested()
 	if r.MilliCPU != s.cpu || r.Memory != s.mem || r.EphemeralStorage != s.eph {
+		//lint:ignore ST1005 the message starts with the field or method name
 		return fmt.Errorf("Requested %v, sum of %d pods cpu=%d mem=%d eph=%d", r, ni.NumPods(), s.cpu, s.mem, s.eph)
 	}
 	if r.AllowedPodNumber != 0 {
@@ -213,12 +214,14 @@ func (s *sums) check(ni *framework.NodeInfo, recompute bool) error {
 	if r.NumScalars() > 0 {
 		for _, sq := range r.Scalars() {
 			if want := s.scalars[sq.Name]; sq.Value != want {
+				//lint:ignore ST1005 the message starts with the field or method name
 				return fmt.Errorf("Requested scalar %s=%d, sum of pods %d", sq.Name, sq.Value, want)
 			}
 		}
 	}
 	for name, want := range s.scalars {
 		if !r.HasScalar(name) && want != 0 {
+			//lint:ignore ST1005 the message starts with the field or method name
 			return fmt.Errorf("Requested lacks scalar %s, pods sum to %d", name, want)
 		}
 	}
@@ -305,6 +308,7 @@ func CheckSnapshot(s *schedcache.Snapshot, o Options) (Stats, error) {
 	}
 	list, err := s.List()
 	if err != nil {
+		//lint:ignore ST1005 the message starts with the field or method name
 		return st, fmt.Errorf("List: %v", err)
 	}
 	if s.NumNodes() != len(list) {

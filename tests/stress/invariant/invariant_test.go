@@ -66,7 +66,7 @@ func TestCheckerAcceptsCacheSnapshots(t *testing.T) {
 	if fp != Fingerprint(s) || r != RenderSnapshot(s) {
 		t.Fatal("fingerprint or rendering not stable")
 	}
-	if RenderDump(d) != RenderDump(d) {
+	if r1, r2 := RenderDump(d), RenderDump(d); r1 != r2 {
 		t.Fatal("dump rendering not stable")
 	}
 	if err := c.RemovePod(klog.Background(), cl.Pods[1]); err != nil {
