@@ -379,7 +379,7 @@ func viewOf(n *NodeInfo) nodeInfoView {
 // deepCopyNodeInfo copies every slice of n into new backing arrays (maps
 // handed to SetImageStates are immutable by contract and copied too).
 func deepCopyNodeInfo(n *NodeInfo) *NodeInfo {
-	c := *n
+	c := n.WithImageStates(n.imageStates) // every field but the memo slot
 	c.pods = slices.Clone(n.pods)
 	c.podsWithAffinity = slices.Clone(n.podsWithAffinity)
 	c.podsWithRequiredAntiAffinity = slices.Clone(n.podsWithRequiredAntiAffinity)
@@ -393,7 +393,7 @@ func deepCopyNodeInfo(n *NodeInfo) *NodeInfo {
 			c.imageStates[k] = v
 		}
 	}
-	return &c
+	return c
 }
 
 func TestFreezeImmutableUnderMutation(t *testing.T) {
