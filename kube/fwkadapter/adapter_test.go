@@ -1,6 +1,7 @@
 package fwkadapter
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/schedcache/schedcache"
 	"github.com/schedcache/schedcache/framework"
 	"github.com/schedcache/schedcache/snapshot"
 )
@@ -391,5 +393,58 @@ func TestConcurrentReaders(t *testing.T) {
 	}
 	if len(results[0][0].Pods) != 20 || len(results[0][0].Ports) != 20 {
 		t.Fatalf("views: %d pods, %d ports", len(results[0][0].Pods), len(results[0][0].Ports))
+	}
+}
+
+// TestListerKeepsListUntilChange: a long-lived Lister over a snapshot the
+// caller refreshes returns its last list while nothing changed and a new
+// one after a change; a list handed out never changes.
+func TestListerKeepsListUntilChange(t *testing.T) {
+	c, err := schedcache.New(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	logger := klog.Background()
+	for _, n := range []*v1.Node{mkNode("n1"), mkNode("n2")} {
+		if _, err := c.AddNode(logger, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := schedcache.NewEmptySnapshot()
+	l, _ := NewLister(snap)
+	if err := c.UpdateSnapshot(logger, snap); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := l.NodeInfos().List()
+	if err := c.UpdateSnapshot(logger, snap); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := l.NodeInfos().List()
+	if len(first) != 2 || &first[0] != &again[0] {
+		t.Fatal("an unchanged snapshot's list was rebuilt")
+	}
+	if err := c.AddPod(logger, mkPod("a", "n2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.UpdateSnapshot(logger, snap); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := l.NodeInfos().List()
+	if &after[0] == &first[0] {
+		t.Fatal("the list was not rebuilt after a change")
+	}
+	pods := 0
+	for i := range after {
+		pods += len(after[i].GetPods())
+		if len(first[i].GetPods()) != 0 {
+			t.Fatal("a list handed out before the change shows the new pod")
+		}
+		if after[i].(*NodeInfo).Unwrap() != snap.At(i) {
+			t.Fatalf("entry %d is not the snapshot's", i)
+		}
+	}
+	if pods != 1 {
+		t.Fatalf("%d pods after adding one", pods)
 	}
 }

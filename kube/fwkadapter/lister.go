@@ -1,21 +1,31 @@
 package fwkadapter
 
 import (
+	"sync/atomic"
+
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/schedcache/schedcache/framework"
 	"github.com/schedcache/schedcache/snapshot"
 )
 
-// Lister is a *snapshot.Snapshot seen as fwk.SharedLister: the same
-// pointer under another type (NewLister), so it copies nothing.
+// Lister is a *snapshot.Snapshot seen as fwk.SharedLister. It copies
+// nothing of the snapshot; it keeps the last list it returned and returns
+// it again while the snapshot's node list holds the same NodeInfos, so a
+// long-lived Lister over a snapshot refreshed with Cache.UpdateSnapshot
+// (upstream's pattern: plugins keep the lister they were built with)
+// allocates a list only after a change, as upstream's snapshot keeps its
+// list.
 //
-// Contract: as the snapshot's. A Lister of a published snapshot (from
-// Cache.Snapshot) is immutable and safe for any number of concurrent
-// readers; no method blocks. Its node listers return read-only NodeInfo
-// views (see NodeInfo). A Lister of a snapshot the caller refreshes with
+// Contract: safe for concurrent use; no method blocks. Over a published
+// snapshot (from Cache.Snapshot) any number of goroutines may read it for
+// as long as they like. A Lister of a snapshot the caller refreshes with
 // Cache.UpdateSnapshot must not be read during the refresh, as upstream's.
-type Lister snapshot.Snapshot
+// Lists and NodeInfo views are shared: callers must not modify them.
+type Lister struct {
+	snap *snapshot.Snapshot             // immutable
+	last atomic.Pointer[[]fwk.NodeInfo] // the last List() result; atomic
+}
 
 var (
 	_ fwk.SharedLister      = (*Lister)(nil)
@@ -28,11 +38,16 @@ func NewLister(s *snapshot.Snapshot) (*Lister, error) {
 	if s == nil {
 		return nil, ErrNilSnapshot
 	}
-	return (*Lister)(s), nil
+	return &Lister{snap: s}, nil
 }
 
-// Snapshot returns the snapshot l adapts.
-func (l *Lister) Snapshot() *snapshot.Snapshot { return (*snapshot.Snapshot)(l) }
+// Snapshot returns the snapshot l adapts (nil for a nil l).
+func (l *Lister) Snapshot() *snapshot.Snapshot {
+	if l == nil {
+		return nil
+	}
+	return l.snap
+}
 
 // NodeInfos returns the node lister.
 func (l *Lister) NodeInfos() fwk.NodeInfoLister { return (*nodeLister)(l) }
@@ -40,27 +55,43 @@ func (l *Lister) NodeInfos() fwk.NodeInfoLister { return (*nodeLister)(l) }
 // StorageInfos returns the storage lister.
 func (l *Lister) StorageInfos() fwk.StorageInfoLister { return (*storageLister)(l) }
 
-type nodeLister snapshot.Snapshot
+type nodeLister Lister
 
-func (l *nodeLister) snap() *snapshot.Snapshot { return (*snapshot.Snapshot)(l) }
+func (l *nodeLister) snapshot() *snapshot.Snapshot { return (*Lister)(l).Snapshot() }
 
-// List returns the nodes in zone-interleaved order, as upstream's. It
-// allocates the returned slice and nothing else.
+// List returns the nodes in zone-interleaved order, as upstream's: the
+// previous result if the snapshot still lists the same NodeInfos (checked
+// node by node, no allocation), else a new slice. Callers must not modify
+// it.
 func (l *nodeLister) List() ([]fwk.NodeInfo, error) {
-	s := l.snap()
+	s := l.snapshot()
 	if s == nil {
 		return nil, ErrNilSnapshot
 	}
-	out := make([]fwk.NodeInfo, s.NumNodes())
-	s.Range(func(i int, ni *framework.NodeInfo) bool {
-		out[i] = (*NodeInfo)(ni)
-		return true
-	})
+	n := s.NumNodes()
+	if last := l.last.Load(); last != nil && len(*last) == n && sameList(s, *last) {
+		return *last, nil
+	}
+	out := make([]fwk.NodeInfo, n)
+	for i := range out {
+		out[i] = (*NodeInfo)(s.At(i))
+	}
+	l.last.Store(&out)
 	return out, nil
 }
 
+// sameList reports whether list holds exactly s's NodeInfos, in order.
+func sameList(s *snapshot.Snapshot, list []fwk.NodeInfo) bool {
+	for i, v := range list {
+		if ni, ok := v.(*NodeInfo); !ok || ni.Unwrap() != s.At(i) {
+			return false
+		}
+	}
+	return true
+}
+
 func (l *nodeLister) HavePodsWithAffinityList() ([]fwk.NodeInfo, error) {
-	s := l.snap()
+	s := l.snapshot()
 	if s == nil {
 		return nil, ErrNilSnapshot
 	}
@@ -69,7 +100,7 @@ func (l *nodeLister) HavePodsWithAffinityList() ([]fwk.NodeInfo, error) {
 }
 
 func (l *nodeLister) HavePodsWithRequiredAntiAffinityList() ([]fwk.NodeInfo, error) {
-	s := l.snap()
+	s := l.snapshot()
 	if s == nil {
 		return nil, ErrNilSnapshot
 	}
@@ -79,7 +110,7 @@ func (l *nodeLister) HavePodsWithRequiredAntiAffinityList() ([]fwk.NodeInfo, err
 
 // Get returns the node named name, or the snapshot's *NotFoundError.
 func (l *nodeLister) Get(name string) (fwk.NodeInfo, error) {
-	s := l.snap()
+	s := l.snapshot()
 	if s == nil {
 		return nil, ErrNilSnapshot
 	}
@@ -101,11 +132,11 @@ func wrapList(list []*framework.NodeInfo) []fwk.NodeInfo {
 	return out
 }
 
-type storageLister snapshot.Snapshot
+type storageLister Lister
 
 // IsPVCUsedByPods reports whether a pod on a listed node uses the claim
 // "namespace/name" (false for a nil snapshot).
 func (l *storageLister) IsPVCUsedByPods(key string) bool {
-	s := (*snapshot.Snapshot)(l)
+	s := (*Lister)(l).Snapshot()
 	return s != nil && s.IsPVCUsedByPods(key)
 }
