@@ -32,6 +32,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	upmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 
 	"github.com/schedcache/schedcache"
 	"github.com/schedcache/schedcache/kube/fwkadapter"
@@ -101,6 +102,7 @@ type fwkSide struct {
 
 func newFwkSide(t testing.TB, ctx context.Context, name string, env *fwkEnv) *fwkSide {
 	t.Helper()
+	registerMetrics.Do(upmetrics.Register) // the framework records into upstream's metrics
 	impl, err := NewImpl(name, Options{})
 	if err != nil {
 		t.Fatal(err)

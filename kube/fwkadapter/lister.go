@@ -11,7 +11,7 @@ import (
 
 // Lister is a *snapshot.Snapshot seen as fwk.SharedLister. It copies
 // nothing of the snapshot; it keeps the last list it returned and returns
-// it again while the snapshot's node list holds the same NodeInfos, so a
+// it again, in O(1), while the snapshot's ListKey is unchanged, so a
 // long-lived Lister over a snapshot refreshed with Cache.UpdateSnapshot
 // (upstream's pattern: plugins keep the lister they were built with)
 // allocates a list only after a change, as upstream's snapshot keeps its
@@ -23,8 +23,15 @@ import (
 // Cache.UpdateSnapshot must not be read during the refresh, as upstream's.
 // Lists and NodeInfo views are shared: callers must not modify them.
 type Lister struct {
-	snap *snapshot.Snapshot             // immutable
-	last atomic.Pointer[[]fwk.NodeInfo] // the last List() result; atomic
+	snap *snapshot.Snapshot       // immutable
+	last atomic.Pointer[listMemo] // the last List() result; atomic
+}
+
+// listMemo is one List() result and the key of the list it was built
+// from; immutable.
+type listMemo struct {
+	key  snapshot.ListKey
+	list []fwk.NodeInfo
 }
 
 var (
@@ -60,34 +67,25 @@ type nodeLister Lister
 func (l *nodeLister) snapshot() *snapshot.Snapshot { return (*Lister)(l).Snapshot() }
 
 // List returns the nodes in zone-interleaved order, as upstream's: the
-// previous result if the snapshot still lists the same NodeInfos (checked
-// node by node, no allocation), else a new slice. Callers must not modify
-// it.
+// previous result, in O(1), if the snapshot's ListKey is unchanged (plugins
+// such as ImageLocality call List() once per node they score), else a new
+// slice. Callers must not modify it.
 func (l *nodeLister) List() ([]fwk.NodeInfo, error) {
 	s := l.snapshot()
 	if s == nil {
 		return nil, ErrNilSnapshot
 	}
-	n := s.NumNodes()
-	if last := l.last.Load(); last != nil && len(*last) == n && sameList(s, *last) {
-		return *last, nil
+	key := s.ListKey()
+	if last := l.last.Load(); last != nil && last.key == key {
+		return last.list, nil
 	}
-	out := make([]fwk.NodeInfo, n)
-	for i := range out {
-		out[i] = (*NodeInfo)(s.At(i))
-	}
-	l.last.Store(&out)
-	return out, nil
-}
-
-// sameList reports whether list holds exactly s's NodeInfos, in order.
-func sameList(s *snapshot.Snapshot, list []fwk.NodeInfo) bool {
-	for i, v := range list {
-		if ni, ok := v.(*NodeInfo); !ok || ni.Unwrap() != s.At(i) {
-			return false
-		}
-	}
-	return true
+	m := &listMemo{key: key, list: make([]fwk.NodeInfo, s.NumNodes())}
+	s.Range(func(i int, ni *framework.NodeInfo) bool {
+		m.list[i] = (*NodeInfo)(ni)
+		return true
+	})
+	l.last.Store(m)
+	return m.list, nil
 }
 
 func (l *nodeLister) HavePodsWithAffinityList() ([]fwk.NodeInfo, error) {
