@@ -448,3 +448,35 @@ func TestListerKeepsListUntilChange(t *testing.T) {
 		t.Fatalf("%d pods after adding one", pods)
 	}
 }
+
+// TestNilSafe: every type's methods answer on a nil receiver without a
+// panic, mutations with a typed error where they have one.
+func TestNilSafe(t *testing.T) {
+	var m *MutableNodeInfo
+	var n *NodeInfo
+	var p *PodInfo
+	pod := mkPod("a", "n1")
+	for _, ni := range []fwk.NodeInfo{m, n} {
+		_ = shapeOf(ni)
+		_ = ni.String()
+		_ = ni.GetGeneration()
+		_ = ni.GetNodeDeclaredFeatures()
+		ni.AddPodInfo(WrapPod(podInfo(t, pod)))
+		ni.SetNode(mkNode("x"))
+		if err := ni.RemovePod(klog.Background(), pod); !errors.Is(err, ErrReadOnly) {
+			t.Fatalf("%T: RemovePod on nil: %v", ni, err)
+		}
+		if c := ni.Snapshot(); c == nil || len(c.GetPods()) != 0 {
+			t.Fatalf("%T: Snapshot of nil: %v", ni, c)
+		}
+	}
+	if p.GetPod() != nil || p.GetRequiredAffinityTerms() != nil || p.AffinityParseError() != nil ||
+		p.CalculateResource().Resource.GetMilliCPU() != 0 {
+		t.Fatal("nil PodInfo")
+	}
+	var r *Resource
+	r.SetMaxResource(rl("cpu", "1"))
+	if r.GetMilliCPU() != 0 || r.GetScalarResources() != nil || r.Clone() == nil {
+		t.Fatal("nil Resource")
+	}
+}

@@ -2,9 +2,12 @@
 // (k8s.io/kube-scheduler/framework interfaces, v0.35.4) run on schedcache
 // snapshots.
 //
-//   - Lister: a *snapshot.Snapshot seen as fwk.SharedLister. NewLister and
-//     every conversion are pointer conversions: no copy of the cluster;
-//     List() allocates only the []fwk.NodeInfo it returns.
+//   - Lister: a *snapshot.Snapshot seen as fwk.SharedLister. It copies
+//     nothing of the cluster: NodeInfo and PodInfo values are the
+//     snapshot's own pointers under this package's types. List() builds a
+//     []fwk.NodeInfo only when the snapshot's list changed (ListKey) and
+//     otherwise returns the previous one in O(1), as upstream's snapshot
+//     returns its list.
 //   - NodeInfo: a published *framework.NodeInfo seen as fwk.NodeInfo. Its
 //     fwk-shaped views (the pod lists as []fwk.PodInfo, the resources, the
 //     host ports, the image summaries) are built on first use, on the

@@ -40,6 +40,9 @@ type MutableNodeInfo struct {
 
 var _ fwk.NodeInfo = (*MutableNodeInfo)(nil)
 
+// errNilMutable reports a method called on a nil *MutableNodeInfo.
+var errNilMutable = fmt.Errorf("%w: nil MutableNodeInfo", ErrReadOnly)
+
 // NewMutableNodeInfo returns an empty MutableNodeInfo (upstream's
 // NewNodeInfo()), with node set if node is not nil.
 func NewMutableNodeInfo(node *v1.Node) *MutableNodeInfo {
@@ -58,25 +61,87 @@ func NewMutableNodeInfo(node *v1.Node) *MutableNodeInfo {
 	return m
 }
 
-func (m *MutableNodeInfo) Node() *v1.Node                          { return m.node }
-func (m *MutableNodeInfo) GetPods() []fwk.PodInfo                  { return m.pods }
-func (m *MutableNodeInfo) GetPodsWithAffinity() []fwk.PodInfo      { return m.podsWithAffinity }
-func (m *MutableNodeInfo) GetUsedPorts() fwk.HostPortInfo          { return m.usedPorts }
-func (m *MutableNodeInfo) GetRequested() fwk.Resource              { return m.requested }
-func (m *MutableNodeInfo) GetNonZeroRequested() fwk.Resource       { return m.nonZeroRequested }
-func (m *MutableNodeInfo) GetAllocatable() fwk.Resource            { return m.allocatable }
-func (m *MutableNodeInfo) GetPVCRefCounts() map[string]int         { return m.pvcRefCounts }
-func (m *MutableNodeInfo) GetGeneration() int64                    { return m.generation }
-func (m *MutableNodeInfo) GetNodeDeclaredFeatures() ndf.FeatureSet { return m.declaredFeatures }
+// The getters return upstream's fields (shared with the copy: callers must
+// not modify them); every method is nil-safe.
+
+func (m *MutableNodeInfo) Node() *v1.Node {
+	if m == nil {
+		return nil
+	}
+	return m.node
+}
+func (m *MutableNodeInfo) GetPods() []fwk.PodInfo {
+	if m == nil {
+		return nil
+	}
+	return m.pods
+}
+func (m *MutableNodeInfo) GetPodsWithAffinity() []fwk.PodInfo {
+	if m == nil {
+		return nil
+	}
+	return m.podsWithAffinity
+}
+func (m *MutableNodeInfo) GetUsedPorts() fwk.HostPortInfo {
+	if m == nil {
+		return nil
+	}
+	return m.usedPorts
+}
+func (m *MutableNodeInfo) GetRequested() fwk.Resource {
+	if m == nil {
+		return &Resource{}
+	}
+	return m.requested
+}
+func (m *MutableNodeInfo) GetNonZeroRequested() fwk.Resource {
+	if m == nil {
+		return &Resource{}
+	}
+	return m.nonZeroRequested
+}
+func (m *MutableNodeInfo) GetAllocatable() fwk.Resource {
+	if m == nil {
+		return &Resource{}
+	}
+	return m.allocatable
+}
+func (m *MutableNodeInfo) GetPVCRefCounts() map[string]int {
+	if m == nil {
+		return nil
+	}
+	return m.pvcRefCounts
+}
+func (m *MutableNodeInfo) GetGeneration() int64 {
+	if m == nil {
+		return 0
+	}
+	return m.generation
+}
+func (m *MutableNodeInfo) GetNodeDeclaredFeatures() ndf.FeatureSet {
+	if m == nil {
+		return ndf.FeatureSet{}
+	}
+	return m.declaredFeatures
+}
 func (m *MutableNodeInfo) GetPodsWithRequiredAntiAffinity() []fwk.PodInfo {
+	if m == nil {
+		return nil
+	}
 	return m.podsWithRequiredAntiAffinity
 }
 func (m *MutableNodeInfo) GetImageStates() map[string]*fwk.ImageStateSummary {
+	if m == nil {
+		return nil
+	}
 	return m.imageStates
 }
 
 // Snapshot returns a deep copy (upstream's SnapshotConcrete).
 func (m *MutableNodeInfo) Snapshot() fwk.NodeInfo {
+	if m == nil {
+		return NewMutableNodeInfo(nil)
+	}
 	c := &MutableNodeInfo{
 		node:             m.node,
 		requested:        m.requested.Clone(),
@@ -108,6 +173,9 @@ func (m *MutableNodeInfo) Snapshot() fwk.NodeInfo {
 
 // String formats the copy for logs, as upstream's.
 func (m *MutableNodeInfo) String() string {
+	if m == nil {
+		return "<nil>"
+	}
 	keys := make([]string, len(m.pods))
 	for i, p := range m.pods {
 		if pod := p.GetPod(); pod != nil {
@@ -120,6 +188,10 @@ func (m *MutableNodeInfo) String() string {
 
 // AddPodInfo adds podInfo (any fwk.PodInfo) with upstream's rules.
 func (m *MutableNodeInfo) AddPodInfo(podInfo fwk.PodInfo) {
+	if m == nil {
+		klog.Background().Error(errNilMutable, "AddPodInfo ignored")
+		return
+	}
 	if podInfo == nil || podInfo.GetPod() == nil {
 		klog.Background().Error(ErrNilPod, "AddPodInfo ignored", "node", nodeName(m.node))
 		return
@@ -141,6 +213,9 @@ func (m *MutableNodeInfo) AddPodInfo(podInfo fwk.PodInfo) {
 // then unchanged except, as upstream, for the affinity sub-lists of a pod
 // found only there.
 func (m *MutableNodeInfo) RemovePod(logger klog.Logger, pod *v1.Pod) error {
+	if m == nil {
+		return errNilMutable
+	}
 	k, err := framework.PodKey(pod)
 	if err != nil {
 		return err
@@ -237,6 +312,10 @@ func portsAndClaims(podInfo fwk.PodInfo) ([]framework.HostPort, []string) {
 // SetNode sets the node object and its allocatable (a nil node is ignored
 // and logged).
 func (m *MutableNodeInfo) SetNode(node *v1.Node) {
+	if m == nil {
+		klog.Background().Error(errNilMutable, "SetNode ignored")
+		return
+	}
 	if node == nil {
 		klog.Background().Error(framework.ErrNilNode, "SetNode ignored")
 		return
