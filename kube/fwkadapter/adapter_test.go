@@ -424,7 +424,7 @@ func TestListerKeepsListUntilChange(t *testing.T) {
 	if len(first) != 2 || &first[0] != &again[0] {
 		t.Fatal("an unchanged snapshot's list was rebuilt")
 	}
-	if err := c.AddPod(logger, mkPod("a", "n2")); err != nil {
+	if err := c.AddPod(logger, mkPod("a", "n2", affinity)); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.UpdateSnapshot(logger, snap); err != nil {
@@ -446,6 +446,12 @@ func TestListerKeepsListUntilChange(t *testing.T) {
 	}
 	if pods != 1 {
 		t.Fatalf("%d pods after adding one", pods)
+	}
+	// The cache built the PodInfo (on this goroutine, in AddPod) with the
+	// terms already parsed.
+	ni, _ := l.NodeInfos().Get("n2")
+	if _, ok := ni.(*NodeInfo).Unwrap().PodAt(0).Extension().(*podTerms); !ok || len(ni.GetPods()[0].GetRequiredAffinityTerms()) != 1 {
+		t.Fatal("the cache's PodInfo has no precomputed affinity terms")
 	}
 }
 

@@ -142,8 +142,12 @@ func (n *NodeInfo) GetImageStates() map[string]*fwk.ImageStateSummary {
 	}
 	src := n.Unwrap().ImageStates()
 	m := make(map[string]*fwk.ImageStateSummary, len(src))
+	buf := make([]fwk.ImageStateSummary, len(src)) // one allocation for the summaries
+	i := 0
 	for name, s := range src {
-		m[name] = &fwk.ImageStateSummary{Size: s.Size, NumNodes: s.NumNodes}
+		buf[i] = fwk.ImageStateSummary{Size: s.Size, NumNodes: s.NumNodes}
+		m[name] = &buf[i]
+		i++
 	}
 	if v == emptyView {
 		return m
