@@ -1,7 +1,8 @@
 package snapshot
 
 // ListKey is a comparable value: two snapshots with equal ListKeys list the
-// same NodeInfos in the same order (List, At, Range). It keeps the parts
+// same NodeInfos in the same order (List, At, Range), and so have the same
+// affinity lists (derived from the listed NodeInfos). It keeps the parts
 // it names alive, so a held key is never equal to the key of other
 // contents. Snapshots with the same list may still have different keys (a
 // change to an entry outside the list), never the other way round. For

@@ -449,6 +449,14 @@ func TestListerKeepsListUntilChange(t *testing.T) {
 	}
 	// The cache built the PodInfo (on this goroutine, in AddPod) with the
 	// terms already parsed.
+	aff, _ := l.NodeInfos().HavePodsWithAffinityList()
+	aff2, _ := l.NodeInfos().HavePodsWithAffinityList()
+	if len(aff) != 1 || aff[0].Node().Name != "n2" || &aff[0] != &aff2[0] {
+		t.Fatalf("affinity list %v not kept", aff)
+	}
+	if anti, _ := l.NodeInfos().HavePodsWithRequiredAntiAffinityList(); anti != nil {
+		t.Fatalf("anti-affinity list %v", anti)
+	}
 	ni, _ := l.NodeInfos().Get("n2")
 	if _, ok := ni.(*NodeInfo).Unwrap().PodAt(0).Extension().(*podTerms); !ok || len(ni.GetPods()[0].GetRequiredAffinityTerms()) != 1 {
 		t.Fatal("the cache's PodInfo has no precomputed affinity terms")

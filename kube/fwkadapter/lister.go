@@ -23,9 +23,18 @@ import (
 // Cache.UpdateSnapshot must not be read during the refresh, as upstream's.
 // Lists and NodeInfo views are shared: callers must not modify them.
 type Lister struct {
-	snap *snapshot.Snapshot       // immutable
-	last atomic.Pointer[listMemo] // the last List() result; atomic
+	snap *snapshot.Snapshot // immutable
+	// last holds the last result of List, HavePodsWithAffinityList and
+	// HavePodsWithRequiredAntiAffinityList; atomic.
+	last [3]atomic.Pointer[listMemo]
 }
+
+// Indexes of Lister.last.
+const (
+	listAll = iota
+	listAffinity
+	listAntiAffinity
+)
 
 // listMemo is one List() result and the key of the list it was built
 // from; immutable.
@@ -71,39 +80,49 @@ func (l *nodeLister) snapshot() *snapshot.Snapshot { return (*Lister)(l).Snapsho
 // such as ImageLocality call List() once per node they score), else a new
 // slice. Callers must not modify it.
 func (l *nodeLister) List() ([]fwk.NodeInfo, error) {
+	return l.memo(listAll, func(s *snapshot.Snapshot) []fwk.NodeInfo {
+		out := make([]fwk.NodeInfo, s.NumNodes())
+		s.Range(func(i int, ni *framework.NodeInfo) bool {
+			out[i] = (*NodeInfo)(ni)
+			return true
+		})
+		return out
+	})
+}
+
+// HavePodsWithAffinityList returns the nodes with pods with pod affinity or
+// anti-affinity, in list order, kept as List's.
+func (l *nodeLister) HavePodsWithAffinityList() ([]fwk.NodeInfo, error) {
+	return l.memo(listAffinity, func(s *snapshot.Snapshot) []fwk.NodeInfo {
+		list, _ := s.HavePodsWithAffinityList() // never fails
+		return wrapList(list)
+	})
+}
+
+// HavePodsWithRequiredAntiAffinityList returns the nodes with pods with
+// required anti-affinity, in list order, kept as List's.
+func (l *nodeLister) HavePodsWithRequiredAntiAffinityList() ([]fwk.NodeInfo, error) {
+	return l.memo(listAntiAffinity, func(s *snapshot.Snapshot) []fwk.NodeInfo {
+		list, _ := s.HavePodsWithRequiredAntiAffinityList() // never fails
+		return wrapList(list)
+	})
+}
+
+// memo returns the list kept in slot i if the snapshot's ListKey is the
+// one it was built for (equal keys: the same NodeInfos in the same order,
+// hence the same affinity lists), else builds, keeps and returns a new one.
+func (l *nodeLister) memo(i int, build func(*snapshot.Snapshot) []fwk.NodeInfo) ([]fwk.NodeInfo, error) {
 	s := l.snapshot()
 	if s == nil {
 		return nil, ErrNilSnapshot
 	}
 	key := s.ListKey()
-	if last := l.last.Load(); last != nil && last.key == key {
+	if last := l.last[i].Load(); last != nil && last.key == key {
 		return last.list, nil
 	}
-	m := &listMemo{key: key, list: make([]fwk.NodeInfo, s.NumNodes())}
-	s.Range(func(i int, ni *framework.NodeInfo) bool {
-		m.list[i] = (*NodeInfo)(ni)
-		return true
-	})
-	l.last.Store(m)
+	m := &listMemo{key: key, list: build(s)}
+	l.last[i].Store(m)
 	return m.list, nil
-}
-
-func (l *nodeLister) HavePodsWithAffinityList() ([]fwk.NodeInfo, error) {
-	s := l.snapshot()
-	if s == nil {
-		return nil, ErrNilSnapshot
-	}
-	list, err := s.HavePodsWithAffinityList()
-	return wrapList(list), err
-}
-
-func (l *nodeLister) HavePodsWithRequiredAntiAffinityList() ([]fwk.NodeInfo, error) {
-	s := l.snapshot()
-	if s == nil {
-		return nil, ErrNilSnapshot
-	}
-	list, err := s.HavePodsWithRequiredAntiAffinityList()
-	return wrapList(list), err
 }
 
 // Get returns the node named name, or the snapshot's *NotFoundError.
