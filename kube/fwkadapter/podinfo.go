@@ -93,11 +93,11 @@ var noTerms = &podTerms{}
 // fresh parse (correct, not memoised).
 func (p *PodInfo) terms() *podTerms {
 	fp := p.Unwrap()
+	if !fp.HasAffinity() { // a field of the PodInfo: most pods stop here
+		return noTerms
+	}
 	if t, ok := fp.Extension().(*podTerms); ok {
 		return t
-	}
-	if !fp.HasAffinity() {
-		return noTerms
 	}
 	return parseTerms(fp.Pod())
 }
