@@ -141,11 +141,13 @@ func BenchmarkSchedulingCycle(b *testing.B) {
 			settleHeap()
 			b.ReportAllocs()
 			b.ResetTimer()
+			stopProfile := timedProfile(b)
 			start := time.Now()
 			for i := range b.N {
 				cycle(pods[i])
 			}
 			elapsed := time.Since(start)
+			stopProfile()
 			b.StopTimer() // stopping the framework and the cache is not part of a cycle
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "cycles/s")
 		})
