@@ -10,8 +10,13 @@ require (
 	k8s.io/api v0.35.4
 	k8s.io/apimachinery v0.35.4
 	k8s.io/klog/v2 v2.130.1
-	k8s.io/kube-scheduler v0.0.0
+	k8s.io/kube-scheduler v0.35.4
 	k8s.io/kubernetes v1.35.4
+)
+
+require (
+	k8s.io/cloud-provider v0.0.0 // indirect
+	k8s.io/csi-translation-lib v0.0.0 // indirect
 )
 
 require (
@@ -41,6 +46,7 @@ require (
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.66.1 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
+	github.com/schedcache/schedcache/kube v0.0.0
 	github.com/spf13/cobra v1.10.0 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/stoewer/go-strcase v1.3.0 // indirect
@@ -65,10 +71,10 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/apiextensions-apiserver v0.0.0 // indirect
 	k8s.io/apiserver v0.35.4 // indirect
-	k8s.io/client-go v0.35.4 // indirect
+	k8s.io/client-go v0.35.4
 	k8s.io/component-base v0.35.4 // indirect
 	k8s.io/component-helpers v0.35.4 // indirect
-	k8s.io/controller-manager v0.0.0 // indirect
+	k8s.io/controller-manager v0.35.4 // indirect
 	k8s.io/dynamic-resource-allocation v0.35.4 // indirect
 	k8s.io/kube-openapi v0.0.0-20250910181357-589584f1c912 // indirect
 	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4 // indirect
@@ -111,3 +117,5 @@ replace (
 	k8s.io/pod-security-admission => k8s.io/pod-security-admission v0.35.4
 	k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.35.4
 )
+
+replace github.com/schedcache/schedcache/kube => ../kube

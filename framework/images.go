@@ -117,9 +117,9 @@ func (n *NodeInfo) WithImageTable(t *ImageTable) *NodeInfo {
 	if n == nil || n.imageTable == t || n.imageStates != nil || len(n.imageNames) == 0 {
 		return n
 	}
-	c := *n
+	c := n.copyFields()
 	c.imageTable = t
-	return &c
+	return c
 }
 
 // ImageTableOf returns the registry version n's summaries are read from
@@ -137,9 +137,9 @@ func (n *NodeInfo) WithImages(v ImageView) *NodeInfo {
 	if n == nil {
 		return nil
 	}
-	c := *n
+	c := n.copyFields()
 	c.imageStates, c.imageNames, c.imageTable = nil, v.Names, v.Table
-	return &c
+	return c
 }
 
 // SamePVCKeys reports whether a and b reference the same PVC keys (their

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -45,6 +46,11 @@ type NodeInfo struct {
 	imageNames                   []string                     // the node object's image names, each once; shared, immutable
 	imageTable                   *ImageTable                  // the registry version this clone shows
 	generation                   int64
+
+	// memo is the one field written after Freeze: a write-once slot for a
+	// view derived from the fields above (SetMemo, ext.go); atomic, never
+	// copied to another NodeInfo.
+	memo atomic.Pointer[nodeMemo]
 }
 
 // Node returns the node object, nil for a nodeless entry. Callers must not

@@ -376,7 +376,7 @@ func viewOf(n *NodeInfo) nodeInfoView {
 // deepCopyNodeInfo copies every slice of n into new backing arrays (maps
 // handed to SetImageStates are immutable by contract and copied too).
 func deepCopyNodeInfo(n *NodeInfo) *NodeInfo {
-	c := *n
+	c := n.copyFields() // every field but the memo slot
 	c.pods = slices.Clone(n.pods)
 	c.podsWithAffinity = slices.Clone(n.podsWithAffinity)
 	c.podsWithRequiredAntiAffinity = slices.Clone(n.podsWithRequiredAntiAffinity)
@@ -391,7 +391,7 @@ func deepCopyNodeInfo(n *NodeInfo) *NodeInfo {
 			c.imageStates[k] = v
 		}
 	}
-	return &c
+	return c
 }
 
 func TestFreezeImmutableUnderMutation(t *testing.T) {

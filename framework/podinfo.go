@@ -24,6 +24,7 @@ type PodInfo struct {
 type podExtra struct {
 	hostPorts []HostPort // nil when none
 	pvcKeys   []string   // nil when none
+	ext       any        // the registered pod extension's value (ext.go), nil when none
 }
 
 // NewPodInfo computes the PodInfo of pod (semantics 4.2–4.8). It returns
@@ -53,8 +54,8 @@ func computePodInfo(pod *v1.Pod) *PodInfo {
 		affinity:     PodHasAffinity(pod),
 		antiAffinity: PodHasRequiredAntiAffinity(pod),
 	}
-	if hp, pvc := hostPortsOf(pod), pvcKeysOf(pod); hp != nil || pvc != nil {
-		p.extra = &podExtra{hostPorts: hp, pvcKeys: pvc}
+	if hp, pvc, ext := hostPortsOf(pod), pvcKeysOf(pod), podExtensionOf(pod); hp != nil || pvc != nil || ext != nil {
+		p.extra = &podExtra{hostPorts: hp, pvcKeys: pvc, ext: ext}
 	}
 	p.requests, p.non0CPU, p.non0Mem = podRequests(pod)
 	return p

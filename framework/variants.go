@@ -14,9 +14,31 @@ func NewPodInfoAnyUID(pod *v1.Pod) (*PodInfo, error) {
 }
 
 // WithImageStates returns a copy of n whose image summaries are images (an
-// immutable map handed over by the caller); everything else is shared.
+// immutable map handed over by the caller); everything else is shared
+// except the memo slot, which starts empty.
 func (n *NodeInfo) WithImageStates(images map[string]ImageStateSummary) *NodeInfo {
-	c := *n
-	c.imageStates = images
-	return &c
+	c := n.copyFields()
+	c.imageStates, c.imageNames, c.imageTable = images, nil, nil
+	return c
+}
+
+// copyFields returns a copy of n sharing everything but the memo slot,
+// which starts empty (a memo is derived from the whole content, and the
+// caller is about to change some of it).
+func (n *NodeInfo) copyFields() *NodeInfo {
+	return &NodeInfo{
+		node:                         n.node,
+		pods:                         n.pods,
+		podsWithAffinity:             n.podsWithAffinity,
+		podsWithRequiredAntiAffinity: n.podsWithRequiredAntiAffinity,
+		requested:                    n.requested,
+		nonZeroRequested:             n.nonZeroRequested,
+		allocatable:                  n.allocatable,
+		usedPorts:                    n.usedPorts,
+		pvcRefs:                      n.pvcRefs,
+		imageStates:                  n.imageStates,
+		imageNames:                   n.imageNames,
+		imageTable:                   n.imageTable,
+		generation:                   n.generation,
+	}
 }

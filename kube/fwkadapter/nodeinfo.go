@@ -1,0 +1,239 @@
+package fwkadapter
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	v1 "k8s.io/api/core/v1"
+	ndf "k8s.io/component-helpers/nodedeclaredfeatures"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/schedcache/schedcache/framework"
+)
+
+// NodeInfo is a published *framework.NodeInfo seen as fwk.NodeInfo: the
+// same pointer under another type (WrapNode), so wrapping allocates
+// nothing.
+//
+// Contract: safe for concurrent use by any number of goroutines; no method
+// blocks. Getters return views built once per NodeInfo on first use (on
+// the caller's goroutine) and shared by every reader: callers must not
+// modify the slices or maps they return, as with upstream's snapshot. The
+// NodeInfo is read-only: AddPodInfo and SetNode leave it unchanged (and log
+// an error), RemovePod returns ErrReadOnly; Snapshot() returns a private
+// MutableNodeInfo to mutate.
+type NodeInfo framework.NodeInfo
+
+var _ fwk.NodeInfo = (*NodeInfo)(nil)
+
+// WrapNode returns ni as a fwk.NodeInfo; nil for nil.
+func WrapNode(ni *framework.NodeInfo) fwk.NodeInfo {
+	if ni == nil {
+		return nil
+	}
+	return (*NodeInfo)(ni)
+}
+
+// Unwrap returns the schedcache NodeInfo.
+func (n *NodeInfo) Unwrap() *framework.NodeInfo { return (*framework.NodeInfo)(n) }
+
+// nodeView holds the fwk-shaped views of one NodeInfo; built once, stored
+// in the NodeInfo's memo slot, immutable afterwards except images, which
+// is set once (atomic) on first use.
+type nodeView struct {
+	pods, withAffinity, withAnti []fwk.PodInfo // nil when empty
+	requested, nonZero, alloc    frozenResource
+	ports                        fwk.HostPortInfo // nil when the node uses no host port
+	features                     ndf.FeatureSet
+	images                       atomic.Pointer[map[string]*fwk.ImageStateSummary] // built on first GetImageStates
+}
+
+var emptyView = &nodeView{}
+
+// view returns n's views, building and memoising them on first use.
+func (n *NodeInfo) view() *nodeView {
+	ni := n.Unwrap()
+	if ni == nil {
+		return emptyView
+	}
+	if v, ok := ni.Memo().(*nodeView); ok {
+		return v
+	}
+	v := buildView(ni)
+	if w, ok := ni.SetMemo(v).(*nodeView); ok {
+		return w
+	}
+	return v // the slot holds another package's memo: serve ours unmemoised
+}
+
+func buildView(ni *framework.NodeInfo) *nodeView {
+	v := &nodeView{}
+	np, na, nr := ni.NumPods(), ni.NumPodsWithAffinity(), ni.NumPodsWithRequiredAntiAffinity()
+	if total := np + na + nr; total > 0 {
+		buf := make([]fwk.PodInfo, total) // one allocation for the three lists
+		if np > 0 {
+			v.pods = buf[:np:np]
+			for i := range np {
+				v.pods[i] = (*PodInfo)(ni.PodAt(i))
+			}
+		}
+		if na > 0 {
+			v.withAffinity = buf[np : np+na : np+na]
+			for i := range na {
+				v.withAffinity[i] = (*PodInfo)(ni.PodWithAffinityAt(i))
+			}
+		}
+		if nr > 0 {
+			v.withAnti = buf[np+na : np+na+nr : np+na+nr]
+			for i := range nr {
+				v.withAnti[i] = (*PodInfo)(ni.PodWithRequiredAntiAffinityAt(i))
+			}
+		}
+	}
+	v.requested.r.setFrom(ni.Requested())
+	v.nonZero.r.setFrom(ni.NonZeroRequested())
+	v.alloc.r.setFrom(ni.Allocatable())
+	if ni.NumUsedPorts() > 0 {
+		v.ports = make(fwk.HostPortInfo)
+		for ip, pps := range ni.UsedPorts() {
+			m := make(map[fwk.ProtocolPort]struct{}, len(pps))
+			for pp := range pps {
+				m[fwk.ProtocolPort{Protocol: pp.Protocol, Port: pp.Port}] = struct{}{}
+			}
+			v.ports[ip] = m
+		}
+	}
+	if node := ni.Node(); node != nil && len(node.Status.DeclaredFeatures) > 0 {
+		v.features = ndf.NewFeatureSet(node.Status.DeclaredFeatures...)
+	}
+	return v
+}
+
+// Node returns the node object. Callers must not mutate it.
+func (n *NodeInfo) Node() *v1.Node { return n.Unwrap().Node() }
+
+// GetPods returns the pods in upstream order (shared; do not modify).
+func (n *NodeInfo) GetPods() []fwk.PodInfo { return n.view().pods }
+
+// GetPodsWithAffinity returns the pods with pod (anti-)affinity.
+func (n *NodeInfo) GetPodsWithAffinity() []fwk.PodInfo { return n.view().withAffinity }
+
+// GetPodsWithRequiredAntiAffinity returns the pods with required
+// anti-affinity.
+func (n *NodeInfo) GetPodsWithRequiredAntiAffinity() []fwk.PodInfo { return n.view().withAnti }
+
+// GetUsedPorts returns the used host ports (shared; do not modify; nil
+// when none, which reads as empty).
+func (n *NodeInfo) GetUsedPorts() fwk.HostPortInfo { return n.view().ports }
+
+// GetRequested, GetNonZeroRequested and GetAllocatable return read-only
+// resources.
+func (n *NodeInfo) GetRequested() fwk.Resource        { return &n.view().requested }
+func (n *NodeInfo) GetNonZeroRequested() fwk.Resource { return &n.view().nonZero }
+func (n *NodeInfo) GetAllocatable() fwk.Resource      { return &n.view().alloc }
+
+// GetImageStates returns the image summaries, read through
+// framework.NodeInfo.ImageStates once (shared; do not modify).
+func (n *NodeInfo) GetImageStates() map[string]*fwk.ImageStateSummary {
+	v := n.view()
+	if m := v.images.Load(); m != nil {
+		return *m
+	}
+	src := n.Unwrap().ImageStates()
+	m := make(map[string]*fwk.ImageStateSummary, len(src))
+	buf := make([]fwk.ImageStateSummary, len(src)) // one allocation for the summaries
+	i := 0
+	for name, s := range src {
+		buf[i] = fwk.ImageStateSummary{Size: s.Size, NumNodes: s.NumNodes}
+		m[name] = &buf[i]
+		i++
+	}
+	if v == emptyView {
+		return m
+	}
+	if v.images.CompareAndSwap(nil, &m) {
+		return m
+	}
+	return *v.images.Load()
+}
+
+// GetPVCRefCounts returns a fresh map of the PVC reference counts.
+func (n *NodeInfo) GetPVCRefCounts() map[string]int { return n.Unwrap().PVCRefCounts() }
+
+// GetGeneration returns the NodeInfo's generation.
+func (n *NodeInfo) GetGeneration() int64 { return n.Unwrap().Generation() }
+
+// GetNodeDeclaredFeatures returns the node's declared features.
+func (n *NodeInfo) GetNodeDeclaredFeatures() ndf.FeatureSet { return n.view().features }
+
+// Snapshot returns a private, mutable copy (a *MutableNodeInfo) with
+// upstream's SnapshotConcrete shape; n is not changed.
+func (n *NodeInfo) Snapshot() fwk.NodeInfo { return n.SnapshotMutable() }
+
+// SnapshotMutable is Snapshot with the concrete type.
+func (n *NodeInfo) SnapshotMutable() *MutableNodeInfo {
+	v := n.view()
+	m := &MutableNodeInfo{
+		node:             n.Node(),
+		requested:        v.requested.r.Clone(),
+		nonZeroRequested: v.nonZero.r.Clone(),
+		allocatable:      v.alloc.r.Clone(),
+		usedPorts:        copyPorts(v.ports),
+		imageStates:      make(map[string]*fwk.ImageStateSummary),
+		pvcRefCounts:     n.GetPVCRefCounts(),
+		generation:       n.GetGeneration(),
+		declaredFeatures: v.features.Clone(),
+	}
+	if len(v.pods) > 0 {
+		m.pods = append([]fwk.PodInfo(nil), v.pods...)
+	}
+	if len(v.withAffinity) > 0 {
+		m.podsWithAffinity = append([]fwk.PodInfo(nil), v.withAffinity...)
+	}
+	if len(v.withAnti) > 0 {
+		m.podsWithRequiredAntiAffinity = append([]fwk.PodInfo(nil), v.withAnti...)
+	}
+	for name, s := range n.GetImageStates() {
+		m.imageStates[name] = &fwk.ImageStateSummary{Size: s.Size, NumNodes: s.NumNodes}
+	}
+	return m
+}
+
+// String formats the NodeInfo for logs.
+func (n *NodeInfo) String() string { return n.Unwrap().String() }
+
+// AddPodInfo leaves the published NodeInfo unchanged and logs an error:
+// add pods to a Snapshot() instead.
+func (n *NodeInfo) AddPodInfo(podInfo fwk.PodInfo) {
+	klog.Background().Error(ErrReadOnly, "AddPodInfo on a published NodeInfo ignored", "node", nodeName(n.Node()))
+}
+
+// RemovePod returns ErrReadOnly: remove pods from a Snapshot() instead.
+func (n *NodeInfo) RemovePod(logger klog.Logger, pod *v1.Pod) error {
+	return fmt.Errorf("RemovePod on node %q: %w", nodeName(n.Node()), ErrReadOnly)
+}
+
+// SetNode leaves the published NodeInfo unchanged and logs an error.
+func (n *NodeInfo) SetNode(node *v1.Node) {
+	klog.Background().Error(ErrReadOnly, "SetNode on a published NodeInfo ignored", "node", nodeName(n.Node()))
+}
+
+func nodeName(node *v1.Node) string {
+	if node == nil {
+		return ""
+	}
+	return node.Name
+}
+
+func copyPorts(h fwk.HostPortInfo) fwk.HostPortInfo {
+	out := make(fwk.HostPortInfo, len(h))
+	for ip, pps := range h {
+		m := make(map[fwk.ProtocolPort]struct{}, len(pps))
+		for pp := range pps {
+			m[pp] = struct{}{}
+		}
+		out[ip] = m
+	}
+	return out
+}

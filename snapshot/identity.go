@@ -1,0 +1,23 @@
+package snapshot
+
+// ListKey is a comparable value: two snapshots with equal ListKeys list the
+// same NodeInfos in the same order (List, At, Range), and so have the same
+// affinity lists (derived from the listed NodeInfos). It keeps the parts
+// it names alive, so a held key is never equal to the key of other
+// contents. Snapshots with the same list may still have different keys (a
+// change to an entry outside the list), never the other way round. For
+// adapters that keep a view of the list across snapshots (kube/fwkadapter).
+type ListKey struct {
+	nodes any    // the node vector's Identity
+	order *int32 // the node list's first slot; nil when empty
+	n     int
+}
+
+// ListKey returns s's list key in O(1) without allocating.
+func (s *Snapshot) ListKey() ListKey {
+	k := ListKey{nodes: s.nodes.Identity(), n: len(s.order)}
+	if len(s.order) > 0 {
+		k.order = &s.order[0]
+	}
+	return k
+}
