@@ -6,6 +6,7 @@ require (
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0
 	github.com/schedcache/schedcache v0.0.0
+	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	k8s.io/api v0.35.4
 	k8s.io/apimachinery v0.35.4
@@ -15,6 +16,7 @@ require (
 )
 
 require (
+	github.com/puzpuzpuz/xsync/v3 v3.5.1 // indirect
 	k8s.io/cloud-provider v0.0.0 // indirect
 	k8s.io/csi-translation-lib v0.0.0 // indirect
 )

@@ -27,14 +27,12 @@ import (
 )
 
 // Placer chooses a node for a pod on an immutable snapshot of the cache.
-//
-// PLUG-IN POINT for the fwk adapter: the intended Placer wraps the
-// snapshot in kube/fwkadapter's fwk.SharedLister and runs one real
-// upstream-interface plugin (its Filter and Score over the lister's
-// NodeInfos) to choose the node. That adapter lives on another branch;
-// until it is merged, Run is given FewestPods, a stand-in that is not a
-// plugin. Contract: Place may be called concurrently; it must not modify
-// the snapshot.
+// bench's Example_realPlugin gives Run a Placer that wraps the snapshot in
+// kube/fwkadapter's fwk.SharedLister and runs upstream's NodeResourcesFit
+// (Filter, then LeastAllocated Score): it lives in the bench module,
+// which may import k8s.io/kubernetes; this module may not. FewestPods is
+// a dependency-free stand-in. Contract: Place may be called concurrently;
+// it must not modify the snapshot.
 type Placer interface {
 	Place(ctx context.Context, snap *schedcache.Snapshot, pod *v1.Pod) (string, error)
 }
@@ -42,8 +40,8 @@ type Placer interface {
 // ErrNoNode is returned by a Placer that finds no node.
 var ErrNoNode = errors.New("examples: no node fits")
 
-// FewestPods is the stand-in Placer (see Placer): the node with the fewest
-// pods, by name on ties.
+// FewestPods is a Placer without plugins (see Placer): the node with the
+// fewest pods, by name on ties.
 type FewestPods struct{}
 
 // Place picks the node with the fewest pods.
