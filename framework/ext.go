@@ -12,8 +12,10 @@ import (
 //   - a pod extension, computed by NewPodInfo on the caller's goroutine
 //     (never the coordinator's) and stored in the PodInfo for good, so a
 //     value derived from a pod is computed once per pod object;
-//   - a NodeInfo memo, one write-once slot per NodeInfo that a reader may
-//     fill with a view derived from the NodeInfo's own (immutable) content.
+//   - a NodeInfo extension, computed when a NodeInfo is made, before it is
+//     published (on the shard's goroutine), and kept in it for good, so a
+//     view derived from a node's aggregate is built once per NodeInfo and
+//     no published NodeInfo is ever written.
 //
 // Neither changes anything an accessor of PodInfo or NodeInfo returns.
 
@@ -51,31 +53,40 @@ func (p *PodInfo) Extension() any {
 	return p.extra.ext
 }
 
-// nodeMemo boxes a memo value so that the slot is one pointer.
-type nodeMemo struct{ v any }
+// nodeExtension is the registered NodeInfo extension function; nil when
+// none.
+var nodeExtension atomic.Pointer[func(*NodeInfo) any]
 
-// Memo returns the value stored by SetMemo, nil if none.
-func (n *NodeInfo) Memo() any {
+// SetNodeExtension registers fn, which is called with every NodeInfo made
+// from then on, before it is shared with anyone (NodeState.Freeze on the
+// shard's goroutine, and the copies the With* methods make); a non-nil
+// result is kept in the NodeInfo for good and returned by Extension. fn
+// must be pure (a function of the NodeInfo's content), safe for concurrent
+// use, and must not keep or publish the NodeInfo before it returns. A nil
+// fn unregisters. NodeInfos made before the call have no extension. Safe
+// for concurrent use.
+func SetNodeExtension(fn func(*NodeInfo) any) {
+	if fn == nil {
+		nodeExtension.Store(nil)
+		return
+	}
+	nodeExtension.Store(&fn)
+}
+
+// withExtension runs the registered node extension on n, which nobody else
+// holds yet, and returns n.
+func (n *NodeInfo) withExtension() *NodeInfo {
+	if fn := nodeExtension.Load(); fn != nil {
+		n.ext = (*fn)(n)
+	}
+	return n
+}
+
+// Extension returns the value the registered node extension computed when
+// n was made, nil if none.
+func (n *NodeInfo) Extension() any {
 	if n == nil {
 		return nil
 	}
-	if m := n.memo.Load(); m != nil {
-		return m.v
-	}
-	return nil
-}
-
-// SetMemo stores v in n's memo slot unless a value is already there, and
-// returns the value the slot holds afterwards (v, or the one stored
-// first). The memo must be derived only from n's content, so that every
-// reader of n computes an equal value; it is never copied to another
-// NodeInfo. Safe for concurrent use; a nil n or v returns v unchanged.
-func (n *NodeInfo) SetMemo(v any) any {
-	if n == nil || v == nil {
-		return v
-	}
-	if n.memo.CompareAndSwap(nil, &nodeMemo{v: v}) {
-		return v
-	}
-	return n.memo.Load().v
+	return n.ext
 }

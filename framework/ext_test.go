@@ -1,7 +1,6 @@
 package framework
 
 import (
-	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -51,39 +50,31 @@ func TestPodExtension(t *testing.T) {
 	}
 }
 
-func TestNodeInfoMemo(t *testing.T) {
-	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
-	ni := NewNodeInfoForTest(node)
-	if ni.Memo() != nil {
-		t.Fatal("fresh NodeInfo has a memo")
+func TestNodeExtension(t *testing.T) {
+	calls := 0
+	SetNodeExtension(func(n *NodeInfo) any { calls++; return n.NumPods() })
+	defer SetNodeExtension(nil)
+	s := NewNodeState(nil)
+	s.SetNode(mkNode("n", rl("cpu", "1")))
+	s.AddPod(mustPodInfo(t, mkPod("a", withContainers(ctr("c", rl("cpu", "100m"))))))
+	ni := s.Freeze()
+	if ni.Extension() != 1 || calls != 1 {
+		t.Fatalf("extension %v after %d calls, want 1 after 1", ni.Extension(), calls)
 	}
-	const n = 8
-	got := make([]any, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { got[i] = ni.SetMemo(i) })
+	if s.Freeze() != ni || calls != 1 {
+		t.Fatal("an unchanged NodeState re-froze or re-ran the extension")
 	}
-	wg.Wait()
-	for i := range n {
-		if got[i] != got[0] || ni.Memo() != got[0] {
-			t.Fatalf("SetMemo results differ: %v, memo %v", got, ni.Memo())
-		}
+	c := ni.WithImageStates(map[string]ImageStateSummary{"x": {Size: 1, NumNodes: 1}})
+	if c.Extension() != 1 || calls != 2 {
+		t.Fatalf("copy: extension %v after %d calls, want it computed for the copy", c.Extension(), calls)
 	}
-	if ni.SetMemo("other") != got[0] {
-		t.Fatal("a second SetMemo replaced the first value")
-	}
-	c := ni.WithImageStates(map[string]ImageStateSummary{"img": {Size: 1, NumNodes: 1}})
-	if c.Memo() != nil {
-		t.Fatal("WithImageStates copied the memo")
-	}
-	if c.Node() != node || c.Generation() != ni.Generation() || c.NumImageStates() != 1 {
-		t.Fatalf("WithImageStates lost fields: %v", c)
+	SetNodeExtension(nil)
+	s.AddPod(mustPodInfo(t, mkPod("b", withContainers(ctr("c", rl("cpu", "100m"))))))
+	if s.Freeze().Extension() != nil {
+		t.Fatal("extension after unregistering")
 	}
 	var nilNode *NodeInfo
-	if nilNode.Memo() != nil || nilNode.SetMemo(1) != 1 {
-		t.Fatal("nil NodeInfo memo")
-	}
-	if ni.SetMemo(nil) != nil {
-		t.Fatal("SetMemo(nil) returned non-nil")
+	if nilNode.Extension() != nil {
+		t.Fatal("nil NodeInfo extension")
 	}
 }

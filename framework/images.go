@@ -119,7 +119,7 @@ func (n *NodeInfo) WithImageTable(t *ImageTable) *NodeInfo {
 	}
 	c := n.copyFields()
 	c.imageTable = t
-	return c
+	return c.withExtension()
 }
 
 // ImageTableOf returns the registry version n's summaries are read from
@@ -139,7 +139,7 @@ func (n *NodeInfo) WithImages(v ImageView) *NodeInfo {
 	}
 	c := n.copyFields()
 	c.imageStates, c.imageNames, c.imageTable = nil, v.Names, v.Table
-	return c
+	return c.withExtension()
 }
 
 // SamePVCKeys reports whether a and b reference the same PVC keys (their

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -47,10 +46,7 @@ type NodeInfo struct {
 	imageTable                   *ImageTable                  // the registry version this clone shows
 	generation                   int64
 
-	// memo is the one field written after Freeze: a write-once slot for a
-	// view derived from the fields above (SetMemo, ext.go); atomic, never
-	// copied to another NodeInfo.
-	memo atomic.Pointer[nodeMemo]
+	ext any // the registered node extension's value (ext.go), set before the NodeInfo is shared; immutable
 }
 
 // Node returns the node object, nil for a nodeless entry. Callers must not

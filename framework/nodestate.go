@@ -339,6 +339,7 @@ func (s *NodeState) Freeze() *NodeInfo {
 	} else {
 		n.pvcRefs = prev.pvcRefs
 	}
+	n.withExtension()
 	s.last = n
 	s.dirty = 0
 	return n

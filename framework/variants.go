@@ -15,16 +15,15 @@ func NewPodInfoAnyUID(pod *v1.Pod) (*PodInfo, error) {
 
 // WithImageStates returns a copy of n whose image summaries are images (an
 // immutable map handed over by the caller); everything else is shared
-// except the memo slot, which starts empty.
+// but the extension, computed again for the copy.
 func (n *NodeInfo) WithImageStates(images map[string]ImageStateSummary) *NodeInfo {
 	c := n.copyFields()
 	c.imageStates, c.imageNames, c.imageTable = images, nil, nil
-	return c
+	return c.withExtension()
 }
 
-// copyFields returns a copy of n sharing everything but the memo slot,
-// which starts empty (a memo is derived from the whole content, and the
-// caller is about to change some of it).
+// copyFields returns a copy of n sharing everything but the extension,
+// which the caller computes once it has changed what it changes.
 func (n *NodeInfo) copyFields() *NodeInfo {
 	return &NodeInfo{
 		node:                         n.node,

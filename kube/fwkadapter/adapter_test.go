@@ -300,8 +300,10 @@ func TestPublishedViewIsReadOnly(t *testing.T) {
 	if cp.GetGeneration() == gen {
 		t.Fatal("a change to the copy kept the generation")
 	}
-	// The views are memoised: the same slices on every call.
-	if &view.GetPods()[0] != &view.GetPods()[0] || reflect.ValueOf(view.GetImageStates()).Pointer() != reflect.ValueOf(view.GetImageStates()).Pointer() {
+	// The views are built once: the same slices on every call.
+	p1, p2 := view.GetPods(), view.GetPods()
+	i1, i2 := view.GetImageStates(), view.GetImageStates()
+	if &p1[0] != &p2[0] || reflect.ValueOf(i1).Pointer() != reflect.ValueOf(i2).Pointer() {
 		t.Fatal("views rebuilt per call")
 	}
 }

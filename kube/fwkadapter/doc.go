@@ -10,9 +10,12 @@
 //     returns its list.
 //   - NodeInfo: a published *framework.NodeInfo seen as fwk.NodeInfo. Its
 //     fwk-shaped views (the pod lists as []fwk.PodInfo, the resources, the
-//     host ports, the image summaries) are built on first use, on the
-//     reader's goroutine, and kept in the NodeInfo's memo slot, so they are
-//     built once per NodeInfo, which unchanged nodes share across snapshots.
+//     host ports) are built when the NodeInfo is made, on the shard's
+//     goroutine before it is published, through the node extension Enable
+//     registers (NewLister calls it), and kept in it for good: once per
+//     NodeInfo, which unchanged nodes share across snapshots; no published
+//     NodeInfo is ever written. The image summaries' map is built on first
+//     GetImageStates and kept in that view (this package's own cache).
 //     It is read-only: the mutation methods refuse (ErrReadOnly); Snapshot()
 //     returns a MutableNodeInfo, a private copy that follows upstream's
 //     aggregation rules (preemption's dry run and the nominated-pods pass

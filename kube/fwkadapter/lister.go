@@ -49,11 +49,13 @@ var (
 	_ fwk.StorageInfoLister = (*storageLister)(nil)
 )
 
-// NewLister returns s as a fwk.SharedLister, or ErrNilSnapshot.
+// NewLister returns s as a fwk.SharedLister, or ErrNilSnapshot. It calls
+// Enable.
 func NewLister(s *snapshot.Snapshot) (*Lister, error) {
 	if s == nil {
 		return nil, ErrNilSnapshot
 	}
+	Enable()
 	return &Lister{snap: s}, nil
 }
 

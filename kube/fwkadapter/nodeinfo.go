@@ -2,6 +2,7 @@ package fwkadapter
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
@@ -38,9 +39,11 @@ func WrapNode(ni *framework.NodeInfo) fwk.NodeInfo {
 // Unwrap returns the schedcache NodeInfo.
 func (n *NodeInfo) Unwrap() *framework.NodeInfo { return (*framework.NodeInfo)(n) }
 
-// nodeView holds the fwk-shaped views of one NodeInfo; built once, stored
-// in the NodeInfo's memo slot, immutable afterwards except images, which
-// is set once (atomic) on first use.
+// nodeView holds the fwk-shaped views of one NodeInfo. Enable registers
+// buildView as the framework's node extension, so the view is built when
+// the NodeInfo is made, before it is published, and kept in it for good;
+// it is immutable afterwards except images, this package's own cache of
+// GetImageStates' map, set once (atomic) on first use.
 type nodeView struct {
 	pods, withAffinity, withAnti []fwk.PodInfo // nil when empty
 	requested, nonZero, alloc    frozenResource
@@ -51,20 +54,31 @@ type nodeView struct {
 
 var emptyView = &nodeView{}
 
-// view returns n's views, building and memoising them on first use.
+var enableOnce sync.Once
+
+// Enable registers this package's node extension: from then on every
+// NodeInfo the cache makes carries its fwk views, built once on the
+// shard's goroutine before the NodeInfo is published. NewLister calls it;
+// a program that loads its cache before making a Lister should call it
+// first, since a NodeInfo made earlier has its views built on every read
+// (correct, slower). Safe for concurrent use; idempotent.
+func Enable() {
+	enableOnce.Do(func() {
+		framework.SetNodeExtension(func(ni *framework.NodeInfo) any { return buildView(ni) })
+	})
+}
+
+// view returns n's views: those built when n was made, or, for a NodeInfo
+// made before Enable, new ones.
 func (n *NodeInfo) view() *nodeView {
 	ni := n.Unwrap()
 	if ni == nil {
 		return emptyView
 	}
-	if v, ok := ni.Memo().(*nodeView); ok {
+	if v, ok := ni.Extension().(*nodeView); ok {
 		return v
 	}
-	v := buildView(ni)
-	if w, ok := ni.SetMemo(v).(*nodeView); ok {
-		return w
-	}
-	return v // the slot holds another package's memo: serve ours unmemoised
+	return buildView(ni)
 }
 
 func buildView(ni *framework.NodeInfo) *nodeView {

@@ -131,23 +131,3 @@ func (f *frozenResource) SetMaxResource(v1.ResourceList) {}
 
 // Clone returns a mutable copy.
 func (f *frozenResource) Clone() *Resource { return f.r.Clone() }
-
-// cloneFwkResource copies any fwk.Resource into a mutable Resource.
-func cloneFwkResource(r fwk.Resource) *Resource {
-	switch x := r.(type) {
-	case nil:
-		return &Resource{}
-	case *Resource:
-		return x.Clone()
-	case *frozenResource:
-		return x.r.Clone()
-	}
-	c := &Resource{MilliCPU: r.GetMilliCPU(), Memory: r.GetMemory(), EphemeralStorage: r.GetEphemeralStorage(), AllowedPodNumber: r.GetAllowedPodNumber()}
-	if s := r.GetScalarResources(); s != nil {
-		c.ScalarResources = make(map[v1.ResourceName]int64, len(s))
-		for k, v := range s {
-			c.ScalarResources[k] = v
-		}
-	}
-	return c
-}
