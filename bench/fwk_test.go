@@ -447,16 +447,10 @@ func fwkPod(r *rand.Rand, i int) *v1.Pod {
 // pods: each is evaluated on both, the outcomes must be equal, and the pod
 // is then assumed on the best node in both caches (the oldest of more than
 // 200 assumed pods is forgotten), so the snapshots evolve.
-func fwkCompare(t *testing.T, spec workload.ClusterSpec, pods int) {
-	ctx, cancel := fwkContext(t)
-	defer cancel()
-	nodes, existing := fwkCluster(spec)
-	env := newFwkEnv(t, nodes)
-	up := newFwkSide(t, ctx, Upstream, env)
-	defer up.impl.Close()
-	sc := newFwkSide(t, ctx, SchedCache, env)
-	defer sc.impl.Close()
-	for _, s := range []*fwkSide{up, sc} {
+// loadSides adds nodes, then the existing pods, to every side's cache.
+func loadSides(t *testing.T, nodes []*v1.Node, existing []*v1.Pod, sides ...*fwkSide) {
+	t.Helper()
+	for _, s := range sides {
 		for _, n := range nodes {
 			if err := s.impl.AddNode(n); err != nil {
 				t.Fatal(err)
@@ -468,6 +462,18 @@ func fwkCompare(t *testing.T, spec workload.ClusterSpec, pods int) {
 			}
 		}
 	}
+}
+
+func fwkCompare(t *testing.T, spec workload.ClusterSpec, pods int) {
+	ctx, cancel := fwkContext(t)
+	defer cancel()
+	nodes, existing := fwkCluster(spec)
+	env := newFwkEnv(t, nodes)
+	up := newFwkSide(t, ctx, Upstream, env)
+	defer up.impl.Close()
+	sc := newFwkSide(t, ctx, SchedCache, env)
+	defer sc.impl.Close()
+	loadSides(t, nodes, existing, up, sc)
 	r := rand.New(rand.NewPCG(uint64(spec.Nodes), 15))
 	var assumed []*v1.Pod
 	verdicts := map[string]int{}
@@ -573,18 +579,7 @@ func TestFwkPreemptionDryRun(t *testing.T) {
 	defer up.impl.Close()
 	sc := newFwkSide(t, ctx, SchedCache, env)
 	defer sc.impl.Close()
-	for _, s := range []*fwkSide{up, sc} {
-		for _, n := range nodes {
-			if err := s.impl.AddNode(n); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, p := range existing {
-			if err := s.impl.AddPod(p); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	loadSides(t, nodes, existing, up, sc)
 	r := rand.New(rand.NewPCG(3, 3))
 	prio := int32(25)
 	victimsTotal, nodesWithVictims := 0, 0
