@@ -70,6 +70,9 @@ func WithDispatcher(d Dispatcher) Option {
 // Contract: safe for concurrent use; blocks only as long as the
 // dispatcher's DispatchBinding.
 func (c *Cache) BindPod(binding *v1.Binding) (<-chan error, error) {
+	if err := c.started(); err != nil {
+		return nil, err
+	}
 	onFinish := make(chan error, 1)
 	if err := c.checkBinding(binding); err != nil {
 		onFinish <- err

@@ -90,6 +90,9 @@ var (
 	ErrSnapshotPublished = snapshot.ErrPublished
 	ErrNilSnapshot       = errors.New("schedcache: nil snapshot")
 	ErrInvalidArgument   = errors.New("schedcache: invalid argument")
+	// ErrNotStarted is returned by every method of a nil or zero-value
+	// *Cache: only New makes a usable one.
+	ErrNotStarted = errors.New("schedcache: cache not made by New")
 )
 
 // NewEmptySnapshot returns an empty snapshot owned by the caller, to be
@@ -167,6 +170,18 @@ type Cache struct {
 }
 
 // New starts a cache. It stops when ctx is done or Close is called.
+// OptionError is New's error for an option given an invalid value; it
+// wraps ErrInvalidArgument.
+type OptionError struct {
+	Option string // the option's function name, e.g. "WithShards"
+	Value  any
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("schedcache: %s(%v): must not be negative", e.Option, e.Value)
+}
+func (e *OptionError) Unwrap() error { return ErrInvalidArgument }
+
 func New(ctx context.Context, opts ...Option) (*Cache, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
@@ -175,8 +190,22 @@ func New(ctx context.Context, opts ...Option) (*Cache, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.TTL < 0 || o.Period < 0 || o.Shards < 0 || o.MailboxSize < 0 || o.MaxBatch < 0 || o.ExpiryChunk < 0 {
-		return nil, fmt.Errorf("%w: negative option", ErrInvalidArgument)
+	for _, c := range []struct {
+		name string
+		neg  bool
+		val  any
+	}{
+		{"WithTTL", o.TTL < 0, o.TTL}, {"WithPeriod", o.Period < 0, o.Period}, {"WithShards", o.Shards < 0, o.Shards},
+		{"WithMailboxSize", o.MailboxSize < 0, o.MailboxSize}, {"WithMaxBatch", o.MaxBatch < 0, o.MaxBatch},
+		{"WithExpiryChunk", o.ExpiryChunk < 0, o.ExpiryChunk},
+	} {
+		if c.neg {
+			return nil, &OptionError{Option: c.name, Value: c.val}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		// A cache started on a done context would refuse every call.
+		return nil, fmt.Errorf("%w: New with a done context: %w", ErrClosed, err)
 	}
 	if o.Clock == nil {
 		o.Clock = RealClock{}
@@ -190,16 +219,29 @@ func New(ctx context.Context, opts ...Option) (*Cache, error) {
 // Close stops every goroutine of the cache and waits for them. Operations
 // already applied are published first. Close is idempotent.
 func (c *Cache) Close() error {
+	if err := c.started(); err != nil {
+		return err
+	}
 	c.a.Stop()
 	return nil
 }
 
 // Done is closed once the cache has stopped.
-func (c *Cache) Done() <-chan struct{} { return c.a.Done() }
+func (c *Cache) Done() <-chan struct{} {
+	if c.started() != nil {
+		return closedChan
+	}
+	return c.a.Done()
+}
 
 // Err returns the failure that stopped the cache from accepting writes
 // (see FailedError), or nil.
-func (c *Cache) Err() error { return c.a.Failed() }
+func (c *Cache) Err() error {
+	if err := c.started(); err != nil {
+		return err
+	}
+	return c.a.Failed()
+}
 
 func (c *Cache) do(op *actor.Op) actor.Result {
 	r := c.a.Do(op)
@@ -208,10 +250,30 @@ func (c *Cache) do(op *actor.Op) actor.Result {
 }
 
 // podOp validates pod and builds an op keyed by its UID.
+// podName names pod in an error about the pod itself: namespace/name, or
+// "<nil>".
+func podName(pod *v1.Pod) string {
+	if pod == nil {
+		return "<nil>"
+	}
+	return pod.Namespace + "/" + pod.Name
+}
+
+// closedChan is what Done returns for a nil or zero-value Cache.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// started reports ErrNotStarted for a nil or zero-value Cache.
+func (c *Cache) started() error {
+	if c == nil || c.a == nil {
+		return ErrNotStarted
+	}
+	return nil
+}
+
 func (c *Cache) podOp(kind actor.OpKind, pod *v1.Pod) (*actor.Op, error) {
 	key, err := framework.PodKey(pod)
 	if err != nil {
-		return nil, err
+		return nil, &PodError{Op: kind.String(), Key: podName(pod), Err: err}
 	}
 	op := c.a.NewOp()
 	op.Kind, op.Pod, op.Key = kind, pod, key
@@ -222,7 +284,11 @@ func (c *Cache) podOp(kind actor.OpKind, pod *v1.Pod) (*actor.Op, error) {
 func (c *Cache) infoOp(kind actor.OpKind, pod *v1.Pod) (*actor.Op, error) {
 	info, err := framework.NewPodInfo(pod)
 	if err != nil {
-		return nil, err
+		var pe *PodError
+		if errors.As(err, &pe) {
+			return nil, err
+		}
+		return nil, &PodError{Op: kind.String(), Key: podName(pod), Err: err}
 	}
 	op := c.a.NewOp()
 	op.Kind, op.Info, op.Key = kind, info, info.Key()
@@ -235,6 +301,9 @@ func (c *Cache) infoOp(kind actor.OpKind, pod *v1.Pod) (*actor.Op, error) {
 // NodeCount and Dump, never in snapshots, removed with its last pod), as
 // upstream.
 func (c *Cache) AssumePod(logger klog.Logger, pod *v1.Pod) error {
+	if err := c.started(); err != nil {
+		return err
+	}
 	op, err := c.infoOp(actor.OpAssumePod, pod)
 	if err != nil {
 		return err
@@ -245,6 +314,9 @@ func (c *Cache) AssumePod(logger klog.Logger, pod *v1.Pod) error {
 // FinishBinding starts the TTL of an assumed pod; for other pods it does
 // nothing.
 func (c *Cache) FinishBinding(logger klog.Logger, pod *v1.Pod) error {
+	if err := c.started(); err != nil {
+		return err
+	}
 	op, err := c.podOp(actor.OpFinishBinding, pod)
 	if err != nil {
 		return err
@@ -254,6 +326,9 @@ func (c *Cache) FinishBinding(logger klog.Logger, pod *v1.Pod) error {
 
 // ForgetPod removes an assumed pod (binding failed).
 func (c *Cache) ForgetPod(logger klog.Logger, pod *v1.Pod) error {
+	if err := c.started(); err != nil {
+		return err
+	}
 	op, err := c.podOp(actor.OpForgetPod, pod)
 	if err != nil {
 		return err
@@ -264,6 +339,9 @@ func (c *Cache) ForgetPod(logger klog.Logger, pod *v1.Pod) error {
 // AddPod confirms an assumed pod (on its node or another), or adds a pod
 // that is not cached (new, or expired).
 func (c *Cache) AddPod(logger klog.Logger, pod *v1.Pod) error {
+	if err := c.started(); err != nil {
+		return err
+	}
 	op, err := c.infoOp(actor.OpAddPod, pod)
 	if err != nil {
 		return err
@@ -291,6 +369,9 @@ func (c *Cache) updatePodOp(oldPod, newPod *v1.Pod) (*actor.Op, error) {
 // pod (ErrUIDMismatch), nil pods and empty UIDs (upstream panics on a nil
 // pod; with an empty new UID it removes the pod and then fails).
 func (c *Cache) UpdatePod(logger klog.Logger, oldPod, newPod *v1.Pod) error {
+	if err := c.started(); err != nil {
+		return err
+	}
 	op, err := c.updatePodOp(oldPod, newPod)
 	if err != nil {
 		return err
@@ -300,6 +381,9 @@ func (c *Cache) UpdatePod(logger klog.Logger, oldPod, newPod *v1.Pod) error {
 
 // RemovePod removes a cached pod, assumed or added.
 func (c *Cache) RemovePod(logger klog.Logger, pod *v1.Pod) error {
+	if err := c.started(); err != nil {
+		return err
+	}
 	op, err := c.podOp(actor.OpRemovePod, pod)
 	if err != nil {
 		return err
@@ -310,6 +394,9 @@ func (c *Cache) RemovePod(logger klog.Logger, pod *v1.Pod) error {
 // GetPod returns the cached object of pod (matched by UID). The returned
 // pod is shared: do not modify it.
 func (c *Cache) GetPod(pod *v1.Pod) (*v1.Pod, error) {
+	if err := c.started(); err != nil {
+		return nil, err
+	}
 	key, err := framework.PodKey(pod)
 	if err != nil {
 		return nil, err
@@ -323,6 +410,9 @@ func (c *Cache) GetPod(pod *v1.Pod) (*v1.Pod, error) {
 
 // IsAssumedPod reports whether pod is assumed.
 func (c *Cache) IsAssumedPod(pod *v1.Pod) (bool, error) {
+	if err := c.started(); err != nil {
+		return false, err
+	}
 	key, err := framework.PodKey(pod)
 	if err != nil {
 		return false, err
@@ -333,15 +423,28 @@ func (c *Cache) IsAssumedPod(pod *v1.Pod) (bool, error) {
 
 // PodCount returns the number of cached pods, assumed ones and pods on
 // removed nodes included. The error is always nil.
-func (c *Cache) PodCount() (int, error) { return c.a.Snapshot().PodCount(), nil }
+func (c *Cache) PodCount() (int, error) {
+	if err := c.started(); err != nil {
+		return 0, err
+	}
+	return c.a.Snapshot().PodCount(), nil
+}
 
 // NodeCount returns the number of node entries, including removed nodes
 // that still hold pods and entries created by pods naming unknown nodes.
-func (c *Cache) NodeCount() int { return c.a.Snapshot().NodeCount() }
+func (c *Cache) NodeCount() int {
+	if c.started() != nil {
+		return 0
+	}
+	return c.a.Snapshot().NodeCount()
+}
 
 // AddNode adds node, or replaces the object of an existing entry, and
 // returns the resulting NodeInfo (immutable).
 func (c *Cache) AddNode(logger klog.Logger, node *v1.Node) (*NodeInfo, error) {
+	if err := c.started(); err != nil {
+		return nil, err
+	}
 	if node == nil {
 		return nil, ErrNilNode
 	}
@@ -362,6 +465,9 @@ func (c *Cache) AddNode(logger klog.Logger, node *v1.Node) (*NodeInfo, error) {
 // zone change would unlist that other node while it keeps its object
 // (ErrNodeNameMismatch).
 func (c *Cache) UpdateNode(logger klog.Logger, oldNode, newNode *v1.Node) (*NodeInfo, error) {
+	if err := c.started(); err != nil {
+		return nil, err
+	}
 	if err := checkUpdateNode(oldNode, newNode); err != nil {
 		return nil, err
 	}
@@ -385,6 +491,9 @@ func checkUpdateNode(oldNode, newNode *v1.Node) error {
 // RemoveNode removes node; an entry holding pods stays (as a ghost, not in
 // snapshots) until its last pod leaves.
 func (c *Cache) RemoveNode(logger klog.Logger, node *v1.Node) error {
+	if err := c.started(); err != nil {
+		return err
+	}
 	if node == nil {
 		return ErrNilNode
 	}
@@ -396,6 +505,9 @@ func (c *Cache) RemoveNode(logger klog.Logger, node *v1.Node) error {
 // GetNode returns a copy of the entry named name, ghosts and nodeless
 // entries included.
 func (c *Cache) GetNode(name string) (*NodeInfo, error) {
+	if err := c.started(); err != nil {
+		return nil, err
+	}
 	op := c.a.NewOp()
 	op.Kind, op.Name = actor.OpGetNode, name
 	r := c.do(op)
@@ -405,6 +517,9 @@ func (c *Cache) GetNode(name string) (*NodeInfo, error) {
 // Dump returns a copy of every entry and the set of assumed pod keys.
 // It costs O(nodes + pods).
 func (c *Cache) Dump() (*Dump, error) {
+	if err := c.started(); err != nil {
+		return nil, err
+	}
 	op := c.a.NewOp()
 	op.Kind = actor.OpDump
 	r := c.do(op)
@@ -414,6 +529,9 @@ func (c *Cache) Dump() (*Dump, error) {
 // Sync waits until every operation submitted before it (Async ones
 // included) is applied and published.
 func (c *Cache) Sync() error {
+	if err := c.started(); err != nil {
+		return err
+	}
 	op := c.a.NewOp()
 	op.Kind = actor.OpSync
 	return c.do(op).Err
@@ -425,7 +543,12 @@ func (c *Cache) Sync() error {
 // except that each node's image counts are as of the node's last change
 // (as in upstream's snapshot refreshed after every operation); use
 // UpdateSnapshot for upstream's snapshots exactly.
-func (c *Cache) Snapshot() *Snapshot { return c.a.Snapshot() }
+func (c *Cache) Snapshot() *Snapshot {
+	if c.started() != nil {
+		return NewEmptySnapshot()
+	}
+	return c.a.Snapshot()
+}
 
 // UpdateSnapshot refreshes dst from the latest published snapshot exactly
 // as upstream's UpdateSnapshot refreshes the scheduler's long-lived
@@ -436,6 +559,9 @@ func (c *Cache) Snapshot() *Snapshot { return c.a.Snapshot() }
 // UpdateSnapshot would return (an inconsistent node list),
 // ErrSnapshotPublished if dst came from Snapshot, or ErrNilSnapshot.
 func (c *Cache) UpdateSnapshot(logger klog.Logger, dst *Snapshot) error {
+	if err := c.started(); err != nil {
+		return err
+	}
 	if dst == nil {
 		return ErrNilSnapshot
 	}
@@ -455,6 +581,9 @@ func (c *Cache) submit(op *actor.Op) error {
 // AddPodAsync submits AddPod without waiting for its result. Events are
 // applied in submission order; failures go to the async error handler.
 func (c *Cache) AddPodAsync(pod *v1.Pod) error {
+	if err := c.started(); err != nil {
+		return err
+	}
 	op, err := c.infoOp(actor.OpAddPod, pod)
 	if err != nil {
 		return err
@@ -464,6 +593,9 @@ func (c *Cache) AddPodAsync(pod *v1.Pod) error {
 
 // UpdatePodAsync submits UpdatePod without waiting for its result.
 func (c *Cache) UpdatePodAsync(oldPod, newPod *v1.Pod) error {
+	if err := c.started(); err != nil {
+		return err
+	}
 	op, err := c.updatePodOp(oldPod, newPod)
 	if err != nil {
 		return err
@@ -473,6 +605,9 @@ func (c *Cache) UpdatePodAsync(oldPod, newPod *v1.Pod) error {
 
 // RemovePodAsync submits RemovePod without waiting for its result.
 func (c *Cache) RemovePodAsync(pod *v1.Pod) error {
+	if err := c.started(); err != nil {
+		return err
+	}
 	op, err := c.podOp(actor.OpRemovePod, pod)
 	if err != nil {
 		return err
@@ -482,6 +617,9 @@ func (c *Cache) RemovePodAsync(pod *v1.Pod) error {
 
 // AddNodeAsync submits AddNode without waiting for its result.
 func (c *Cache) AddNodeAsync(node *v1.Node) error {
+	if err := c.started(); err != nil {
+		return err
+	}
 	if node == nil {
 		return ErrNilNode
 	}
@@ -492,6 +630,9 @@ func (c *Cache) AddNodeAsync(node *v1.Node) error {
 
 // UpdateNodeAsync submits UpdateNode without waiting for its result.
 func (c *Cache) UpdateNodeAsync(oldNode, newNode *v1.Node) error {
+	if err := c.started(); err != nil {
+		return err
+	}
 	if err := checkUpdateNode(oldNode, newNode); err != nil {
 		return err
 	}
@@ -502,6 +643,9 @@ func (c *Cache) UpdateNodeAsync(oldNode, newNode *v1.Node) error {
 
 // RemoveNodeAsync submits RemoveNode without waiting for its result.
 func (c *Cache) RemoveNodeAsync(node *v1.Node) error {
+	if err := c.started(); err != nil {
+		return err
+	}
 	if node == nil {
 		return ErrNilNode
 	}

@@ -41,4 +41,9 @@ var BatchBuckets = actor.BatchBuckets
 // never waits for the coordinator: each counter is one atomic load, the
 // mailbox depth is len of its channel, and the counts come from the latest
 // published snapshot. It may be called after Close.
-func (c *Cache) Stats() Stats { return c.a.Stats() }
+func (c *Cache) Stats() Stats {
+	if c.started() != nil {
+		return Stats{}
+	}
+	return c.a.Stats()
+}
