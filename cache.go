@@ -26,30 +26,56 @@ import (
 	"github.com/schedcache/schedcache/snapshot"
 )
 
-// Types shared with the sub-packages.
+// Types shared with the sub-packages, under the names users see.
 type (
-	NodeInfo          = framework.NodeInfo
-	PodInfo           = framework.PodInfo
-	Resource          = framework.Resource
+	// NodeInfo is one node's immutable aggregate as a snapshot shows it
+	// (upstream's NodeInfo after a clone).
+	NodeInfo = framework.NodeInfo
+	// PodInfo is a pod with what the cache precomputes for it (requests,
+	// host ports, PVC keys, affinity flags); immutable.
+	PodInfo = framework.PodInfo
+	// Resource is a set of resource amounts (cpu in millicores, memory and
+	// storage in bytes, scalars).
+	Resource = framework.Resource
+	// ImageStateSummary is an image's size and the number of nodes listing
+	// it, as one clone shows them.
 	ImageStateSummary = framework.ImageStateSummary
-	HostPortInfo      = framework.HostPortInfo
-	Snapshot          = snapshot.Snapshot
-	Dump              = actor.Dump
-	AsyncError        = actor.AsyncError
-	Clock             = actor.Clock
-	Timer             = actor.Timer
-	PodError          = actor.PodError
-	NodeError         = actor.NodeError
-	CorruptionError   = actor.CorruptionError
-	FailedError       = actor.FailedError
-	PanicError        = shard.PanicError
+	// HostPortInfo is the set of host ports a node's pods use, by IP.
+	HostPortInfo = framework.HostPortInfo
+	// Snapshot is an immutable view published by the cache, or a snapshot
+	// the caller owns and refreshes with UpdateSnapshot.
+	Snapshot = snapshot.Snapshot
+	// Dump is a copy of every node entry (ghosts and nodeless ones
+	// included) and the set of assumed pod keys.
+	Dump = actor.Dump
+	// AsyncError is a failure of an operation submitted with an *Async
+	// method, handed to WithAsyncErrorHandler's handler.
+	AsyncError = actor.AsyncError
+	// Clock is the time source the cache uses for TTL expiry (WithClock).
+	Clock = actor.Clock
+	// Timer is what a Clock's NewTimer returns.
+	Timer = actor.Timer
+	// PodError is a pod operation's typed error: the operation, the pod
+	// key, the node, and the sentinel it wraps.
+	PodError = actor.PodError
+	// NodeError is a node operation's typed error.
+	NodeError = actor.NodeError
+	// CorruptionError is returned where upstream exits the process; the
+	// cache is unchanged.
+	CorruptionError = actor.CorruptionError
+	// FailedError is returned by every write after an internal failure.
+	FailedError = actor.FailedError
+	// PanicError is a recovered panic of a shard, carried by FailedError.
+	PanicError = shard.PanicError
 	// InconsistentListError is what UpdateSnapshot (and Snapshot.Err)
 	// report for a node list whose length differs from the zone tree's.
 	InconsistentListError = snapshot.InconsistentListError
 	// NodeInfoNotFoundError is what a snapshot's Get returns for a name it
 	// lacks.
 	NodeInfoNotFoundError = snapshot.NotFoundError
-	QuantityError         = framework.QuantityError
+	// QuantityError refuses a pod amount that could make a node's totals
+	// overflow (see MaxPodQuantity).
+	QuantityError = framework.QuantityError
 )
 
 // Bounds that keep node totals from overflowing (the arithmetic is at
