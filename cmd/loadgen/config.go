@@ -54,6 +54,9 @@ type Config struct {
 	Rate          float64
 	BurstSize     int
 	BurstInterval time.Duration
+	// KeepPods: the informer deletes no pod (the cluster grows by every
+	// scheduled pod) instead of one old pod per confirmation.
+	KeepPods bool
 	// CSV is where the per-second time series goes ("" none).
 	CSV string
 	// Scenario names the scenario file or preset the run came from.
@@ -257,6 +260,7 @@ func flagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.Sample, "sample", cfg.Sample, "nodes sampled per scheduling decision, 1 to -nodes (default 50, or -nodes if fewer)")
 	fs.DurationVar(&cfg.ConfirmDelay, "confirm-delay", cfg.ConfirmDelay, "delay before the informer confirms a binding with AddPod, shorter than -duration")
 	fs.Float64Var(&cfg.FailRate, "fail-rate", cfg.FailRate, "fraction of bindings that fail and are forgotten, in [0, 1]")
+	fs.BoolVar(&cfg.KeepPods, "keep-pods", cfg.KeepPods, "the informer deletes no pod: the cluster grows by every scheduled pod (default: one old pod deleted per confirmation)")
 	fs.StringVar(&cfg.Arrival, "arrival", cfg.Arrival, "pod arrivals: closed (loop), poisson (-rate) or burst (-burst-size every -burst-interval)")
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "Poisson arrival rate in pods/s (-arrival poisson)")
 	fs.IntVar(&cfg.BurstSize, "burst-size", cfg.BurstSize, "pods per burst (-arrival burst)")

@@ -254,19 +254,22 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 			}
 			e.truth.Observed(ev.pod)
 			rep.Adds++
-			win.events(ev.at, 2)
+			win.events(ev.at, 1)
 			traceEvent(trace, ev.at, "confirm", ev.pod.Name, ev.pod.Spec.NodeName)
 			live = append(live, ev.pod)
-			j := r.IntN(len(live))
-			victim := live[j]
-			live[j] = live[len(live)-1]
-			live = live[:len(live)-1]
-			e.truth.Delete(victim)
-			if err := c.RemovePod(logger, victim); err != nil {
-				return nil, fmt.Errorf("RemovePod %s: %w", victim.Name, err)
+			if !cfg.KeepPods {
+				j := r.IntN(len(live))
+				victim := live[j]
+				live[j] = live[len(live)-1]
+				live = live[:len(live)-1]
+				e.truth.Delete(victim)
+				if err := c.RemovePod(logger, victim); err != nil {
+					return nil, fmt.Errorf("RemovePod %s: %w", victim.Name, err)
+				}
+				rep.Removes++
+				win.events(ev.at, 1)
+				traceEvent(trace, ev.at, "delete", victim.Name, victim.Spec.NodeName)
 			}
-			rep.Removes++
-			traceEvent(trace, ev.at, "delete", victim.Name, victim.Spec.NodeName)
 			if (rep.Adds+rep.Removes)%100 < 2 {
 				k := r.IntN(len(nodes))
 				nn := nodeHeartbeat(nodes[k], rep.Adds+rep.Removes)

@@ -142,6 +142,7 @@ type JSONConfig struct {
 	InitialPods    int     `json:"initial_pods,omitempty"`
 	Zones          int     `json:"zones,omitempty"`
 	Pods           int64   `json:"pods,omitempty"`
+	KeepPods       bool    `json:"keep_pods,omitempty"`
 }
 
 // Environment is a plain value: where the run happened.
@@ -223,7 +224,7 @@ func (r *Report) JSON() *JSONReport {
 		Labels: map[string]string{"Metric": "SchedulingThroughput", "Windows": fmt.Sprint(len(sorted))},
 	}
 	jc := JSONConfig{c.Nodes, c.PodsPerNode, c.Seed, c.Duration.Seconds(), c.Schedulers, c.Sample,
-		ms(c.ConfirmDelay), c.FailRate, r.Shards, c.Deterministic, 0, 0, c.InitialPods, c.Zones, c.Pods}
+		ms(c.ConfirmDelay), c.FailRate, r.Shards, c.Deterministic, 0, 0, c.InitialPods, c.Zones, c.Pods, c.KeepPods}
 	if c.Deterministic {
 		jc.DecisionTimeUs = float64(c.DecisionTime) / 1e3
 		jc.AuditEveryMs = ms(c.AuditEvery)
@@ -294,8 +295,12 @@ func (r *Report) Print(w io.Writer) {
 	}
 	j := r.JSON()
 	tp := j.DataItems[0].Data
-	fmt.Fprintf(w, "scheduled: %d pods (%.0f pods/s; per 1 s window avg %.0f p50 %.0f p90 %.0f p99 %.0f); forgotten %d (failed bindings %d, conflicts %d); unschedulable decisions %d\n",
-		r.Scheduled, r.PodsPerSec, tp["Average"], tp["Perc50"], tp["Perc90"], tp["Perc99"], r.Forgotten, r.FailedBindings, r.Conflicts, r.Unschedulable)
+	perWindow := "no full 1 s window"
+	if len(r.Windows) > 0 {
+		perWindow = fmt.Sprintf("per 1 s window avg %.0f p50 %.0f p90 %.0f p99 %.0f", tp["Average"], tp["Perc50"], tp["Perc90"], tp["Perc99"])
+	}
+	fmt.Fprintf(w, "scheduled: %d pods (%.0f pods/s; %s); forgotten %d (failed bindings %d, conflicts %d); unschedulable decisions %d\n",
+		r.Scheduled, r.PodsPerSec, perWindow, r.Forgotten, r.FailedBindings, r.Conflicts, r.Unschedulable)
 	fmt.Fprintf(w, "events:    %d informer events (%.0f events/s): %d adds, %d removes, %d node updates\n",
 		r.Events, r.EventsPerSec, r.Adds, r.Removes, r.NodeUpdates)
 	fmt.Fprintf(w, "assume latency:        p50 %v  p99 %v  p99.9 %v  max %v\n", r.Assume.P50, r.Assume.P99, r.Assume.P999, r.Assume.Max)

@@ -46,6 +46,7 @@ type ScenarioWork struct {
 	BindingFailureRate *float64 `json:"bindingFailureRate"`
 	ConfirmDelay       *string  `json:"confirmDelay"`
 	DecisionTime       *string  `json:"decisionTime"`
+	KeepPods           *bool    `json:"keepPods"`
 }
 
 // ScenarioRun is the run length: a duration, a pod count, or both
@@ -168,6 +169,9 @@ func (sc *Scenario) apply(cfg *Config) error {
 		setInt(&cfg.Schedulers, w.Schedulers)
 		setInt(&cfg.Sample, w.Sample)
 		sc.setSample = w.Sample != nil
+		if w.KeepPods != nil {
+			cfg.KeepPods = *w.KeepPods
+		}
 		if w.BindingFailureRate != nil {
 			cfg.FailRate = *w.BindingFailureRate
 		}
@@ -230,6 +234,7 @@ var scenarioField = map[string]string{
 	"fail-rate":      "workload.bindingFailureRate",
 	"confirm-delay":  "workload.confirmDelay",
 	"decision-time":  "workload.decisionTime",
+	"keep-pods":      "workload.keepPods",
 	"duration":       "run.duration",
 	"pods":           "run.pods",
 	"arrival":        "arrivals.mode",

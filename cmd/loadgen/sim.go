@@ -426,18 +426,21 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 			}
 			e.truth.Observed(conf.pod)
 			adds++
-			iwin.events(time.Since(start), 2)
+			iwin.events(time.Since(start), 1)
 			live = append(live, conf.pod)
-			j := r.IntN(len(live))
-			victim := live[j]
-			live[j] = live[len(live)-1]
-			live = live[:len(live)-1]
-			e.truth.Delete(victim)
-			if ierr = c.RemovePodAsync(victim); ierr != nil {
-				fail(ierr)
-				continue
+			if !cfg.KeepPods {
+				j := r.IntN(len(live))
+				victim := live[j]
+				live[j] = live[len(live)-1]
+				live = live[:len(live)-1]
+				e.truth.Delete(victim)
+				if ierr = c.RemovePodAsync(victim); ierr != nil {
+					fail(ierr)
+					continue
+				}
+				removes++
+				iwin.events(time.Since(start), 1)
 			}
-			removes++
 			if (adds+removes)%100 < 2 {
 				k := r.IntN(len(nodes))
 				nn := nodeHeartbeat(nodes[k], adds+removes)
