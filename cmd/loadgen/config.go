@@ -99,6 +99,9 @@ const (
 	// queueCap bounds the pending queue of a real-time open-loop run: the
 	// arrivals goroutine waits when it is full.
 	queueCap = 1 << 16
+	// detQueueMax bounds the pending queue of a deterministic open-loop
+	// run (it has no back-pressure): reaching it stops the run.
+	detQueueMax = 1 << 20
 	// stallLimit ends a pod-count run in which no pod was scheduled for
 	// this long (virtual or real): the cluster is full.
 	stallLimit = 10 * time.Second
@@ -347,6 +350,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	}
 	if !set["sample"] && cfg.Nodes >= 1 && cfg.Sample > cfg.Nodes {
 		cfg.Sample = cfg.Nodes // the default sample never exceeds a small cluster
+	}
+	if cfg.InitialPods > 0 {
+		cfg.PodsPerNode = 0 // the total replaces the per-node count
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, err

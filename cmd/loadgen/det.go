@@ -169,6 +169,11 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 				traceEvent(trace, ev.at, "arrive", pod.Name, "")
 			}
 			rep.MaxPending = max(rep.MaxPending, len(queue)-head)
+			if len(queue)-head >= detQueueMax {
+				stopped, endAt = true, ev.at
+				rep.Stopped = "queue-full"
+				e.warnings = append(e.warnings, fmt.Sprintf("stopped at %v of virtual time: %d pods pending, the most a deterministic run queues (the arrivals outrun the schedulers)", ev.at, len(queue)-head))
+			}
 			if head > 4096 && head*2 > len(queue) {
 				queue = append(queue[:0:0], queue[head:]...)
 				head = 0

@@ -15,8 +15,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Scenario is a plain value decoded from a YAML file: a cluster shape, a
-// workload, a run length and arrivals. A field left out keeps the
+// Scenario is a plain value, owned by the goroutine that decoded it (no
+// field is shared): a YAML file's cluster shape, workload, run length and
+// arrivals. A field left out keeps the
 // default (the flags' defaults). See docs/loadgen.md.
 type Scenario struct {
 	Name        string           `json:"name"`

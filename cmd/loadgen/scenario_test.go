@@ -124,6 +124,7 @@ func TestPresetsValidate(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 5000, sb.Nodes)
 	require.Equal(t, 1000, sb.InitialPods)
+	require.Zero(t, sb.PodsPerNode, "the total replaces the default per-node count")
 	require.Equal(t, int64(10000), sb.Pods)
 	require.Zero(t, sb.Duration)
 	op, err := parseFlags([]string{"-preset", "open-poisson"}, io.Discard)

@@ -13,8 +13,8 @@ import (
 // arrival is a pod of an open-loop run waiting in the pending queue since
 // at (virtual time since the start, or wall time since the start).
 type arrival struct {
-	pod *v1.Pod
-	at  time.Duration
+	pod *v1.Pod       // immutable until a scheduler takes it from the queue
+	at  time.Duration // immutable
 }
 
 // windows accumulates per-second figures of a run. It is owned by one
@@ -67,17 +67,16 @@ func (w *windows) merge(o *windows) {
 	}
 }
 
-// SeriesRow is a plain value: one 1 s window of the run (the last one may
+// SeriesRow is a plain value, owned by the Report holding it: one 1 s window of the run (the last one may
 // be partial: Seconds is then the end of the run).
 type SeriesRow struct {
-	Seconds      float64 // end of the window
-	Scheduled    int64   // pods scheduled since the start
-	PodsPerSec   float64 // in this window
-	Pending      int     // pending queue length at the end of the window
-	Events       int64   // informer events in this window
-	P50, P99     time.Duration
-	WindowPods   int64
-	windowLength time.Duration
+	Seconds    float64 // end of the window
+	Scheduled  int64   // pods scheduled since the start
+	PodsPerSec float64 // in this window
+	Pending    int     // pending queue length at the end of the window
+	Events     int64   // informer events in this window
+	P50, P99   time.Duration
+	WindowPods int64 // pods scheduled in this window
 }
 
 // series builds the rows of the windows up to elapsed; pending[i] is the
@@ -88,7 +87,7 @@ func (w *windows) series(elapsed time.Duration, pending []int) []SeriesRow {
 	for i := 0; time.Duration(i)*time.Second < elapsed; i++ {
 		end := min(time.Duration(i+1)*time.Second, elapsed)
 		width := end - time.Duration(i)*time.Second
-		r := SeriesRow{Seconds: end.Seconds(), windowLength: width}
+		r := SeriesRow{Seconds: end.Seconds()}
 		if i < len(w.sched) {
 			r.WindowPods, r.Events = w.sched[i], w.evs[i]
 			if h := w.lat[i]; h != nil {

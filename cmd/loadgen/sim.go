@@ -72,7 +72,7 @@ func refuseOverfull(over, nodes int) bool { return over*100 > nodes }
 // The caller closes env.c.
 func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress, rep *Report) (*env, error) {
 	e := &env{truth: newTruth()}
-	prog.printf("building cluster: %d nodes x %d pods (seed %d)\n", cfg.Nodes, cfg.PodsPerNode, cfg.Seed)
+	prog.printf("building cluster: %d nodes, %d pods per node or %d in all (seed %d)\n", cfg.Nodes, cfg.PodsPerNode, cfg.InitialPods, cfg.Seed)
 	e.cl = buildCluster(cfg)
 	rep.InitialPods = len(e.cl.Pods)
 	opts := []schedcache.Option{schedcache.WithAsyncErrorHandler(func(ae schedcache.AsyncError) {
