@@ -36,6 +36,50 @@ type Config struct {
 	JSON string
 	// Quiet turns progress off even on a terminal.
 	Quiet bool
+
+	// InitialPods, when positive, is the total of bound pods at start,
+	// spread evenly over the nodes; it replaces PodsPerNode (which then
+	// holds the per-node ceiling the generator builds).
+	InitialPods int
+	// Zones: 0 keeps the generator's three zones (50/30/20%); N relabels
+	// node i into zone-(i mod N).
+	Zones int
+	// Pods, when positive, stops the run once that many pods are
+	// scheduled (Duration, when positive, still bounds it).
+	Pods int64
+	// Arrival is how pods arrive: closed (each scheduler draws a new pod
+	// as soon as it is free), poisson (Rate pods/s) or burst (BurstSize
+	// pods every BurstInterval).
+	Arrival       string
+	Rate          float64
+	BurstSize     int
+	BurstInterval time.Duration
+	// KeepPods: the informer deletes no pod (the cluster grows by every
+	// scheduled pod) instead of one old pod per confirmation.
+	KeepPods bool
+	// CSV is where the per-second time series goes ("" none).
+	CSV string
+	// Scenario names the scenario file or preset the run came from.
+	Scenario string
+}
+
+// Arrival modes.
+const (
+	arrClosed  = "closed"
+	arrPoisson = "poisson"
+	arrBurst   = "burst"
+)
+
+// openLoop says whether pods arrive on their own schedule.
+func (c *Config) openLoop() bool { return c.Arrival == arrPoisson || c.Arrival == arrBurst }
+
+// limit is how long the run may last: Duration, or maxDuration in a
+// pod-count run without one.
+func (c *Config) limit() time.Duration {
+	if c.Duration > 0 {
+		return c.Duration
+	}
+	return maxDuration
 }
 
 // Limits of the flags. They keep a run within what one machine can hold
@@ -48,6 +92,19 @@ const (
 	maxDuration    = 24 * time.Hour
 	maxDecision    = time.Second
 	maxAudits      = 10_000
+	maxRate        = 10_000_000
+	maxBurst       = 1_000_000
+	maxPods        = 100_000_000
+	maxZones       = 1000
+	// queueCap bounds the pending queue of a real-time open-loop run: the
+	// arrivals goroutine waits when it is full.
+	queueCap = 1 << 16
+	// detQueueMax bounds the pending queue of a deterministic open-loop
+	// run (it has no back-pressure): reaching it stops the run.
+	detQueueMax = 1 << 20
+	// stallLimit ends a pod-count run in which no pod was scheduled for
+	// this long (virtual or real): the cluster is full.
+	stallLimit = 10 * time.Second
 )
 
 // ErrUsage marks a configuration refused before any work (exit code 2).
@@ -78,6 +135,7 @@ func defaultConfig() Config {
 		ConfirmDelay: time.Millisecond,
 		FailRate:     0.01,
 		DecisionTime: 250 * time.Microsecond,
+		Arrival:      arrClosed,
 	}
 }
 
@@ -89,14 +147,30 @@ func (c *Config) Validate() error {
 		return bad("nodes", "must be at least 1, got %d", c.Nodes)
 	case c.Nodes > maxNodes:
 		return bad("nodes", "at most %d, got %d", maxNodes, c.Nodes)
+	case c.InitialPods < 0:
+		return bad("initial-pods", "must not be negative, got %d", c.InitialPods)
+	case c.InitialPods > maxInitialPods:
+		return bad("initial-pods", "at most %d, got %d", maxInitialPods, c.InitialPods)
+	case int64(c.InitialPods) > int64(c.Nodes)*workload.NodePods:
+		return bad("initial-pods", "%d pods exceed the pod capacity of %d nodes (%d each)", c.InitialPods, c.Nodes, workload.NodePods)
+	case c.Zones < 0 || c.Zones > maxZones:
+		return bad("zones", "must be 0 (the generator's three) to %d, got %d", maxZones, c.Zones)
+	case c.Zones > c.Nodes:
+		return bad("zones", "%d zones for %d nodes: some would be empty", c.Zones, c.Nodes)
 	case c.PodsPerNode < 0:
 		return bad("pods-per-node", "must not be negative, got %d", c.PodsPerNode)
 	case c.PodsPerNode > workload.NodePods:
 		return bad("pods-per-node", "%d exceeds the node pod capacity of the standard cluster (%d): the cluster would be over-full", c.PodsPerNode, workload.NodePods)
 	case int64(c.Nodes)*int64(c.PodsPerNode) > maxInitialPods:
 		return bad("pods-per-node", "%d nodes x %d pods = %d initial pods, more than the %d this tool holds", c.Nodes, c.PodsPerNode, int64(c.Nodes)*int64(c.PodsPerNode), maxInitialPods)
-	case c.Duration <= 0:
-		return bad("duration", "must be positive, got %v", c.Duration)
+	case c.Duration < 0:
+		return bad("duration", "must not be negative, got %v", c.Duration)
+	case c.Pods < 0:
+		return bad("pods", "must not be negative, got %d", c.Pods)
+	case c.Pods > maxPods:
+		return bad("pods", "at most %d, got %d", maxPods, c.Pods)
+	case c.Duration == 0 && c.Pods == 0:
+		return bad("duration", "the run needs a length: a positive -duration or -pods (both missing)")
 	case c.Duration > maxDuration:
 		return bad("duration", "at most %v, got %v", maxDuration, c.Duration)
 	case c.Schedulers < 1:
@@ -109,7 +183,7 @@ func (c *Config) Validate() error {
 		return bad("sample", "%d is more than the %d nodes", c.Sample, c.Nodes)
 	case c.ConfirmDelay < 0:
 		return bad("confirm-delay", "must not be negative, got %v", c.ConfirmDelay)
-	case c.ConfirmDelay >= c.Duration:
+	case c.ConfirmDelay >= c.limit():
 		return bad("confirm-delay", "%v must be shorter than -duration %v: no binding would be confirmed in the run", c.ConfirmDelay, c.Duration)
 	case math.IsNaN(c.FailRate) || c.FailRate < 0 || c.FailRate > 1:
 		return bad("fail-rate", "must be a fraction in [0, 1], got %v", c.FailRate)
@@ -121,56 +195,170 @@ func (c *Config) Validate() error {
 		return bad("decision-time", "must be positive, got %v", c.DecisionTime)
 	case c.DecisionTime > maxDecision:
 		return bad("decision-time", "at most %v, got %v", maxDecision, c.DecisionTime)
-	case c.DecisionTime > c.Duration:
+	case c.DecisionTime > c.limit():
 		return bad("decision-time", "%v is longer than -duration %v: no decision would be made", c.DecisionTime, c.Duration)
 	case c.AuditEvery < 0:
 		return bad("audit-every", "must not be negative (0: only at the end), got %v", c.AuditEvery)
 	case c.AuditEvery > 0 && !c.Deterministic:
 		return bad("audit-every", "needs -deterministic (a real-time run is audited at the end)")
+	case c.AuditEvery > 0 && c.Duration == 0:
+		return bad("audit-every", "needs a positive -duration")
 	case c.AuditEvery > c.Duration:
 		return bad("audit-every", "%v is longer than -duration %v", c.AuditEvery, c.Duration)
 	case c.AuditEvery > 0 && c.Duration/c.AuditEvery > maxAudits:
 		return bad("audit-every", "%v would audit %d times in -duration %v; at most %d", c.AuditEvery, c.Duration/c.AuditEvery, c.Duration, maxAudits)
 	}
+	return c.validateArrivals()
+}
+
+func (c *Config) validateArrivals() error {
+	switch c.Arrival {
+	case arrClosed:
+		switch {
+		case c.Rate != 0:
+			return bad("rate", "only with -arrival poisson (arrivals are closed-loop)")
+		case c.BurstSize != 0 || c.BurstInterval != 0:
+			return bad("burst-size", "-burst-size and -burst-interval only with -arrival burst")
+		}
+	case arrPoisson:
+		switch {
+		case math.IsNaN(c.Rate) || c.Rate <= 0:
+			return bad("rate", "must be a positive rate in pods/s, got %v", c.Rate)
+		case c.Rate > maxRate:
+			return bad("rate", "at most %d pods/s, got %v", maxRate, c.Rate)
+		case c.BurstSize != 0 || c.BurstInterval != 0:
+			return bad("burst-size", "-burst-size and -burst-interval only with -arrival burst")
+		}
+	case arrBurst:
+		switch {
+		case c.BurstSize < 1:
+			return bad("burst-size", "must be at least 1, got %d", c.BurstSize)
+		case c.BurstSize > maxBurst:
+			return bad("burst-size", "at most %d, got %d", maxBurst, c.BurstSize)
+		case c.BurstInterval <= 0:
+			return bad("burst-interval", "must be positive, got %v", c.BurstInterval)
+		case c.BurstInterval > c.limit():
+			return bad("burst-interval", "%v is longer than the run", c.BurstInterval)
+		case c.Rate != 0:
+			return bad("rate", "only with -arrival poisson")
+		}
+	default:
+		return bad("arrival", "must be closed, poisson or burst, got %q", c.Arrival)
+	}
 	return nil
 }
 
-// parseFlags parses args (without the program name) into a validated
-// Config. Errors wrap ErrUsage; flag.ErrHelp is returned as is for -h.
-func parseFlags(args []string, stderr io.Writer) (Config, error) {
-	cfg := defaultConfig()
+// flagSet binds every flag to a field of cfg.
+func flagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "cluster nodes, 1 to 200000 (5000 standard, 50000 for the -50k variant)")
 	fs.IntVar(&cfg.PodsPerNode, "pods-per-node", cfg.PodsPerNode, "bound pods per node at start, 0 to 110 (the node pod capacity)")
+	fs.IntVar(&cfg.InitialPods, "initial-pods", cfg.InitialPods, "bound pods at start in total, spread evenly (replaces -pods-per-node when positive)")
+	fs.IntVar(&cfg.Zones, "zones", cfg.Zones, "zones: 0 keeps the generator's three (50/30/20%), N spreads the nodes round-robin over N")
 	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "cluster and workload seed")
-	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long the scheduling phase runs (virtual time with -deterministic)")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long the scheduling phase runs (virtual time with -deterministic); 0 with -pods: until they are scheduled")
+	fs.Int64Var(&cfg.Pods, "pods", cfg.Pods, "stop once this many pods are scheduled (0: no pod count)")
 	fs.IntVar(&cfg.Schedulers, "schedulers", cfg.Schedulers, "scheduler goroutines (virtual schedulers with -deterministic), 1 to 1024")
 	fs.IntVar(&cfg.Sample, "sample", cfg.Sample, "nodes sampled per scheduling decision, 1 to -nodes (default 50, or -nodes if fewer)")
 	fs.DurationVar(&cfg.ConfirmDelay, "confirm-delay", cfg.ConfirmDelay, "delay before the informer confirms a binding with AddPod, shorter than -duration")
 	fs.Float64Var(&cfg.FailRate, "fail-rate", cfg.FailRate, "fraction of bindings that fail and are forgotten, in [0, 1]")
+	fs.BoolVar(&cfg.KeepPods, "keep-pods", cfg.KeepPods, "the informer deletes no pod: the cluster grows by every scheduled pod (default: one old pod deleted per confirmation)")
+	fs.StringVar(&cfg.Arrival, "arrival", cfg.Arrival, "pod arrivals: closed (loop), poisson (-rate) or burst (-burst-size every -burst-interval)")
+	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "Poisson arrival rate in pods/s (-arrival poisson)")
+	fs.IntVar(&cfg.BurstSize, "burst-size", cfg.BurstSize, "pods per burst (-arrival burst)")
+	fs.DurationVar(&cfg.BurstInterval, "burst-interval", cfg.BurstInterval, "time between bursts (-arrival burst)")
 	fs.IntVar(&cfg.Shards, "shards", cfg.Shards, "shard goroutines (0: the cache's default)")
 	fs.BoolVar(&cfg.Deterministic, "deterministic", cfg.Deterministic, "virtual time on one goroutine: one seed reproduces the run event for event (digest in the report)")
 	fs.DurationVar(&cfg.DecisionTime, "decision-time", cfg.DecisionTime, "virtual time of one scheduling decision with -deterministic")
 	fs.DurationVar(&cfg.AuditEvery, "audit-every", cfg.AuditEvery, "with -deterministic, also audit the cache every this much virtual time (0: only at the end)")
 	fs.StringVar(&cfg.JSON, "json", cfg.JSON, "write the JSON report to this path (- for stdout, the text report then goes to stderr)")
+	fs.StringVar(&cfg.CSV, "csv", cfg.CSV, "write a time series, one row per 1 s window, to this path")
 	fs.BoolVar(&cfg.Quiet, "quiet", cfg.Quiet, "no progress lines, even on a terminal")
+	return fs
+}
+
+// cliOnly are the flags that select a scenario; they are parsed first.
+type cliOnly struct {
+	scenario, preset string
+	listPresets      bool
+}
+
+// parseFlags parses args (without the program name) into a validated
+// Config. A scenario file (-scenario) or preset (-preset) replaces the
+// defaults; flags given explicitly override it. Errors wrap ErrUsage;
+// flag.ErrHelp is returned as is for -h. errListPresets asks the caller
+// to list the presets.
+func parseFlags(args []string, stderr io.Writer) (Config, error) {
+	cfg := defaultConfig()
+	var co cliOnly
+	fs := flagSet(&cfg, stderr)
+	fs.StringVar(&co.scenario, "scenario", "", "a scenario YAML file (see docs/loadgen.md); flags given explicitly override it")
+	fs.StringVar(&co.preset, "preset", "", "a built-in scenario (-list-presets lists them)")
+	fs.BoolVar(&co.listPresets, "list-presets", false, "list the built-in scenarios and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, err
 		}
 		return cfg, fmt.Errorf("%w: %v", ErrUsage, err)
 	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("%w: unexpected argument %q (loadgen takes flags only)", ErrUsage, fs.Arg(0))
+	}
+	if co.listPresets {
+		return cfg, errListPresets
+	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if co.scenario != "" || co.preset != "" {
+		var sc *Scenario
+		var err error
+		switch {
+		case co.scenario != "" && co.preset != "":
+			return cfg, bad("preset", "give -scenario or -preset, not both")
+		case co.scenario != "":
+			sc, err = loadScenarioFile(co.scenario)
+		default:
+			sc, err = loadPreset(co.preset)
+		}
+		if err != nil {
+			return cfg, err
+		}
+		base := defaultConfig()
+		if err := sc.apply(&base); err != nil {
+			return cfg, err
+		}
+		// The flags given explicitly override the file: parse them again
+		// on top of it.
+		cfg = base
+		fs2 := flagSet(&cfg, io.Discard)
+		fs2.String("scenario", "", "")
+		fs2.String("preset", "", "")
+		fs2.Bool("list-presets", false, "")
+		if err := fs2.Parse(args); err != nil {
+			return cfg, fmt.Errorf("%w: %v", ErrUsage, err)
+		}
+		if sc.setSample {
+			set["sample"] = true
+		}
+	}
+	if set["pods-per-node"] && set["initial-pods"] {
+		return cfg, bad("initial-pods", "give -initial-pods or -pods-per-node, not both")
+	}
+	if set["pods-per-node"] {
+		cfg.InitialPods = 0 // the flag replaces the file's total
+	}
 	if !set["sample"] && cfg.Nodes >= 1 && cfg.Sample > cfg.Nodes {
 		cfg.Sample = cfg.Nodes // the default sample never exceeds a small cluster
 	}
-	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("%w: unexpected argument %q (loadgen takes flags only)", ErrUsage, fs.Arg(0))
+	if cfg.InitialPods > 0 {
+		cfg.PodsPerNode = 0 // the total replaces the per-node count
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, err
 	}
 	return cfg, nil
 }
+
+// errListPresets is returned by parseFlags for -list-presets.
+var errListPresets = errors.New("list presets")

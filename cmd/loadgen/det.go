@@ -50,6 +50,7 @@ const (
 	evDecide  evKind = iota // a scheduler makes one decision
 	evConfirm               // the informer confirms a binding
 	evAudit                 // an audit during the run (-audit-every)
+	evArrive                // open loop: pods arrive in the pending queue
 )
 
 type event struct {
@@ -95,7 +96,8 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 	}
 	defer e.c.Close()
 	c := e.c
-	prog.printf("scheduling for %v of virtual time with %d virtual schedulers\n", cfg.Duration, cfg.Schedulers)
+	prog.printf("scheduling for %v of virtual time with %d virtual schedulers\n", cfg.limit(), cfg.Schedulers)
+	limit := cfg.limit()
 
 	r := workload.NewRand(cfg.Seed ^ 0x5eed)
 	trace := sha256.New()
@@ -114,25 +116,69 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 			push(event{at: at, kind: evAudit})
 		}
 	}
+	if cfg.openLoop() {
+		push(event{at: 0, kind: evArrive})
+	}
 	live := append([]*v1.Pod(nil), e.cl.Pods...)
 	nodes := append([]*v1.Node(nil), e.cl.Nodes...)
-	counts := make([]int64, int(cfg.Duration/time.Second)+1)
-	ha, hr, ht := hist.New(), hist.New(), hist.New()
+	var win windows
+	var pendingAt []int // queue length at the end of each window
+	var queue []arrival // the pending queue, FIFO from head
+	head, arrived := 0, 0
+	stopped, endAt, lastProgress := false, limit, time.Duration(0)
+	ha, hr, ht, hq := hist.New(), hist.New(), hist.New(), hist.New()
 	decisions := make([]int, cfg.Schedulers)
 	start := time.Now()
+	rep.Stopped = "duration"
 	for n := 0; q.Len() > 0; n++ {
 		if n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			prog.tick("scheduling: %v/%v virtual, %d pods scheduled", clk.Now().Sub(virtualEpoch).Truncate(time.Millisecond), cfg.Duration, rep.Scheduled)
+			prog.tick("scheduling: %v virtual, %d pods scheduled, %d pending", clk.Now().Sub(virtualEpoch).Truncate(time.Millisecond), rep.Scheduled, len(queue)-head)
 		}
 		ev := heap.Pop(&q).(event)
-		if ev.kind == evDecide && ev.at >= cfg.Duration {
-			continue // the scheduling phase is over; confirmations drain
+		if ev.kind == evDecide || ev.kind == evArrive {
+			if stopped || ev.at >= limit {
+				continue // the scheduling phase is over; confirmations drain
+			}
+			if cfg.Duration == 0 && ev.at-lastProgress > stallLimit {
+				stopped, endAt = true, ev.at
+				rep.Stopped = "stalled"
+				e.warnings = append(e.warnings, fmt.Sprintf("stopped after %v of virtual time with no pod scheduled: %d of the %d pods scheduled", stallLimit, rep.Scheduled, cfg.Pods))
+				continue
+			}
+		}
+		for !stopped && time.Duration(len(pendingAt)+1)*time.Second <= min(ev.at, limit) {
+			pendingAt = append(pendingAt, len(queue)-head)
+			rep.MaxPending = max(rep.MaxPending, len(queue)-head)
 		}
 		clk.set(ev.at)
 		switch ev.kind {
+		case evArrive:
+			k, next := 1, time.Duration(0)
+			if cfg.Arrival == arrBurst {
+				k, next = cfg.BurstSize, cfg.BurstInterval
+			} else {
+				next = max(time.Duration(r.ExpFloat64()/cfg.Rate*float64(time.Second)), 1)
+			}
+			for j := 0; j < k; j++ {
+				pod := workload.NewPod(r, fmt.Sprintf("arr-%d", arrived), "")
+				arrived++
+				queue = append(queue, arrival{pod: pod, at: ev.at})
+				traceEvent(trace, ev.at, "arrive", pod.Name, "")
+			}
+			rep.MaxPending = max(rep.MaxPending, len(queue)-head)
+			if len(queue)-head >= detQueueMax {
+				stopped, endAt = true, ev.at
+				rep.Stopped = "queue-full"
+				e.warnings = append(e.warnings, fmt.Sprintf("stopped at %v of virtual time: %d pods pending, the most a deterministic run queues (the arrivals outrun the schedulers)", ev.at, len(queue)-head))
+			}
+			if head > 4096 && head*2 > len(queue) {
+				queue = append(queue[:0:0], queue[head:]...)
+				head = 0
+			}
+			push(event{at: ev.at + next, kind: evArrive})
 		case evAudit:
 			if h.beforeAudit != nil {
 				h.beforeAudit(c, e.truth)
@@ -146,10 +192,21 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 				}
 			}
 		case evDecide:
-			i := decisions[ev.worker]
-			decisions[ev.worker]++
 			push(event{at: ev.at + cfg.DecisionTime, kind: evDecide, worker: ev.worker})
-			pod := workload.NewPod(r, fmt.Sprintf("sched-%d-%d", ev.worker, i), "")
+			var pod *v1.Pod
+			arrivedAt := ev.at
+			if cfg.openLoop() {
+				if head == len(queue) {
+					continue // idle: nothing pending
+				}
+				pod, arrivedAt = queue[head].pod, queue[head].at
+				queue[head] = arrival{}
+				head++
+			} else {
+				i := decisions[ev.worker]
+				decisions[ev.worker]++
+				pod = workload.NewPod(r, fmt.Sprintf("sched-%d-%d", ev.worker, i), "")
+			}
 			info, err := framework.NewPodInfo(pod)
 			if err != nil {
 				return nil, err
@@ -168,6 +225,9 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 				return nil, fmt.Errorf("AssumePod %s: %w", pod.Name, err)
 			}
 			ha.Record(time.Since(ta))
+			if cfg.openLoop() {
+				hq.Record(ev.at - arrivedAt)
+			}
 			if err := c.FinishBinding(logger, pod); err != nil {
 				return nil, fmt.Errorf("FinishBinding %s: %w", pod.Name, err)
 			}
@@ -181,11 +241,17 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 				traceEvent(trace, ev.at, "bind-failed", pod.Name, best)
 				continue
 			}
-			ht.Record(time.Since(tr))
+			took := time.Since(tr)
+			ht.Record(took)
 			e.truth.Bind(pod, best)
 			rep.Scheduled++
-			counts[int(ev.at/time.Second)]++
+			win.scheduled(ev.at, took)
+			lastProgress = ev.at
 			traceEvent(trace, ev.at, "bound", pod.Name, best)
+			if cfg.Pods > 0 && rep.Scheduled >= cfg.Pods {
+				stopped, endAt = true, min(ev.at+cfg.DecisionTime, limit)
+				rep.Stopped = "pods"
+			}
 			push(event{at: ev.at + cfg.ConfirmDelay, kind: evConfirm, pod: pod})
 		case evConfirm:
 			if err := c.AddPod(logger, ev.pod); err != nil {
@@ -193,18 +259,22 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 			}
 			e.truth.Observed(ev.pod)
 			rep.Adds++
+			win.events(ev.at, 1)
 			traceEvent(trace, ev.at, "confirm", ev.pod.Name, ev.pod.Spec.NodeName)
 			live = append(live, ev.pod)
-			j := r.IntN(len(live))
-			victim := live[j]
-			live[j] = live[len(live)-1]
-			live = live[:len(live)-1]
-			e.truth.Delete(victim)
-			if err := c.RemovePod(logger, victim); err != nil {
-				return nil, fmt.Errorf("RemovePod %s: %w", victim.Name, err)
+			if !cfg.KeepPods {
+				j := r.IntN(len(live))
+				victim := live[j]
+				live[j] = live[len(live)-1]
+				live = live[:len(live)-1]
+				e.truth.Delete(victim)
+				if err := c.RemovePod(logger, victim); err != nil {
+					return nil, fmt.Errorf("RemovePod %s: %w", victim.Name, err)
+				}
+				rep.Removes++
+				win.events(ev.at, 1)
+				traceEvent(trace, ev.at, "delete", victim.Name, victim.Spec.NodeName)
 			}
-			rep.Removes++
-			traceEvent(trace, ev.at, "delete", victim.Name, victim.Spec.NodeName)
 			if (rep.Adds+rep.Removes)%100 < 2 {
 				k := r.IntN(len(nodes))
 				nn := nodeHeartbeat(nodes[k], rep.Adds+rep.Removes)
@@ -213,14 +283,21 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 				}
 				nodes[k] = nn
 				rep.NodeUpdates++
+				win.events(ev.at, 1)
 				traceEvent(trace, ev.at, "node-heartbeat", "", nn.Name)
 			}
 		}
 	}
 	rep.Wall = time.Since(start)
-	rep.Elapsed = cfg.Duration
-	rep.Windows = windowsOf(counts, cfg.Duration, time.Second)
+	rep.Elapsed = endAt
+	rep.Windows = windowsOf(win.sched, endAt, time.Second)
+	rep.Series = win.series(endAt, pendingAt)
 	rep.Assume, rep.Read, rep.Attempt = summarise(ha), summarise(hr), summarise(ht)
+	rep.Arrived, rep.PendingAtEnd = int64(arrived), len(queue)-head
+	rep.QueueDelay = summarise(hq)
+	for _, p := range queue[head:] {
+		e.truth.Pending(p.pod) // arrived, never scheduled: pending in the API server
+	}
 	if err := e.finish(cfg, rep, h, prog); err != nil {
 		return nil, err
 	}

@@ -53,6 +53,10 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
+	if errors.Is(err, errListPresets) {
+		listPresets(stdout)
+		return exitOK
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen:", err)
 		return exitUsage
@@ -74,6 +78,16 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		defer f.Close()
 		jsonOut = f
 	}
+	var csvOut io.Writer
+	if cfg.CSV != "" {
+		f, err := os.Create(cfg.CSV)
+		if err != nil {
+			fmt.Fprintln(stderr, "loadgen: -csv:", err)
+			return exitUsage
+		}
+		defer f.Close()
+		csvOut = f
+	}
 	var progressW io.Writer
 	if tty && !cfg.Quiet {
 		progressW = stderr
@@ -87,6 +101,12 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		return exitFailed
 	}
 	rep.Print(text)
+	if csvOut != nil {
+		if err := rep.WriteCSV(csvOut); err != nil {
+			fmt.Fprintln(stderr, "loadgen: -csv:", err)
+			return exitFailed
+		}
+	}
 	if jsonOut != nil {
 		if err := rep.WriteJSON(jsonOut); err != nil {
 			fmt.Fprintln(stderr, "loadgen: -json:", err)

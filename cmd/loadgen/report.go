@@ -44,6 +44,15 @@ type Report struct {
 	Audit                                AuditResult
 	MidAudits                            MidAudits
 	Consistent                           bool
+	// Open-loop runs: pods arrived, the queueing delay (arrival to
+	// assume), the pending queue at the end and its largest sampled length.
+	Arrived                  int64
+	QueueDelay               Latency
+	PendingAtEnd, MaxPending int
+	// Stopped says why the run ended: "duration", "pods" (the pod count
+	// was reached) or "stalled" (no pod scheduled for stallLimit).
+	Stopped string
+	Series  []SeriesRow // one row per 1 s window (-csv)
 }
 
 // MidAudits is a plain value: the audits made during a deterministic run
@@ -98,6 +107,22 @@ type JSONReport struct {
 	Audit       AuditResult `json:"audit"`
 	MidAudits   *MidAudits  `json:"mid_run_audits,omitempty"`
 	Consistent  bool        `json:"consistent"`
+	// Scenario, Arrivals and Stopped came with scenarios and open loops.
+	Scenario string       `json:"scenario,omitempty"`
+	Arrivals JSONArrivals `json:"arrivals"`
+	Stopped  string       `json:"stopped"`
+}
+
+// JSONArrivals is a plain value: how pods arrived and queued. Open-loop
+// runs only fill the counts; queueing delay is a data item.
+type JSONArrivals struct {
+	Mode          string  `json:"mode"`
+	Rate          float64 `json:"rate,omitempty"`
+	BurstSize     int     `json:"burst_size,omitempty"`
+	BurstInterval float64 `json:"burst_interval_seconds,omitempty"`
+	Arrived       int64   `json:"arrived"`
+	PendingAtEnd  int     `json:"pending_at_end"`
+	MaxPending    int     `json:"max_pending"`
 }
 
 // JSONConfig is a plain value: Config as it appears in the report.
@@ -114,6 +139,10 @@ type JSONConfig struct {
 	Deterministic  bool    `json:"deterministic"`
 	DecisionTimeUs float64 `json:"decision_time_us,omitempty"`
 	AuditEveryMs   float64 `json:"audit_every_ms,omitempty"`
+	InitialPods    int     `json:"initial_pods,omitempty"`
+	Zones          int     `json:"zones,omitempty"`
+	Pods           int64   `json:"pods,omitempty"`
+	KeepPods       bool    `json:"keep_pods,omitempty"`
 }
 
 // Environment is a plain value: where the run happened.
@@ -195,21 +224,28 @@ func (r *Report) JSON() *JSONReport {
 		Labels: map[string]string{"Metric": "SchedulingThroughput", "Windows": fmt.Sprint(len(sorted))},
 	}
 	jc := JSONConfig{c.Nodes, c.PodsPerNode, c.Seed, c.Duration.Seconds(), c.Schedulers, c.Sample,
-		ms(c.ConfirmDelay), c.FailRate, r.Shards, c.Deterministic, 0, 0}
+		ms(c.ConfirmDelay), c.FailRate, r.Shards, c.Deterministic, 0, 0, c.InitialPods, c.Zones, c.Pods, c.KeepPods}
 	if c.Deterministic {
 		jc.DecisionTimeUs = float64(c.DecisionTime) / 1e3
 		jc.AuditEveryMs = ms(c.AuditEvery)
 	}
+	items := []DataItem{tp,
+		latencyItem("SchedulingAttemptDuration", r.Attempt),
+		latencyItem("AssumePodDuration", r.Assume),
+		latencyItem("SnapshotReadDuration", r.Read),
+	}
+	if c.openLoop() {
+		items = append(items, latencyItem("QueueingDelay", r.QueueDelay))
+	}
 	return &JSONReport{
+		Scenario:    c.Scenario,
+		Arrivals:    JSONArrivals{c.Arrival, c.Rate, c.BurstSize, c.BurstInterval.Seconds(), r.Arrived, r.PendingAtEnd, r.MaxPending},
+		Stopped:     r.Stopped,
 		Version:     "v1",
 		Mode:        mode,
 		Config:      jc,
 		Environment: Environment{runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU()},
-		DataItems: []DataItem{tp,
-			latencyItem("SchedulingAttemptDuration", r.Attempt),
-			latencyItem("AssumePodDuration", r.Assume),
-			latencyItem("SnapshotReadDuration", r.Read),
-		},
+		DataItems:   items,
 		Counts: Counts{r.InitialPods, r.Scheduled, r.Forgotten, r.FailedBindings, r.Conflicts, r.Unschedulable,
 			r.Events, r.Adds, r.Removes, r.NodeUpdates, r.FinalPods, r.FinalNodes, r.ExpectedPods, r.AsyncErrors, r.OverfullAtStart},
 		Memory:     Memory{r.HeapInUse, r.HeapAlloc, r.LoadHeapAlloc},
@@ -246,16 +282,33 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "schedcache loadgen: %d nodes, %d pods at start, seed %d, GOMAXPROCS=%d, %d schedulers, %d shards, %s/%s%s\n",
 		r.Config.Nodes, r.InitialPods, r.Config.Seed, runtime.GOMAXPROCS(0), r.Config.Schedulers, r.Shards, runtime.GOOS, runtime.GOARCH, mode)
 	fmt.Fprintf(w, "load:      %d nodes + %d pods in %v (%.0f events/s)\n", r.Config.Nodes, r.InitialPods, r.LoadTime.Round(time.Millisecond), r.LoadRate)
-	fmt.Fprintf(w, "run:       %v (wall %v)\n", r.Elapsed.Round(time.Millisecond), r.Wall.Round(time.Millisecond))
+	fmt.Fprintf(w, "run:       %v (wall %v), stopped by %s", r.Elapsed.Round(time.Millisecond), r.Wall.Round(time.Millisecond), r.Stopped)
+	if r.Config.Scenario != "" {
+		fmt.Fprintf(w, "; scenario %s", r.Config.Scenario)
+	}
+	fmt.Fprintln(w)
+	switch r.Config.Arrival {
+	case arrPoisson:
+		fmt.Fprintf(w, "arrivals:  poisson %.0f pods/s: %d arrived, %d pending at the end (max %d)\n", r.Config.Rate, r.Arrived, r.PendingAtEnd, r.MaxPending)
+	case arrBurst:
+		fmt.Fprintf(w, "arrivals:  bursts of %d every %v: %d arrived, %d pending at the end (max %d)\n", r.Config.BurstSize, r.Config.BurstInterval, r.Arrived, r.PendingAtEnd, r.MaxPending)
+	}
 	j := r.JSON()
 	tp := j.DataItems[0].Data
-	fmt.Fprintf(w, "scheduled: %d pods (%.0f pods/s; per 1 s window avg %.0f p50 %.0f p90 %.0f p99 %.0f); forgotten %d (failed bindings %d, conflicts %d); unschedulable decisions %d\n",
-		r.Scheduled, r.PodsPerSec, tp["Average"], tp["Perc50"], tp["Perc90"], tp["Perc99"], r.Forgotten, r.FailedBindings, r.Conflicts, r.Unschedulable)
+	perWindow := "no full 1 s window"
+	if len(r.Windows) > 0 {
+		perWindow = fmt.Sprintf("per 1 s window avg %.0f p50 %.0f p90 %.0f p99 %.0f", tp["Average"], tp["Perc50"], tp["Perc90"], tp["Perc99"])
+	}
+	fmt.Fprintf(w, "scheduled: %d pods (%.0f pods/s; %s); forgotten %d (failed bindings %d, conflicts %d); unschedulable decisions %d\n",
+		r.Scheduled, r.PodsPerSec, perWindow, r.Forgotten, r.FailedBindings, r.Conflicts, r.Unschedulable)
 	fmt.Fprintf(w, "events:    %d informer events (%.0f events/s): %d adds, %d removes, %d node updates\n",
 		r.Events, r.EventsPerSec, r.Adds, r.Removes, r.NodeUpdates)
 	fmt.Fprintf(w, "assume latency:        p50 %v  p99 %v  p99.9 %v  max %v\n", r.Assume.P50, r.Assume.P99, r.Assume.P999, r.Assume.Max)
 	fmt.Fprintf(w, "snapshot read latency: p50 %v  p99 %v  p99.9 %v  max %v  (take + read %d nodes)\n", r.Read.P50, r.Read.P99, r.Read.P999, r.Read.Max, r.Config.Sample)
 	fmt.Fprintf(w, "attempt latency:       p50 %v  p99 %v  p99.9 %v  max %v  (snapshot, pick, assume, bind)\n", r.Attempt.P50, r.Attempt.P99, r.Attempt.P999, r.Attempt.Max)
+	if r.Config.openLoop() {
+		fmt.Fprintf(w, "queueing delay:        p50 %v  p99 %v  p99.9 %v  max %v  (arrival to assume%s)\n", r.QueueDelay.P50, r.QueueDelay.P99, r.QueueDelay.P999, r.QueueDelay.Max, map[bool]string{true: ", virtual"}[r.Config.Deterministic])
+	}
 	fmt.Fprintf(w, "memory:    after GC: heap in use %.1f MiB, live %.1f MiB (%.1f MiB after the load)\n",
 		float64(r.HeapInUse)/(1<<20), float64(r.HeapAlloc)/(1<<20), float64(r.LoadHeapAlloc)/(1<<20))
 	if r.Digest != "" {

@@ -72,8 +72,8 @@ func refuseOverfull(over, nodes int) bool { return over*100 > nodes }
 // The caller closes env.c.
 func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress, rep *Report) (*env, error) {
 	e := &env{truth: newTruth()}
-	prog.printf("building cluster: %d nodes x %d pods (seed %d)\n", cfg.Nodes, cfg.PodsPerNode, cfg.Seed)
-	e.cl = workload.Build(workload.ClusterSpec{Nodes: cfg.Nodes, PodsPerNode: cfg.PodsPerNode, Seed: cfg.Seed})
+	prog.printf("building cluster: %d nodes, %d pods per node or %d in all (seed %d)\n", cfg.Nodes, cfg.PodsPerNode, cfg.InitialPods, cfg.Seed)
+	e.cl = buildCluster(cfg)
 	rep.InitialPods = len(e.cl.Pods)
 	opts := []schedcache.Option{schedcache.WithAsyncErrorHandler(func(ae schedcache.AsyncError) {
 		if e.asyncErrs.Add(1) == 1 {
@@ -146,6 +146,33 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 	rep.LoadHeapAlloc = ms.HeapAlloc
 	prog.printf("loaded in %v\n", rep.LoadTime.Round(time.Millisecond))
 	return e, nil
+}
+
+// buildCluster builds the generated cluster of cfg: with InitialPods, the
+// generator's ceil(InitialPods/Nodes) pods per node thinned evenly to that
+// total; with Zones, nodes relabelled round-robin into zone-0 … zone-(N-1).
+func buildCluster(cfg Config) *workload.Cluster {
+	ppn := cfg.PodsPerNode
+	if cfg.InitialPods > 0 {
+		ppn = (cfg.InitialPods + cfg.Nodes - 1) / cfg.Nodes
+	}
+	cl := workload.Build(workload.ClusterSpec{Nodes: cfg.Nodes, PodsPerNode: ppn, Seed: cfg.Seed})
+	if cfg.InitialPods > 0 && len(cl.Pods) > cfg.InitialPods {
+		n, want := len(cl.Pods), cfg.InitialPods
+		kept := make([]*v1.Pod, 0, want)
+		for i, p := range cl.Pods {
+			if (i+1)*want/n > i*want/n {
+				kept = append(kept, p)
+			}
+		}
+		cl.Pods = kept
+	}
+	if cfg.Zones > 0 {
+		for i, n := range cl.Nodes {
+			n.Labels[v1.LabelTopologyZone] = fmt.Sprintf("zone-%d", i%cfg.Zones)
+		}
+	}
+	return cl
 }
 
 // finish fills the report's final figures and runs the audit. The cache
@@ -222,17 +249,28 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 
 	confirm := make(chan confirmation, 4096)
 	var stop atomic.Bool
+	done := make(chan struct{}) // closed once, by halt: every goroutine of the run stops
+	var haltOnce sync.Once
+	halt := func() {
+		haltOnce.Do(func() {
+			stop.Store(true)
+			close(done)
+		})
+	}
 	var wg sync.WaitGroup
 	var scheduled, forgotten, failed, conflicts, unsched atomic.Int64
+	var endNs atomic.Int64    // when the pod count was reached, since start
 	var schedErr atomic.Value // error
 	fail := func(err error) {
 		schedErr.CompareAndSwap(nil, err)
-		stop.Store(true)
+		halt()
 	}
-	windows := make([]atomic.Int64, int(cfg.Duration/time.Second)+2)
+	limit := cfg.limit()
 	hAssume := make([]*hist.Histogram, cfg.Schedulers)
 	hRead := make([]*hist.Histogram, cfg.Schedulers)
 	hAttempt := make([]*hist.Histogram, cfg.Schedulers)
+	hQueue := make([]*hist.Histogram, cfg.Schedulers)
+	wins := make([]windows, cfg.Schedulers) // wins[s] owned by scheduler s until wg.Wait
 	forget := func(pod *v1.Pod) bool {
 		if err := c.ForgetPod(logger, pod); err != nil {
 			fail(fmt.Errorf("ForgetPod %s: %w", pod.Name, err))
@@ -243,14 +281,71 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 		return true
 	}
 	start := time.Now()
+
+	// Open loop: the arrivals goroutine feeds the bounded pending queue on
+	// the arrival schedule (Poisson or bursts); it waits when the queue is
+	// full, so a late pod's queueing delay counts from its planned arrival.
+	var arr chan arrival
+	var arrWG sync.WaitGroup
+	var arrived int64 // owned by the arrivals goroutine until arrWG.Wait
+	if cfg.openLoop() {
+		arr = make(chan arrival, queueCap)
+		arrWG.Add(1)
+		go func() {
+			defer arrWG.Done()
+			r := rand.New(rand.NewPCG(uint64(cfg.Seed), 9))
+			var next time.Duration
+			for {
+				if d := time.Until(start.Add(next)); d > 0 {
+					t := time.NewTimer(d)
+					select {
+					case <-done:
+						t.Stop()
+						return
+					case <-t.C:
+					}
+				}
+				k := 1
+				if cfg.Arrival == arrBurst {
+					k = cfg.BurstSize
+				}
+				for j := 0; j < k; j++ {
+					pod := workload.NewPod(r, fmt.Sprintf("arr-%d", arrived), "")
+					select {
+					case arr <- arrival{pod: pod, at: next}:
+						arrived++
+					case <-done:
+						return
+					}
+				}
+				if cfg.Arrival == arrBurst {
+					next += cfg.BurstInterval
+				} else {
+					next += max(time.Duration(r.ExpFloat64()/cfg.Rate*float64(time.Second)), 1)
+				}
+			}
+		}()
+	}
+
 	for s := 0; s < cfg.Schedulers; s++ {
-		hAssume[s], hRead[s], hAttempt[s] = hist.New(), hist.New(), hist.New()
+		hAssume[s], hRead[s], hAttempt[s], hQueue[s] = hist.New(), hist.New(), hist.New(), hist.New()
 		wg.Add(1)
 		go func(s int) {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(s)+1000))
 			for i := 0; !stop.Load(); i++ {
-				pod := workload.NewPod(r, fmt.Sprintf("sched-%d-%d", s, i), "")
+				var pod *v1.Pod
+				var arrivedAt time.Duration
+				if arr != nil {
+					select {
+					case a := <-arr:
+						pod, arrivedAt = a.pod, a.at
+					case <-done:
+						return
+					}
+				} else {
+					pod = workload.NewPod(r, fmt.Sprintf("sched-%d-%d", s, i), "")
+				}
 				info, err := framework.NewPodInfo(pod)
 				if err != nil {
 					fail(err)
@@ -271,6 +366,9 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 					return
 				}
 				hAssume[s].Record(time.Since(ta))
+				if arr != nil {
+					hQueue[s].Record(ta.Sub(start) - arrivedAt)
+				}
 				// Optimistic concurrency: another scheduler may have filled
 				// the node since our snapshot. Check on a fresh snapshot.
 				if ni, err := c.Snapshot().Get(best); err != nil || overcommitted(ni) {
@@ -294,9 +392,10 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 				now := time.Now()
 				hAttempt[s].Record(now.Sub(tr))
 				e.truth.Bind(pod, best)
-				scheduled.Add(1)
-				if w := int(now.Sub(start) / time.Second); w < len(windows) {
-					windows[w].Add(1)
+				wins[s].scheduled(now.Sub(start), now.Sub(tr))
+				if n := scheduled.Add(1); cfg.Pods > 0 && n >= cfg.Pods {
+					endNs.CompareAndSwap(0, int64(now.Sub(start)))
+					halt()
 				}
 				confirm <- confirmation{pod: pod, due: now.Add(cfg.ConfirmDelay)}
 			}
@@ -307,6 +406,7 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 	// pod for each one, so the cluster stays at a steady size; one node
 	// status update per 100 pod events.
 	var adds, removes, nodeUpdates int64 // owned by the informer until informerDone
+	var iwin windows                     // owned by the informer until informerDone
 	informerDone := make(chan error, 1)
 	go func() {
 		r := rand.New(rand.NewPCG(uint64(cfg.Seed), 7))
@@ -326,17 +426,21 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 			}
 			e.truth.Observed(conf.pod)
 			adds++
+			iwin.events(time.Since(start), 1)
 			live = append(live, conf.pod)
-			j := r.IntN(len(live))
-			victim := live[j]
-			live[j] = live[len(live)-1]
-			live = live[:len(live)-1]
-			e.truth.Delete(victim)
-			if ierr = c.RemovePodAsync(victim); ierr != nil {
-				fail(ierr)
-				continue
+			if !cfg.KeepPods {
+				j := r.IntN(len(live))
+				victim := live[j]
+				live[j] = live[len(live)-1]
+				live = live[:len(live)-1]
+				e.truth.Delete(victim)
+				if ierr = c.RemovePodAsync(victim); ierr != nil {
+					fail(ierr)
+					continue
+				}
+				removes++
+				iwin.events(time.Since(start), 1)
 			}
-			removes++
 			if (adds+removes)%100 < 2 {
 				k := r.IntN(len(nodes))
 				nn := nodeHeartbeat(nodes[k], adds+removes)
@@ -346,24 +450,41 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 				}
 				nodes[k] = nn
 				nodeUpdates++
+				iwin.events(time.Since(start), 1)
 			}
 		}
 		informerDone <- ierr
 	}()
 
-	deadline := start.Add(cfg.Duration)
+	deadline := start.Add(limit)
 	ticker := time.NewTicker(100 * time.Millisecond)
+	var pendingAt []int // queue length at the end of each window
+	lastCount, lastProgress := int64(0), start
+	rep.Stopped = "duration"
 	for !stop.Load() && time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
 			fail(ctx.Err())
-		case <-ticker.C:
-			prog.tick("scheduling: %v/%v, %d pods scheduled", time.Since(start).Truncate(time.Second), cfg.Duration, scheduled.Load())
+		case now := <-ticker.C:
+			for time.Duration(len(pendingAt)+1)*time.Second <= now.Sub(start) {
+				pendingAt = append(pendingAt, len(arr))
+				rep.MaxPending = max(rep.MaxPending, len(arr))
+			}
+			n := scheduled.Load()
+			if n != lastCount {
+				lastCount, lastProgress = n, now
+			} else if cfg.Duration == 0 && now.Sub(lastProgress) > stallLimit {
+				rep.Stopped = "stalled"
+				e.warnings = append(e.warnings, fmt.Sprintf("stopped after %v with no pod scheduled: %d of the %d pods scheduled", stallLimit, n, cfg.Pods))
+				halt()
+			}
+			prog.tick("scheduling: %v, %d pods scheduled, %d pending", now.Sub(start).Truncate(time.Second), n, len(arr))
 		}
 	}
 	ticker.Stop()
-	stop.Store(true)
+	halt()
 	wg.Wait()
+	arrWG.Wait()
 	close(confirm)
 	ierr := <-informerDone
 	if err, _ := schedErr.Load().(error); err != nil {
@@ -372,23 +493,40 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 	if ierr != nil {
 		return nil, ierr
 	}
-	rep.Elapsed = time.Since(start)
-	rep.Wall = rep.Elapsed
-	counts := make([]int64, len(windows))
-	for i := range windows {
-		counts[i] = windows[i].Load()
+	rep.Wall = time.Since(start)
+	rep.Elapsed = min(rep.Wall, limit)
+	if end := endNs.Load(); end > 0 {
+		rep.Elapsed = time.Duration(end)
+		rep.Stopped = "pods"
 	}
-	rep.Windows = windowsOf(counts, min(rep.Elapsed, cfg.Duration), time.Second)
+	// Pods still queued have arrived and were never scheduled: pending in
+	// the API server.
+	if arr != nil {
+		for len(arr) > 0 {
+			a := <-arr
+			e.truth.Pending(a.pod)
+			rep.PendingAtEnd++
+		}
+	}
+	rep.Arrived = arrived
+	var win windows
+	win.merge(&iwin)
+	for s := range wins {
+		win.merge(&wins[s])
+	}
+	rep.Windows = windowsOf(win.sched, rep.Elapsed, time.Second)
+	rep.Series = win.series(rep.Elapsed, pendingAt)
 	rep.Scheduled, rep.Forgotten, rep.FailedBindings = scheduled.Load(), forgotten.Load(), failed.Load()
 	rep.Conflicts, rep.Unschedulable = conflicts.Load(), unsched.Load()
 	rep.Adds, rep.Removes, rep.NodeUpdates = adds, removes, nodeUpdates
-	ha, hr, ht := hist.New(), hist.New(), hist.New()
+	ha, hr, ht, hq := hist.New(), hist.New(), hist.New(), hist.New()
 	for s := range hAssume {
 		ha.Merge(hAssume[s])
 		hr.Merge(hRead[s])
 		ht.Merge(hAttempt[s])
+		hq.Merge(hQueue[s])
 	}
-	rep.Assume, rep.Read, rep.Attempt = summarise(ha), summarise(hr), summarise(ht)
+	rep.Assume, rep.Read, rep.Attempt, rep.QueueDelay = summarise(ha), summarise(hr), summarise(ht), summarise(hq)
 	if err := e.finish(cfg, rep, h, prog); err != nil {
 		return nil, err
 	}

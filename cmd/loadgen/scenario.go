@@ -1,0 +1,259 @@
+package main
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Scenario is a plain value, owned by the goroutine that decoded it (no
+// field is shared): a YAML file's cluster shape, workload, run length and
+// arrivals. A field left out keeps the
+// default (the flags' defaults). See docs/loadgen.md.
+type Scenario struct {
+	Name        string           `json:"name"`
+	Description string           `json:"description"`
+	Cluster     *ScenarioCluster `json:"cluster"`
+	Workload    *ScenarioWork    `json:"workload"`
+	Run         *ScenarioRun     `json:"run"`
+	Arrivals    *ScenarioArrival `json:"arrivals"`
+
+	source    string // the file or preset name
+	setSample bool   // the file gives workload.sample
+}
+
+// ScenarioCluster is the cluster shape.
+type ScenarioCluster struct {
+	Nodes       *int   `json:"nodes"`
+	PodsPerNode *int   `json:"podsPerNode"`
+	InitialPods *int   `json:"initialPods"`
+	Zones       *int   `json:"zones"`
+	Seed        *int64 `json:"seed"`
+}
+
+// ScenarioWork is the scheduling workload.
+type ScenarioWork struct {
+	Schedulers         *int     `json:"schedulers"`
+	Sample             *int     `json:"sample"`
+	BindingFailureRate *float64 `json:"bindingFailureRate"`
+	ConfirmDelay       *string  `json:"confirmDelay"`
+	DecisionTime       *string  `json:"decisionTime"`
+	KeepPods           *bool    `json:"keepPods"`
+}
+
+// ScenarioRun is the run length: a duration, a pod count, or both
+// (whichever comes first).
+type ScenarioRun struct {
+	Duration *string `json:"duration"`
+	Pods     *int64  `json:"pods"`
+}
+
+// ScenarioArrival is how pods arrive.
+type ScenarioArrival struct {
+	Mode          string   `json:"mode"`
+	Rate          *float64 `json:"rate"`
+	BurstSize     *int     `json:"burstSize"`
+	BurstInterval *string  `json:"burstInterval"`
+}
+
+//go:embed scenarios/*.yaml
+var presetFS embed.FS
+
+// maxScenarioBytes bounds a scenario file.
+const maxScenarioBytes = 1 << 20
+
+// ScenarioError is an immutable value naming the scenario and the field
+// at fault; it wraps ErrUsage.
+type ScenarioError struct {
+	Source, Field, Msg string
+}
+
+func (e *ScenarioError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("scenario %s: %s", e.Source, e.Msg)
+	}
+	return fmt.Sprintf("scenario %s: %s: %s", e.Source, e.Field, e.Msg)
+}
+func (e *ScenarioError) Unwrap() error { return ErrUsage }
+
+func loadScenarioFile(p string) (*Scenario, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, bad("scenario", "%v", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxScenarioBytes+1))
+	if err != nil {
+		return nil, bad("scenario", "%v", err)
+	}
+	if len(b) > maxScenarioBytes {
+		return nil, &ScenarioError{Source: p, Msg: fmt.Sprintf("larger than %d bytes", maxScenarioBytes)}
+	}
+	return parseScenario(p, b)
+}
+
+// presetNames lists the embedded scenarios, sorted.
+func presetNames() []string {
+	ents, _ := fs.ReadDir(presetFS, "scenarios")
+	var names []string
+	for _, e := range ents {
+		if n, ok := strings.CutSuffix(e.Name(), ".yaml"); ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func loadPreset(name string) (*Scenario, error) {
+	b, err := presetFS.ReadFile(path.Join("scenarios", name+".yaml"))
+	if err != nil || strings.ContainsAny(name, "/\\") {
+		return nil, bad("preset", "unknown preset %q (have: %s)", name, strings.Join(presetNames(), ", "))
+	}
+	return parseScenario("preset "+name, b)
+}
+
+// parseScenario decodes strictly: an unknown field is an error.
+func parseScenario(source string, b []byte) (*Scenario, error) {
+	var sc Scenario
+	if err := yaml.UnmarshalStrict(b, &sc); err != nil {
+		msg := err.Error()
+		msg = strings.TrimPrefix(msg, "error unmarshaling JSON: while decoding JSON: ")
+		return nil, &ScenarioError{Source: source, Msg: msg}
+	}
+	sc.source = source
+	if sc.Run == nil {
+		return nil, &ScenarioError{Source: source, Field: "run", Msg: "missing: a scenario needs run.duration or run.pods"}
+	}
+	return &sc, nil
+}
+
+// apply writes the scenario over cfg and validates the result, naming
+// the scenario's fields in errors.
+func (sc *Scenario) apply(cfg *Config) error {
+	fail := func(field, format string, args ...any) error {
+		return &ScenarioError{Source: sc.source, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	dur := func(field string, s *string, dst *time.Duration) error {
+		if s == nil {
+			return nil
+		}
+		d, err := time.ParseDuration(*s)
+		if err != nil {
+			return fail(field, "not a duration (like 5s, 250us): %q", *s)
+		}
+		*dst = d
+		return nil
+	}
+	if c := sc.Cluster; c != nil {
+		if c.PodsPerNode != nil && c.InitialPods != nil {
+			return fail("cluster", "give podsPerNode or initialPods, not both")
+		}
+		setInt(&cfg.Nodes, c.Nodes)
+		setInt(&cfg.PodsPerNode, c.PodsPerNode)
+		setInt(&cfg.InitialPods, c.InitialPods)
+		setInt(&cfg.Zones, c.Zones)
+		if c.Seed != nil {
+			cfg.Seed = *c.Seed
+		}
+	}
+	if w := sc.Workload; w != nil {
+		setInt(&cfg.Schedulers, w.Schedulers)
+		setInt(&cfg.Sample, w.Sample)
+		sc.setSample = w.Sample != nil
+		if w.KeepPods != nil {
+			cfg.KeepPods = *w.KeepPods
+		}
+		if w.BindingFailureRate != nil {
+			cfg.FailRate = *w.BindingFailureRate
+		}
+		if err := dur("workload.confirmDelay", w.ConfirmDelay, &cfg.ConfirmDelay); err != nil {
+			return err
+		}
+		if err := dur("workload.decisionTime", w.DecisionTime, &cfg.DecisionTime); err != nil {
+			return err
+		}
+	}
+	cfg.Duration, cfg.Pods = 0, 0
+	if err := dur("run.duration", sc.Run.Duration, &cfg.Duration); err != nil {
+		return err
+	}
+	if sc.Run.Pods != nil {
+		cfg.Pods = *sc.Run.Pods
+	}
+	if a := sc.Arrivals; a != nil {
+		if a.Mode == "" {
+			return fail("arrivals.mode", "missing: closed, poisson or burst")
+		}
+		cfg.Arrival = a.Mode
+		if a.Rate != nil {
+			cfg.Rate = *a.Rate
+		}
+		setInt(&cfg.BurstSize, a.BurstSize)
+		if err := dur("arrivals.burstInterval", a.BurstInterval, &cfg.BurstInterval); err != nil {
+			return err
+		}
+	}
+	if !sc.setSample && cfg.Sample > cfg.Nodes && cfg.Nodes >= 1 {
+		cfg.Sample = cfg.Nodes
+	}
+	if err := cfg.Validate(); err != nil {
+		var ue *UsageError
+		if errors.As(err, &ue) {
+			return fail(scenarioField[ue.Flag], "%s", ue.Msg)
+		}
+		return err
+	}
+	cfg.Scenario = sc.source
+	return nil
+}
+
+func setInt(dst *int, v *int) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// scenarioField maps a flag to the scenario field that sets it.
+var scenarioField = map[string]string{
+	"nodes":          "cluster.nodes",
+	"pods-per-node":  "cluster.podsPerNode",
+	"initial-pods":   "cluster.initialPods",
+	"zones":          "cluster.zones",
+	"seed":           "cluster.seed",
+	"schedulers":     "workload.schedulers",
+	"sample":         "workload.sample",
+	"fail-rate":      "workload.bindingFailureRate",
+	"confirm-delay":  "workload.confirmDelay",
+	"decision-time":  "workload.decisionTime",
+	"keep-pods":      "workload.keepPods",
+	"duration":       "run.duration",
+	"pods":           "run.pods",
+	"arrival":        "arrivals.mode",
+	"rate":           "arrivals.rate",
+	"burst-size":     "arrivals.burstSize",
+	"burst-interval": "arrivals.burstInterval",
+	"shards":         "shards",
+	"audit-every":    "audit-every",
+}
+
+// listPresets prints every preset with its description.
+func listPresets(w io.Writer) {
+	for _, n := range presetNames() {
+		sc, err := loadPreset(n)
+		if err != nil {
+			fmt.Fprintf(w, "%-24s invalid: %v\n", n, err)
+			continue
+		}
+		fmt.Fprintf(w, "%-24s %s\n", n, strings.Join(strings.Fields(sc.Description), " "))
+	}
+}

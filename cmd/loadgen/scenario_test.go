@@ -1,0 +1,283 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+)
+
+func writeScenario(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "s.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+	return p
+}
+
+const goodScenario = `
+cluster: {nodes: 60, podsPerNode: 10, seed: 3}
+workload: {schedulers: 2, sample: 20, bindingFailureRate: 0.01, confirmDelay: 1ms}
+run: {duration: 300ms}
+arrivals: {mode: closed}
+`
+
+// Every bad scenario file is refused before any work, with exit code 2
+// and a message naming the field.
+func TestScenarioRejects(t *testing.T) {
+	cases := []struct{ name, body, want string }{
+		{"unknown top-level field", goodScenario + "extra: 1\n", `unknown field "extra"`},
+		{"unknown nested field", "cluster: {nodes: 60, podz: 3}\nrun: {duration: 1s}\n", `unknown field "podz"`},
+		{"run missing", "cluster: {nodes: 60}\n", "run: missing"},
+		{"duration and pods missing", "cluster: {nodes: 60}\nrun: {}\n", "run.duration: the run needs a length"},
+		{"negative duration", "run: {duration: -1s}\n", "run.duration: must not be negative"},
+		{"bad duration", "run: {duration: soon}\n", "run.duration: not a duration"},
+		{"negative pods", "run: {pods: -5}\n", "run.pods: must not be negative"},
+		{"zero nodes", "cluster: {nodes: 0}\nrun: {duration: 1s}\n", "cluster.nodes: must be at least 1"},
+		{"both pod counts", "cluster: {nodes: 60, podsPerNode: 3, initialPods: 10}\nrun: {duration: 1s}\n", "cluster: give podsPerNode or initialPods"},
+		{"too many initial pods", "cluster: {nodes: 2, initialPods: 1000}\nrun: {duration: 1s}\n", "cluster.initialPods: 1000 pods exceed"},
+		{"negative rate", "run: {duration: 1s}\narrivals: {mode: poisson, rate: -3}\n", "arrivals.rate: must be a positive rate"},
+		{"poisson without rate", "run: {duration: 1s}\narrivals: {mode: poisson}\n", "arrivals.rate: must be a positive rate"},
+		{"rate with closed loop", "run: {duration: 1s}\narrivals: {mode: closed, rate: 5}\n", "arrivals.rate: only with -arrival poisson"},
+		{"burst without size", "run: {duration: 1s}\narrivals: {mode: burst, burstInterval: 100ms}\n", "arrivals.burstSize: must be at least 1"},
+		{"negative burst interval", "run: {duration: 1s}\narrivals: {mode: burst, burstSize: 5, burstInterval: -1s}\n", "arrivals.burstInterval: must be positive"},
+		{"unknown mode", "run: {duration: 1s}\narrivals: {mode: trickle}\n", `arrivals.mode: must be closed, poisson or burst, got "trickle"`},
+		{"mode missing", "run: {duration: 1s}\narrivals: {rate: 5}\n", "arrivals.mode: missing"},
+		{"fail rate above 1", "run: {duration: 1s}\nworkload: {bindingFailureRate: 1.5}\n", "workload.bindingFailureRate: must be a fraction"},
+		{"negative zones", "run: {duration: 1s}\ncluster: {zones: -1}\n", "cluster.zones"},
+		{"wrong type", "run: {duration: 1s}\ncluster: {nodes: many}\n", "nodes"},
+		{"not yaml", "run: [1, 2\n", "scenario"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeScenario(t, tc.body)
+			_, err := parseFlags([]string{"-scenario", p}, io.Discard)
+			require.Error(t, err)
+			require.True(t, errors.Is(err, ErrUsage), "%v", err)
+			require.Contains(t, err.Error(), tc.want)
+			var stderr strings.Builder
+			code := realMain(context.Background(), []string{"-scenario", p}, io.Discard, &stderr, false, hooks{})
+			require.Equal(t, exitUsage, code)
+			require.Contains(t, stderr.String(), tc.want)
+		})
+	}
+	_, err := parseFlags([]string{"-scenario", filepath.Join(t.TempDir(), "none.yaml")}, io.Discard)
+	require.ErrorIs(t, err, ErrUsage)
+	_, err = parseFlags([]string{"-preset", "nope"}, io.Discard)
+	require.ErrorIs(t, err, ErrUsage)
+	require.Contains(t, err.Error(), "unknown preset")
+	_, err = parseFlags([]string{"-preset", "w3", "-scenario", writeScenario(t, goodScenario)}, io.Discard)
+	require.ErrorIs(t, err, ErrUsage)
+}
+
+// A scenario sets the configuration; flags given explicitly override it.
+func TestScenarioAndFlags(t *testing.T) {
+	p := writeScenario(t, goodScenario)
+	cfg, err := parseFlags([]string{"-scenario", p}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, 60, cfg.Nodes)
+	require.Equal(t, 10, cfg.PodsPerNode)
+	require.Equal(t, int64(3), cfg.Seed)
+	require.Equal(t, 20, cfg.Sample)
+	require.Equal(t, 300*time.Millisecond, cfg.Duration)
+	require.Equal(t, arrClosed, cfg.Arrival)
+
+	cfg, err = parseFlags([]string{"-scenario", p, "-seed", "9", "-schedulers", "3", "-arrival", "poisson", "-rate", "100"}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, int64(9), cfg.Seed)
+	require.Equal(t, 3, cfg.Schedulers)
+	require.Equal(t, 60, cfg.Nodes, "the file's value stays where no flag is given")
+	require.Equal(t, arrPoisson, cfg.Arrival)
+
+	// A flag fixing the file is not enough: the file itself is validated.
+	bad := writeScenario(t, "cluster: {nodes: 0}\nrun: {duration: 1s}\n")
+	_, err = parseFlags([]string{"-scenario", bad, "-nodes", "5"}, io.Discard)
+	require.ErrorIs(t, err, ErrUsage)
+	// A flag breaking a good file is refused by its name.
+	_, err = parseFlags([]string{"-scenario", p, "-rate", "5"}, io.Discard)
+	require.ErrorContains(t, err, "-rate: only with -arrival poisson")
+}
+
+// Every preset loads and validates, and -list-presets names them all.
+func TestPresetsValidate(t *testing.T) {
+	names := presetNames()
+	require.Subset(t, names, []string{"standard", "scheduling-basic-5000", "w3", "open-poisson"})
+	for _, n := range names {
+		cfg, err := parseFlags([]string{"-preset", n}, io.Discard)
+		require.NoError(t, err, n)
+		require.NoError(t, cfg.Validate(), n)
+		require.Equal(t, "preset "+n, cfg.Scenario)
+	}
+	std, err := parseFlags([]string{"-preset", "standard"}, io.Discard)
+	require.NoError(t, err)
+	def := defaultConfig()
+	def.Scenario = std.Scenario
+	require.Equal(t, def, std, "the standard preset is the default run")
+	sb, err := parseFlags([]string{"-preset", "scheduling-basic-5000"}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, 5000, sb.Nodes)
+	require.Equal(t, 1000, sb.InitialPods)
+	require.Zero(t, sb.PodsPerNode, "the total replaces the default per-node count")
+	require.Equal(t, int64(10000), sb.Pods)
+	require.Zero(t, sb.Duration)
+	op, err := parseFlags([]string{"-preset", "open-poisson"}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, arrPoisson, op.Arrival)
+	require.Equal(t, 20000.0, op.Rate)
+
+	var out strings.Builder
+	require.Equal(t, exitOK, realMain(context.Background(), []string{"-list-presets"}, &out, io.Discard, false, hooks{}))
+	for _, n := range names {
+		require.Contains(t, out.String(), n)
+	}
+	require.NotContains(t, out.String(), "invalid")
+}
+
+// initialPods spreads a total over the nodes; zones relabel the nodes.
+func TestInitialPodsAndZones(t *testing.T) {
+	cfg := smallConfig()
+	cfg.InitialPods, cfg.Zones = 100, 4
+	cl := buildCluster(cfg)
+	require.Len(t, cl.Pods, 100)
+	perNode := map[string]int{}
+	for _, p := range cl.Pods {
+		perNode[p.Spec.NodeName]++
+	}
+	for n, k := range perNode {
+		require.LessOrEqual(t, k, 2, n)
+	}
+	zones := map[string]int{}
+	for _, n := range cl.Nodes {
+		zones[n.Labels[v1.LabelTopologyZone]]++
+	}
+	require.Equal(t, map[string]int{"zone-0": 15, "zone-1": 15, "zone-2": 15, "zone-3": 15}, zones)
+}
+
+// A pod-count run stops once that many pods are scheduled, in both modes.
+func TestPodCountStop(t *testing.T) {
+	for _, det := range []bool{true, false} {
+		cfg := smallConfig()
+		cfg.Duration, cfg.Pods, cfg.Deterministic, cfg.InitialPods, cfg.KeepPods = 0, 300, det, 100, det
+		require.NoError(t, cfg.Validate())
+		rep, err := run(context.Background(), cfg, nil, hooks{})
+		require.NoError(t, err)
+		require.Equal(t, "pods", rep.Stopped)
+		require.True(t, rep.Consistent, "%+v", rep.Audit)
+		require.Equal(t, 100, rep.InitialPods)
+		if det {
+			require.Equal(t, int64(300), rep.Scheduled, "the deterministic run stops at the count exactly")
+			require.Equal(t, 100+300, rep.FinalPods, "-keep-pods: no pod deleted")
+			require.Zero(t, rep.Removes)
+			// 2 schedulers, 250µs a decision, 1% failures: about 38 ms.
+			require.Less(t, rep.Elapsed, time.Second)
+		} else {
+			require.GreaterOrEqual(t, rep.Scheduled, int64(300))
+			require.LessOrEqual(t, rep.Scheduled, int64(300+cfg.Schedulers))
+		}
+	}
+}
+
+func poissonConfig(seed int64) Config {
+	cfg := smallConfig()
+	cfg.Seed, cfg.Deterministic, cfg.Arrival, cfg.Rate = seed, true, arrPoisson, 5000
+	cfg.Duration = 400 * time.Millisecond
+	return cfg
+}
+
+// Poisson arrivals in virtual time: the same seed gives the same digest,
+// another seed another; the queue is drained by the schedulers.
+func TestPoissonDeterministic(t *testing.T) {
+	a, err := run(context.Background(), poissonConfig(1), nil, hooks{})
+	require.NoError(t, err)
+	b, err := run(context.Background(), poissonConfig(1), nil, hooks{})
+	require.NoError(t, err)
+	c, err := run(context.Background(), poissonConfig(2), nil, hooks{})
+	require.NoError(t, err)
+	require.Equal(t, a.Digest, b.Digest)
+	require.NotEqual(t, a.Digest, c.Digest)
+	require.True(t, a.Consistent)
+	// About 2,000 arrivals in 0.4 s at 5,000/s (4 sigma is ±180).
+	require.InDelta(t, 2000, a.Arrived, 200)
+	require.Equal(t, a.Arrived, a.Scheduled+a.FailedBindings+a.Unschedulable+int64(a.PendingAtEnd))
+	// 2 schedulers of 4,000 decisions/s keep up with 5,000/s: the queue
+	// stays short and most pods wait less than one decision time.
+	require.Less(t, a.PendingAtEnd, 20)
+	require.Less(t, a.QueueDelay.P50, 2*cfgDecision(a))
+	require.Positive(t, a.QueueDelay.Max)
+
+	// Bursts: 100 pods every 100 ms wait up to 100/2 decisions.
+	cfg := poissonConfig(1)
+	cfg.Arrival, cfg.Rate, cfg.BurstSize, cfg.BurstInterval = arrBurst, 0, 100, 100*time.Millisecond
+	require.NoError(t, cfg.Validate())
+	d, err := run(context.Background(), cfg, nil, hooks{})
+	require.NoError(t, err)
+	require.Equal(t, int64(400), d.Arrived)
+	require.True(t, d.Consistent)
+	require.Greater(t, d.QueueDelay.Max, 10*time.Millisecond)
+	require.LessOrEqual(t, d.QueueDelay.Max, 13*time.Millisecond)
+}
+
+func cfgDecision(r *Report) time.Duration { return r.Config.DecisionTime }
+
+// Open loop in real time: the arrivals goroutine stops with the run (goleak
+// in TestMain) and the audit holds.
+func TestPoissonRealtime(t *testing.T) {
+	cfg := poissonConfig(1)
+	cfg.Deterministic = false
+	rep, err := run(context.Background(), cfg, nil, hooks{})
+	require.NoError(t, err)
+	require.True(t, rep.Consistent, "%+v", rep.Audit)
+	require.Positive(t, rep.Arrived)
+	require.Positive(t, rep.Scheduled)
+	require.LessOrEqual(t, rep.Scheduled+rep.FailedBindings+rep.Conflicts+rep.Unschedulable+int64(rep.PendingAtEnd), rep.Arrived)
+	require.Positive(t, rep.QueueDelay.Max)
+}
+
+// -csv writes the header and one row per 1 s window.
+func TestCSV(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "series.csv")
+	args := []string{"-deterministic", "-nodes", "60", "-pods-per-node", "10", "-schedulers", "2", "-decision-time", "1ms",
+		"-duration", "3s", "-arrival", "poisson", "-rate", "1000", "-csv", p}
+	require.Equal(t, exitOK, realMain(context.Background(), args, io.Discard, io.Discard, false, hooks{}))
+	f, err := os.Open(p)
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	require.Len(t, lines, 4)
+	require.Equal(t, csvHeader, lines[0])
+	require.Equal(t, "time_s,scheduled,pods_per_s,pending,informer_events,attempt_p50_ms,attempt_p99_ms", lines[0])
+	for i, l := range lines[1:] {
+		cols := strings.Split(l, ",")
+		require.Len(t, cols, 7, l)
+		require.Equal(t, []string{"1.000", "2.000", "3.000"}[i], cols[0])
+		require.NotEqual(t, "0.0", cols[2], "about 1,000 pods/s are scheduled: %s", l)
+		require.NotEqual(t, "0", cols[4], "informer events: %s", l)
+	}
+}
+
+// A pod-count run on a full cluster ends when nothing was scheduled for
+// stallLimit, with a warning, instead of running for a day.
+func TestPodCountStalls(t *testing.T) {
+	cfg := smallConfig()
+	cfg.Nodes, cfg.PodsPerNode, cfg.Sample, cfg.Deterministic = 1, 0, 1, true
+	cfg.Duration, cfg.Pods, cfg.KeepPods, cfg.DecisionTime = 0, 1000, true, time.Millisecond
+	require.NoError(t, cfg.Validate())
+	rep, err := run(context.Background(), cfg, nil, hooks{})
+	require.NoError(t, err)
+	require.Equal(t, "stalled", rep.Stopped)
+	require.Less(t, rep.Scheduled, int64(1000))
+	require.Less(t, rep.Elapsed, time.Minute)
+	require.NotEmpty(t, rep.Warnings)
+	require.True(t, rep.Consistent)
+}
