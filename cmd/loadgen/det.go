@@ -263,10 +263,7 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 			traceEvent(trace, ev.at, "confirm", ev.pod.Name, ev.pod.Spec.NodeName)
 			live = append(live, ev.pod)
 			if !cfg.KeepPods {
-				j := r.IntN(len(live))
-				victim := live[j]
-				live[j] = live[len(live)-1]
-				live = live[:len(live)-1]
+				victim := popRandom(r, &live)
 				e.truth.Delete(victim)
 				if err := c.RemovePod(logger, victim); err != nil {
 					return nil, fmt.Errorf("RemovePod %s: %w", victim.Name, err)

@@ -429,10 +429,7 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 			iwin.events(time.Since(start), 1)
 			live = append(live, conf.pod)
 			if !cfg.KeepPods {
-				j := r.IntN(len(live))
-				victim := live[j]
-				live[j] = live[len(live)-1]
-				live = live[:len(live)-1]
+				victim := popRandom(r, &live)
 				e.truth.Delete(victim)
 				if ierr = c.RemovePodAsync(victim); ierr != nil {
 					fail(ierr)
@@ -568,4 +565,15 @@ func pick(r *rand.Rand, snap *schedcache.Snapshot, info *framework.PodInfo, samp
 		}
 	}
 	return best
+}
+
+// popRandom removes and returns a random element of *live (the informer's
+// deletion of an old pod), moving the last element into its place.
+func popRandom(r *rand.Rand, live *[]*v1.Pod) *v1.Pod {
+	l := *live
+	j := r.IntN(len(l))
+	victim := l[j]
+	l[j] = l[len(l)-1]
+	*live = l[:len(l)-1]
+	return victim
 }
