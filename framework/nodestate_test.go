@@ -376,7 +376,7 @@ func viewOf(n *NodeInfo) nodeInfoView {
 // deepCopyNodeInfo copies every slice of n into new backing arrays (maps
 // handed to SetImageStates are immutable by contract and copied too).
 func deepCopyNodeInfo(n *NodeInfo) *NodeInfo {
-	c := n.copyFields() // every field but the memo slot
+	c := n.copyFields() // every field but the extension
 	c.pods = slices.Clone(n.pods)
 	c.podsWithAffinity = slices.Clone(n.podsWithAffinity)
 	c.podsWithRequiredAntiAffinity = slices.Clone(n.podsWithRequiredAntiAffinity)
