@@ -1074,8 +1074,8 @@ func (c *Core) refreshListError() {
 // editAffinityLists applies the epoch's affinity flips to the two lists
 // without walking the node list: each flip inserts or removes one slot,
 // ordered by list position, in a persist.Seq, which copies only the chunks
-// the flips fall in (before, a flat copy of the whole list: 190 KB per flip
-// at 50,000 nodes). The published lists are never written. A node list the
+// the flips fall in, not the whole list. The published lists are never
+// written. A node list the
 // tree produced with a name twice, or a flip the lists disagree with, takes
 // one rebuild instead.
 func (c *Core) editAffinityLists() {
@@ -1139,9 +1139,8 @@ func (c *Core) buildAffinityLists(order []int32, err error) {
 			anti = append(anti, slot)
 		}
 	}
-	// SeqOf copies: the buffers are scratch, reused by the next rebuild
-	// (before, the lists were allocated here, counted first: growing them
-	// by append cost GC assists at 50,000 nodes).
+	// SeqOf copies: the buffers are scratch, reused by the next rebuild,
+	// so a rebuild allocates only the published chunks.
 	c.affBuf, c.antiBuf = aff[:0], anti[:0]
 	c.builder.SetLists(order, persist.SeqOf(aff), persist.SeqOf(anti), err)
 }
