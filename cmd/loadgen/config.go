@@ -59,6 +59,8 @@ type Config struct {
 	KeepPods bool
 	// CSV is where the per-second time series goes ("" none).
 	CSV string
+	// SVG is where the plot of the time series goes ("" none).
+	SVG string
 	// Scenario names the scenario file or preset the run came from.
 	Scenario string
 }
@@ -274,6 +276,7 @@ func flagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.AuditEvery, "audit-every", cfg.AuditEvery, "with -deterministic, also audit the cache every this much virtual time (0: only at the end)")
 	fs.StringVar(&cfg.JSON, "json", cfg.JSON, "write the JSON report to this path (- for stdout, the text report then goes to stderr)")
 	fs.StringVar(&cfg.CSV, "csv", cfg.CSV, "write a time series, one row per 1 s window, to this path")
+	fs.StringVar(&cfg.SVG, "svg", cfg.SVG, "write an SVG plot of the 1 s windows (throughput, attempt latency p50/p99) to this path")
 	fs.BoolVar(&cfg.Quiet, "quiet", cfg.Quiet, "no progress lines, even on a terminal")
 	return fs
 }

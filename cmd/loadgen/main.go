@@ -49,6 +49,14 @@ func isTerminal(f *os.File) bool {
 
 // realMain is the whole command; it returns the exit code.
 func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool, h hooks) int {
+	sp, rest, err := splitSweep(args)
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen:", err)
+		return exitUsage
+	}
+	if sp != nil {
+		return runSweep(ctx, sp, rest, stdout, stderr, tty, h)
+	}
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -88,6 +96,16 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		defer f.Close()
 		csvOut = f
 	}
+	var svgOut io.Writer
+	if cfg.SVG != "" {
+		f, err := os.Create(cfg.SVG)
+		if err != nil {
+			fmt.Fprintln(stderr, "loadgen: -svg:", err)
+			return exitUsage
+		}
+		defer f.Close()
+		svgOut = f
+	}
 	var progressW io.Writer
 	if tty && !cfg.Quiet {
 		progressW = stderr
@@ -104,6 +122,12 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 	if csvOut != nil {
 		if err := rep.WriteCSV(csvOut); err != nil {
 			fmt.Fprintln(stderr, "loadgen: -csv:", err)
+			return exitFailed
+		}
+	}
+	if svgOut != nil {
+		if err := rep.WriteSVG(svgOut); err != nil {
+			fmt.Fprintln(stderr, "loadgen: -svg:", err)
 			return exitFailed
 		}
 	}
