@@ -299,6 +299,13 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&co.scenario, "scenario", "", "a scenario YAML file (see docs/loadgen.md); flags given explicitly override it")
 	fs.StringVar(&co.preset, "preset", "", "a built-in scenario (-list-presets lists them)")
 	fs.BoolVar(&co.listPresets, "list-presets", false, "list the built-in scenarios and exit")
+	// The sweep flags are taken out of the arguments before (sweep.go);
+	// they are declared here for -h only.
+	fs.String("sweep-seeds", "", "sweep mode: run each seed of a range (1-8) or comma list (1,3,5); needs -out")
+	fs.String("sweep-presets", "", "sweep mode: run each preset of a comma list (times each seed)")
+	fs.String("sweep-scenarios", "", "sweep mode: run each scenario file of a comma list (times each seed)")
+	fs.String("out", "", "sweep mode: directory of the JSON reports and summary.json")
+	fs.String("sweep-index", "", "sweep mode: run only combination N (default: $JOB_COMPLETION_INDEX, else all)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, err

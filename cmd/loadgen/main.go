@@ -10,7 +10,10 @@
 // With no flags it runs the standard 5,000-node cluster for 5 seconds.
 // -deterministic runs in virtual time on one goroutine: one seed reproduces
 // the run event for event. Every flag is checked before any work; see
-// docs/loadgen.md.
+// docs/loadgen.md. -sweep-seeds, -sweep-presets or -sweep-scenarios with
+// -out DIR run every combination one after another (or only the
+// -sweep-index / $JOB_COMPLETION_INDEX one) and write a report per run and
+// summary.json; -svg plots the 1 s windows.
 //
 // Exit codes: 0 success, 1 the run failed, 2 invalid flags or an
 // over-full cluster, 3 the audit found the cache diverging from the truth.
