@@ -245,3 +245,23 @@ func TestSVGBadPath(t *testing.T) {
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, stderr.String(), "-svg")
 }
+
+// Scenario files are swept by file, named by their base names; without
+// -sweep-seeds each run keeps the seed of its file or flags.
+func TestSweepScenarioFiles(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{"-deterministic", "-nodes", "30", "-initial-pods", "150", "-duration", "100ms", "-pods", "0", "-sample", "10",
+		"-schedulers", "2", "-sweep-scenarios", "scenarios/standard.yaml,scenarios/open-poisson.yaml", "-out", dir}
+	require.Equal(t, exitOK, realMain(context.Background(), args, &stdout, &stderr, false, hooks{}), stderr.String())
+	s := readSummary(t, filepath.Join(dir, "summary.json"))
+	require.Len(t, s.Items, 2)
+	require.Equal(t, "standard-seed1.json", s.Items[0].File)
+	require.Equal(t, "open-poisson", s.Items[1].Name)
+	b, err := os.ReadFile(filepath.Join(dir, s.Items[1].File))
+	require.NoError(t, err)
+	var rep JSONReport
+	require.NoError(t, json.Unmarshal(b, &rep))
+	require.Equal(t, "poisson", rep.Arrivals.Mode, "the scenario file's arrivals apply")
+	require.Equal(t, s.Items[1].Digest, rep.Digest)
+}
