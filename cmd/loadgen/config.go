@@ -63,6 +63,9 @@ type Config struct {
 	SVG string
 	// Scenario names the scenario file or preset the run came from.
 	Scenario string
+	// Record is where a deterministic run writes its trace of cache calls
+	// ("" none; see the trace package).
+	Record string
 }
 
 // Arrival modes.
@@ -201,6 +204,8 @@ func (c *Config) Validate() error {
 		return bad("decision-time", "%v is longer than -duration %v: no decision would be made", c.DecisionTime, c.Duration)
 	case c.AuditEvery < 0:
 		return bad("audit-every", "must not be negative (0: only at the end), got %v", c.AuditEvery)
+	case c.Record != "" && !c.Deterministic:
+		return bad("record", "needs -deterministic (only a deterministic run makes its cache calls in one order)")
 	case c.AuditEvery > 0 && !c.Deterministic:
 		return bad("audit-every", "needs -deterministic (a real-time run is audited at the end)")
 	case c.AuditEvery > 0 && c.Duration == 0:
@@ -278,6 +283,7 @@ func flagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.CSV, "csv", cfg.CSV, "write a time series, one row per 1 s window, to this path")
 	fs.StringVar(&cfg.SVG, "svg", cfg.SVG, "write an SVG plot of the 1 s windows (throughput, attempt latency p50/p99) to this path")
 	fs.BoolVar(&cfg.Quiet, "quiet", cfg.Quiet, "no progress lines, even on a terminal")
+	fs.StringVar(&cfg.Record, "record", cfg.Record, "with -deterministic, write every cache call (JSON Lines trace) to this path; -replay PATH replays one")
 	return fs
 }
 

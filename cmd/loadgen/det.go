@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"os"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/cmd/loadgen/trace"
 	"github.com/schedcache/schedcache/framework"
 	"github.com/schedcache/schedcache/internal/hist"
 	"github.com/schedcache/schedcache/workload"
@@ -90,17 +92,53 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 	logger := klog.Background()
 	rep := &Report{Config: cfg}
 	clk := &virtualClock{}
+	var tw *trace.Writer
+	if cfg.Record != "" {
+		f, err := os.Create(cfg.Record)
+		if err != nil {
+			return nil, bad("record", "%v", err)
+		}
+		defer f.Close()
+		tw = trace.NewWriter(f)
+	}
 	e, err := setup(ctx, cfg, clk, prog, rep)
 	if err != nil {
 		return nil, err
 	}
 	defer e.c.Close()
 	c := e.c
+	// rec records one call with its result err and returns err (or the
+	// write's error).
+	rec := func(r trace.Record, err error) error { return err }
+	if tw != nil {
+		rec = func(r trace.Record, err error) error {
+			r.At = int64(clk.now.Load())
+			if werr := tw.Call(r, err); werr != nil {
+				return fmt.Errorf("-record: %w", werr)
+			}
+			return err
+		}
+		// The initial cluster went in through the asynchronous path; the
+		// trace holds it as the synchronous calls that replay it.
+		if e.asyncErrs.Load() != 0 {
+			return nil, fmt.Errorf("-record: %d asynchronous load errors (first: %v)", e.asyncErrs.Load(), e.firstErr.Load())
+		}
+		for _, n := range e.cl.Nodes {
+			if err := rec(trace.Record{Op: trace.AddNode, Node: n}, nil); err != nil {
+				return nil, err
+			}
+		}
+		for _, p := range e.cl.Pods {
+			if err := rec(trace.Record{Op: trace.AddPod, Pod: p}, nil); err != nil {
+				return nil, err
+			}
+		}
+	}
 	prog.printf("scheduling for %v of virtual time with %d virtual schedulers\n", cfg.limit(), cfg.Schedulers)
 	limit := cfg.limit()
 
 	r := workload.NewRand(cfg.Seed ^ 0x5eed)
-	trace := sha256.New()
+	digest := sha256.New()
 	var q eventQueue
 	var seq uint64
 	push := func(ev event) {
@@ -166,7 +204,7 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 				pod := workload.NewPod(r, fmt.Sprintf("arr-%d", arrived), "")
 				arrived++
 				queue = append(queue, arrival{pod: pod, at: ev.at})
-				traceEvent(trace, ev.at, "arrive", pod.Name, "")
+				traceEvent(digest, ev.at, "arrive", pod.Name, "")
 			}
 			rep.MaxPending = max(rep.MaxPending, len(queue)-head)
 			if len(queue)-head >= detQueueMax {
@@ -216,29 +254,29 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 			hr.Record(time.Since(tr))
 			if best == "" {
 				rep.Unschedulable++
-				traceEvent(trace, ev.at, "unschedulable", pod.Name, "")
+				traceEvent(digest, ev.at, "unschedulable", pod.Name, "")
 				continue
 			}
 			pod.Spec.NodeName = best
 			ta := time.Now()
-			if err := c.AssumePod(logger, pod); err != nil {
+			if err := rec(trace.Record{Op: trace.AssumePod, Pod: pod}, c.AssumePod(logger, pod)); err != nil {
 				return nil, fmt.Errorf("AssumePod %s: %w", pod.Name, err)
 			}
 			ha.Record(time.Since(ta))
 			if cfg.openLoop() {
 				hq.Record(ev.at - arrivedAt)
 			}
-			if err := c.FinishBinding(logger, pod); err != nil {
+			if err := rec(trace.Record{Op: trace.FinishBinding, Pod: pod}, c.FinishBinding(logger, pod)); err != nil {
 				return nil, fmt.Errorf("FinishBinding %s: %w", pod.Name, err)
 			}
 			if r.Float64() < cfg.FailRate {
-				if err := c.ForgetPod(logger, pod); err != nil {
+				if err := rec(trace.Record{Op: trace.ForgetPod, Pod: pod}, c.ForgetPod(logger, pod)); err != nil {
 					return nil, fmt.Errorf("ForgetPod %s: %w", pod.Name, err)
 				}
 				e.truth.Pending(pod)
 				rep.FailedBindings++
 				rep.Forgotten++
-				traceEvent(trace, ev.at, "bind-failed", pod.Name, best)
+				traceEvent(digest, ev.at, "bind-failed", pod.Name, best)
 				continue
 			}
 			took := time.Since(tr)
@@ -247,41 +285,42 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 			rep.Scheduled++
 			win.scheduled(ev.at, took)
 			lastProgress = ev.at
-			traceEvent(trace, ev.at, "bound", pod.Name, best)
+			traceEvent(digest, ev.at, "bound", pod.Name, best)
 			if cfg.Pods > 0 && rep.Scheduled >= cfg.Pods {
 				stopped, endAt = true, min(ev.at+cfg.DecisionTime, limit)
 				rep.Stopped = "pods"
 			}
 			push(event{at: ev.at + cfg.ConfirmDelay, kind: evConfirm, pod: pod})
 		case evConfirm:
-			if err := c.AddPod(logger, ev.pod); err != nil {
+			if err := rec(trace.Record{Op: trace.AddPod, Pod: ev.pod}, c.AddPod(logger, ev.pod)); err != nil {
 				return nil, fmt.Errorf("AddPod %s: %w", ev.pod.Name, err)
 			}
 			e.truth.Observed(ev.pod)
 			rep.Adds++
 			win.events(ev.at, 1)
-			traceEvent(trace, ev.at, "confirm", ev.pod.Name, ev.pod.Spec.NodeName)
+			traceEvent(digest, ev.at, "confirm", ev.pod.Name, ev.pod.Spec.NodeName)
 			live = append(live, ev.pod)
 			if !cfg.KeepPods {
 				victim := popRandom(r, &live)
 				e.truth.Delete(victim)
-				if err := c.RemovePod(logger, victim); err != nil {
+				if err := rec(trace.Record{Op: trace.RemovePod, Pod: victim}, c.RemovePod(logger, victim)); err != nil {
 					return nil, fmt.Errorf("RemovePod %s: %w", victim.Name, err)
 				}
 				rep.Removes++
 				win.events(ev.at, 1)
-				traceEvent(trace, ev.at, "delete", victim.Name, victim.Spec.NodeName)
+				traceEvent(digest, ev.at, "delete", victim.Name, victim.Spec.NodeName)
 			}
 			if (rep.Adds+rep.Removes)%100 < 2 {
 				k := r.IntN(len(nodes))
 				nn := nodeHeartbeat(nodes[k], rep.Adds+rep.Removes)
-				if _, err := c.UpdateNode(logger, nodes[k], nn); err != nil {
+				_, err := c.UpdateNode(logger, nodes[k], nn)
+				if err := rec(trace.Record{Op: trace.UpdateNode, OldNode: nodes[k], Node: nn}, err); err != nil {
 					return nil, fmt.Errorf("UpdateNode %s: %w", nn.Name, err)
 				}
 				nodes[k] = nn
 				rep.NodeUpdates++
 				win.events(ev.at, 1)
-				traceEvent(trace, ev.at, "node-heartbeat", "", nn.Name)
+				traceEvent(digest, ev.at, "node-heartbeat", "", nn.Name)
 			}
 		}
 	}
@@ -298,8 +337,17 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 	if err := e.finish(cfg, rep, h, prog); err != nil {
 		return nil, err
 	}
-	stateDigest(trace, e.truth, c)
-	rep.Digest = "sha256:" + hex.EncodeToString(trace.Sum(nil))
+	stateDigest(digest, e.truth, c)
+	rep.Digest = "sha256:" + hex.EncodeToString(digest.Sum(nil))
+	if tw != nil {
+		t, err := trace.CacheTotals(c)
+		if err != nil {
+			return nil, err
+		}
+		if err := tw.Close(t); err != nil {
+			return nil, fmt.Errorf("-record: %w", err)
+		}
+	}
 	return rep, nil
 }
 

@@ -13,10 +13,13 @@
 // docs/loadgen.md. -sweep-seeds, -sweep-presets or -sweep-scenarios with
 // -out DIR run every combination one after another (or only the
 // -sweep-index / $JOB_COMPLETION_INDEX one) and write a report per run and
-// summary.json; -svg plots the 1 s windows.
+// summary.json; -svg plots the 1 s windows. -record PATH (with
+// -deterministic) writes every cache call to a trace; -replay PATH replays
+// one against a fresh cache and checks every result and the final totals.
 //
 // Exit codes: 0 success, 1 the run failed, 2 invalid flags or an
-// over-full cluster, 3 the audit found the cache diverging from the truth.
+// over-full cluster, 3 the audit found the cache diverging from the truth (or a replay
+// diverging from its trace).
 package main
 
 import (
@@ -52,6 +55,13 @@ func isTerminal(f *os.File) bool {
 
 // realMain is the whole command; it returns the exit code.
 func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool, h hooks) int {
+	if path, ok, err := replayPath(args); ok {
+		if err != nil {
+			fmt.Fprintln(stderr, "loadgen:", err)
+			return exitUsage
+		}
+		return runReplay(ctx, path, stdout, stderr)
+	}
 	sp, rest, err := splitSweep(args)
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen:", err)

@@ -261,6 +261,9 @@ func (sp *sweepSpec) plan(rest []string) ([]sweepRun, error) {
 				}
 				return nil, fmt.Errorf("run %s: %w", s.name, err)
 			}
+			if cfg.Record != "" {
+				return nil, bad("record", "not with a sweep (every run would write the same file)")
+			}
 			runs = append(runs, sweepRun{name: s.name, seed: cfg.Seed, cfg: cfg})
 		}
 	}
