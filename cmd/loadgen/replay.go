@@ -29,7 +29,7 @@ func replayPath(args []string) (path string, ok bool, err error) {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&path, "replay", "", "")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return "", true, bad("replay", "takes no other flag or argument: loadgen -replay PATH")
+		return "", true, bad("replay", "needs a path and no other flag or argument: loadgen -replay PATH")
 	}
 	if path == "" {
 		return "", true, bad("replay", "needs a trace file")

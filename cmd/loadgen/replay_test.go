@@ -166,7 +166,7 @@ func TestRecordReplayValidation(t *testing.T) {
 	}{
 		{[]string{"-record", filepath.Join(dir, "a.jsonl"), "-duration", "10ms"}, "-record: needs -deterministic"},
 		{[]string{"-deterministic", "-record", filepath.Join(dir, "a.jsonl"), "-sweep-seeds", "1,2", "-out", dir}, "-record"},
-		{[]string{"-replay", filepath.Join(dir, "a.jsonl"), "-nodes", "5"}, "-replay: takes no other flag"},
+		{[]string{"-replay", filepath.Join(dir, "a.jsonl"), "-nodes", "5"}, "-replay: needs a path and no other flag"},
 		{[]string{"-replay"}, "-replay"},
 		{[]string{"-replay", ""}, "-replay: needs a trace file"},
 		{[]string{"-replay", filepath.Join(dir, "missing.jsonl")}, "-replay"},
