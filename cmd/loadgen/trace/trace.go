@@ -244,7 +244,7 @@ func (rec Record) check() error {
 		}
 	case End:
 		if rec.Totals == nil {
-			return fmt.Errorf("End without totals")
+			return fmt.Errorf("an %s record without totals", End)
 		}
 	default:
 		return fmt.Errorf("unknown op %q", rec.Op)

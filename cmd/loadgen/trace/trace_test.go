@@ -120,7 +120,7 @@ func TestReaderErrors(t *testing.T) {
 		{`{"op":"Begin","version":1}` + "\n" + `{"op":"Nope"}` + "\n", `line 2: unknown op "Nope"`},
 		{`{"op":"Begin","version":1}` + "\n" + `{"op":"AddPod"}` + "\n", "AddPod without a pod"},
 		{`{"op":"Begin","version":1}` + "\n" + `{"op":"UpdateNode","node":{}}` + "\n", "needs node and oldNode"},
-		{`{"op":"Begin","version":1}` + "\n" + `{"op":"End"}` + "\n", "End without totals"},
+		{`{"op":"Begin","version":1}` + "\n" + `{"op":"End"}` + "\n", "End record without totals"},
 		{`{"op":"Begin","version":1}` + "\n" + `{` + "\n", "line 2"},
 	} {
 		_, err := Replay(context.Background(), nil, NewReader(strings.NewReader(tc.in)))
