@@ -30,15 +30,8 @@ func loadedCache(b *testing.B, opts ...schedcache.Option) *schedcache.Cache {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, n := range cl.Nodes {
-		if err := c.AddNodeAsync(n); err != nil {
-			b.Fatal(err)
-		}
-	}
-	for _, p := range cl.Pods {
-		if err := c.AddPodAsync(p); err != nil {
-			b.Fatal(err)
-		}
+	if err := cl.Feed(c.AddNodeAsync, c.AddPodAsync); err != nil {
+		b.Fatal(err)
 	}
 	if err := c.Sync(); err != nil {
 		b.Fatal(err)

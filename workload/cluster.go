@@ -91,6 +91,23 @@ type Cluster struct {
 	Images []ImageSpec
 }
 
+// Feed hands every node, then every pod, of c to addNode and addPod (a
+// cache's AddNodeAsync and AddPodAsync, say), in order, and returns the
+// first error, wrapped with the object's name.
+func (c *Cluster) Feed(addNode func(*v1.Node) error, addPod func(*v1.Pod) error) error {
+	for _, n := range c.Nodes {
+		if err := addNode(n); err != nil {
+			return fmt.Errorf("workload: node %s: %w", n.Name, err)
+		}
+	}
+	for _, p := range c.Pods {
+		if err := addPod(p); err != nil {
+			return fmt.Errorf("workload: pod %s: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
 // Build generates the cluster spec describes. The same spec gives a
 // deep-equal cluster. It uses up to GOMAXPROCS goroutines, all finished on
 // return; the result does not depend on their number. It panics if a count

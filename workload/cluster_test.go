@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"errors"
 	"flag"
 	"reflect"
 	"runtime"
@@ -392,4 +393,26 @@ func TestBuild50k(t *testing.T) {
 	require.Len(t, c.Nodes, 50000)
 	require.Len(t, c.Pods, 1500000)
 	runtime.KeepAlive(c)
+}
+
+// Feed hands over every node, then every pod, in order, and stops at the
+// first error, naming the object.
+func TestClusterFeed(t *testing.T) {
+	c := Build(ClusterSpec{Nodes: 3, PodsPerNode: 2, Seed: 1})
+	var got []string
+	addN := func(n *v1.Node) error { got = append(got, n.Name); return nil }
+	addP := func(p *v1.Pod) error { got = append(got, p.Name); return nil }
+	if err := c.Feed(addN, addP); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{NodeName(0), NodeName(1), NodeName(2), PodName(0), PodName(1), PodName(2), PodName(3), PodName(4), PodName(5)}
+	if !slices.Equal(got, want) {
+		t.Fatalf("fed %v, want %v", got, want)
+	}
+	boom := errors.New("boom")
+	calls := 0
+	err := c.Feed(addN, func(p *v1.Pod) error { calls++; return boom })
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), PodName(0)) || calls != 1 {
+		t.Fatalf("Feed = %v after %d pod calls; want boom naming %s after 1", err, calls, PodName(0))
+	}
 }
