@@ -203,10 +203,7 @@ type differ struct {
 	// everyStep is an upstream long-lived snapshot refreshed after every
 	// step and never reset: the published snapshot's image counts are its.
 	everyStep *upcache.Snapshot
-	// withoutImages: compareSnap skips image counts (the published
-	// snapshot's are compared with everyStep's instead).
-	withoutImages bool
-	quirks        bool // generate inputs informers never produce (see diffQuirks)
+	quirks    bool // generate inputs informers never produce (see diffQuirks)
 
 	keys     []string           // every pod UID used so far
 	keyPod   map[string]*v1.Pod // a pod object per UID (for lookups of absent keys)
@@ -705,15 +702,13 @@ func (d *differ) compareSnapshots() {
 	eu := d.up.c.UpdateSnapshot(discard, fresh)
 	mine := schedcache.NewEmptySnapshot()
 	es := d.sc.c.UpdateSnapshot(discard, mine)
-	d.compareSnap("fresh snapshot", fresh, mine, eu, es)
+	d.compareSnap("fresh snapshot", fresh, mine, eu, es, true)
 	// The published snapshot is a fresh one but for image counts, which
 	// are as of each node's last change: those of upstream's long-lived
 	// snapshot refreshed after every step.
 	_ = d.up.c.UpdateSnapshot(discard, d.everyStep)
 	ss := d.sc.c.Snapshot()
-	d.withoutImages = true
-	d.compareSnap("published snapshot", fresh, ss, eu, ss.Err())
-	d.withoutImages = false
+	d.compareSnap("published snapshot", fresh, ss, eu, ss.Err(), false)
 	for i := range d.lived {
 		l := &d.lived[i]
 		if d.g.pct(l.pct) {
@@ -729,9 +724,9 @@ func (d *differ) compareSnapshots() {
 				eu = d.up.c.UpdateSnapshot(discard, l.up)
 				es = d.sc.c.UpdateSnapshot(discard, l.sc)
 			}
-			d.compareSnap(fmt.Sprintf("long-lived snapshot %d (refreshed at %d%% of steps)", i, l.pct), l.up, l.sc, eu, es)
+			d.compareSnap(fmt.Sprintf("long-lived snapshot %d (refreshed at %d%% of steps)", i, l.pct), l.up, l.sc, eu, es, true)
 		} else {
-			d.compareSnap(fmt.Sprintf("long-lived snapshot %d (refreshed at %d%% of steps; not now)", i, l.pct), l.up, l.sc, nil, nil)
+			d.compareSnap(fmt.Sprintf("long-lived snapshot %d (refreshed at %d%% of steps; not now)", i, l.pct), l.up, l.sc, nil, nil, true)
 		}
 	}
 	ls, _ := ss.List()
@@ -750,7 +745,9 @@ func (d *differ) compareSnapshots() {
 // error.
 var inconsistentRe = regexp.MustCompile(`NodeInfoList=(\d+) not equal to length of nodes in tree=(\d+) , length of NodeInfoMap=(\d+), length of nodes in cache=(\d+)`)
 
-func (d *differ) compareSnap(what string, up *upcache.Snapshot, sc *schedcache.Snapshot, eu, es error) {
+// compareSnap compares one snapshot of each cache and their refresh
+// errors; images false skips image counts.
+func (d *differ) compareSnap(what string, up *upcache.Snapshot, sc *schedcache.Snapshot, eu, es error, images bool) {
 	d.t.Helper()
 	if (eu == nil) != (es == nil) {
 		lu, _ := up.NodeInfos().List()
@@ -774,7 +771,7 @@ func (d *differ) compareSnap(what string, up *upcache.Snapshot, sc *schedcache.S
 	}
 	sums := func(u fwk.NodeInfo, s *framework.NodeInfo) (nodeSum, nodeSum) {
 		su, ss := upSum(u), scSum(s)
-		if d.withoutImages {
+		if !images {
 			su.Images, ss.Images = nil, nil
 		}
 		return su, ss

@@ -122,15 +122,6 @@ func (n *NodeInfo) WithImageTable(t *ImageTable) *NodeInfo {
 	return c.withExtension()
 }
 
-// ImageTableOf returns the registry version n's summaries are read from
-// (nil for explicit summaries or none).
-func (n *NodeInfo) ImageTableOf() *ImageTable {
-	if n == nil {
-		return nil
-	}
-	return n.imageTable
-}
-
 // WithImages returns a copy of n whose image summaries are v's names read
 // from v's table.
 func (n *NodeInfo) WithImages(v ImageView) *NodeInfo {

@@ -85,7 +85,7 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 		if ok {
 			prev = nodes.Get(int(slot))
 			if prev != nil && prev.Generation() == cur.Generation() {
-				return // same entry version, re-cloned in p for image counts only
+				return // the same entry version: a published entry changes only with its generation
 			}
 		} else {
 			all = true

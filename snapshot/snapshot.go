@@ -128,10 +128,6 @@ func (s *Snapshot) At(i int) *framework.NodeInfo {
 	return s.nodes.Get(int(s.order[i]))
 }
 
-// NodeAt returns the entry at slot (nil for a free slot or a nodeless
-// entry). Slots are the coordinator's; it does not allocate.
-func (s *Snapshot) NodeAt(slot int32) *framework.NodeInfo { return s.nodes.Get(int(slot)) }
-
 // Range calls fn for each node of the list in order until fn returns false.
 func (s *Snapshot) Range(fn func(i int, n *framework.NodeInfo) bool) {
 	for i, slot := range s.order {
