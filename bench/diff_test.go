@@ -695,7 +695,9 @@ type livedPair struct {
 // and with a fresh schedcache snapshot; and each long-lived pair, refreshed
 // now or not. Everything is compared exactly: node order, every entry
 // (image counts included), the affinity lists, the used PVCs, Get of every
-// name, NumNodes and the refresh errors.
+// name, NumNodes and the refresh errors; except the published snapshot's
+// image counts, which are compared with everyStep's (as of each node's
+// last change).
 func (d *differ) compareSnapshots() {
 	d.t.Helper()
 	fresh := upcache.NewEmptySnapshot()
