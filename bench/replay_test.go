@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/schedcache/schedcache/cmd/loadgen/trace"
+	"github.com/schedcache/schedcache/sim/trace"
 )
 
 // replayFixture is a trace of a tiny deterministic loadgen run (20 nodes, 60

@@ -1,4 +1,4 @@
-package main
+package sim
 
 import (
 	"container/heap"
@@ -16,9 +16,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
-	"github.com/schedcache/schedcache/cmd/loadgen/trace"
 	"github.com/schedcache/schedcache/framework"
 	"github.com/schedcache/schedcache/internal/hist"
+	"github.com/schedcache/schedcache/sim/trace"
 	"github.com/schedcache/schedcache/workload"
 )
 

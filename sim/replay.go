@@ -1,4 +1,4 @@
-package main
+package sim
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/schedcache/schedcache"
-	"github.com/schedcache/schedcache/cmd/loadgen/trace"
+	"github.com/schedcache/schedcache/sim/trace"
 )
 
 // replayPath returns the -replay path when args ask for a replay, and an

@@ -1,4 +1,4 @@
-package main
+package sim
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/schedcache/schedcache/cmd/loadgen/trace"
+	"github.com/schedcache/schedcache/sim/trace"
 )
 
 // recArgs is a tiny deterministic run with every kind of call: loads,

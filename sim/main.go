@@ -1,0 +1,155 @@
+// Package sim is the cluster simulator behind cmd/loadgen. It simulates a
+// large cluster against schedcache: it builds
+// the standard cluster of the workload package from a seed, loads it through
+// the asynchronous (informer-style) event path, then runs schedulers that
+// schedule new pods on snapshots (least-allocated among sampled nodes,
+// AssumePod, FinishBinding) while an informer confirms them with AddPod
+// after a delay and deletes old pods to keep the cluster at a steady size.
+// At the end it audits the cache against the simulated API server's ground
+// truth and prints what it did (text, and JSON with -json).
+//
+// With no flags it runs the standard 5,000-node cluster for 5 seconds.
+// -deterministic runs in virtual time on one goroutine: one seed reproduces
+// the run event for event. Every flag is checked before any work; see
+// docs/loadgen.md. -sweep-seeds, -sweep-presets or -sweep-scenarios with
+// -out DIR run every combination one after another (or only the
+// -sweep-index / $JOB_COMPLETION_INDEX one) and write a report per run and
+// summary.json; -svg plots the 1 s windows. -record PATH (with
+// -deterministic) writes every cache call to a trace; -replay PATH replays
+// one against a fresh cache and checks every result and the final totals.
+//
+// Exit codes: 0 success, 1 the run failed, 2 invalid flags or an
+// over-full cluster, 3 the audit found the cache diverging from the truth (or a replay
+// diverging from its trace).
+package sim
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit codes.
+const (
+	exitOK         = 0
+	exitFailed     = 1
+	exitUsage      = 2
+	exitDivergence = 3
+)
+
+// Main runs the loadgen command with args (without the program name),
+// writing reports to stdout and messages to stderr; tty says whether stderr
+// is a terminal (progress lines are written only then). It returns the exit
+// code: 0 success, 1 the run failed, 2 invalid flags or an over-full
+// cluster, 3 a divergence. It never exits the process; cancelling ctx stops
+// a run early (its report is still written).
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
+	return realMain(ctx, args, stdout, stderr, tty, hooks{})
+}
+
+// realMain is the whole command; it returns the exit code.
+func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool, h hooks) int {
+	if path, ok, err := replayPath(args); ok {
+		if err != nil {
+			fmt.Fprintln(stderr, "loadgen:", err)
+			return exitUsage
+		}
+		return runReplay(ctx, path, stdout, stderr)
+	}
+	sp, rest, err := splitSweep(args)
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen:", err)
+		return exitUsage
+	}
+	if sp != nil {
+		return runSweep(ctx, sp, rest, stdout, stderr, tty, h)
+	}
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if errors.Is(err, errListPresets) {
+		listPresets(stdout)
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen:", err)
+		return exitUsage
+	}
+	// Open the JSON destination before any work, so that a bad path is
+	// reported at once.
+	var jsonOut io.Writer
+	text := stdout
+	switch cfg.JSON {
+	case "":
+	case "-":
+		jsonOut, text = stdout, stderr
+	default:
+		f, err := os.Create(cfg.JSON)
+		if err != nil {
+			fmt.Fprintln(stderr, "loadgen: -json:", err)
+			return exitUsage
+		}
+		defer f.Close()
+		jsonOut = f
+	}
+	var csvOut io.Writer
+	if cfg.CSV != "" {
+		f, err := os.Create(cfg.CSV)
+		if err != nil {
+			fmt.Fprintln(stderr, "loadgen: -csv:", err)
+			return exitUsage
+		}
+		defer f.Close()
+		csvOut = f
+	}
+	var svgOut io.Writer
+	if cfg.SVG != "" {
+		f, err := os.Create(cfg.SVG)
+		if err != nil {
+			fmt.Fprintln(stderr, "loadgen: -svg:", err)
+			return exitUsage
+		}
+		defer f.Close()
+		svgOut = f
+	}
+	var progressW io.Writer
+	if tty && !cfg.Quiet {
+		progressW = stderr
+	}
+	rep, err := run(ctx, cfg, progressW, h)
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen:", err)
+		if errors.Is(err, ErrUsage) {
+			return exitUsage
+		}
+		return exitFailed
+	}
+	rep.Print(text)
+	if csvOut != nil {
+		if err := rep.WriteCSV(csvOut); err != nil {
+			fmt.Fprintln(stderr, "loadgen: -csv:", err)
+			return exitFailed
+		}
+	}
+	if svgOut != nil {
+		if err := rep.WriteSVG(svgOut); err != nil {
+			fmt.Fprintln(stderr, "loadgen: -svg:", err)
+			return exitFailed
+		}
+	}
+	if jsonOut != nil {
+		if err := rep.WriteJSON(jsonOut); err != nil {
+			fmt.Fprintln(stderr, "loadgen: -json:", err)
+			return exitFailed
+		}
+	}
+	if !rep.Consistent {
+		fmt.Fprintln(stderr, "loadgen: the cache diverges from the simulated API server (see the audit above)")
+		return exitDivergence
+	}
+	return exitOK
+}
