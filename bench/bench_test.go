@@ -35,7 +35,7 @@ import (
 func BenchmarkW1(b *testing.B) {
 	for _, spec := range specs(true) {
 		for _, impl := range Impls {
-			for _, r := range []int{0, 1, 4, 16} {
+			for _, r := range counts(b, "bench.readers", *flagReaders) {
 				b.Run(fmt.Sprintf("impl=%s/nodes=%s/readers=%d", impl, sizeName(spec), r), func(b *testing.B) {
 					benchW1(b, impl, spec, r)
 				})
@@ -343,7 +343,7 @@ const (
 func BenchmarkW3(b *testing.B) {
 	for _, spec := range specs(false) {
 		for _, impl := range Impls {
-			for _, s := range []int{1, 2, 4} {
+			for _, s := range counts(b, "bench.schedulers", *flagSchedulers) {
 				b.Run(fmt.Sprintf("impl=%s/nodes=%s/schedulers=%d", impl, sizeName(spec), s), func(b *testing.B) {
 					benchW3(b, impl, spec, s)
 				})

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,8 +20,10 @@ import (
 )
 
 var (
-	flag50k    = flag.Bool("bench.50k", false, "also run the 50,000-node variants of W1, W2 and W4 (slow, several GiB)")
-	flagSettle = flag.Bool("bench.settle", true, "start every timed region from settleHeap; false: from a plain runtime.GC(), as before 2026-11-24 (to measure what settling changes)")
+	flag50k        = flag.Bool("bench.50k", false, "also run the 50,000-node variants of W1, W2 and W4 (slow, several GiB)")
+	flagReaders    = flag.String("bench.readers", "0,1,4,16", "W1: the reader counts to run (comma-separated; the device mode of run.sh runs 0..15)")
+	flagSchedulers = flag.String("bench.schedulers", "1,2,4", "W3: the scheduler counts to run (comma-separated; the device mode of run.sh runs 1..15)")
+	flagSettle     = flag.Bool("bench.settle", true, "start every timed region from settleHeap; false: from a plain runtime.GC(), as before 2026-11-24 (to measure what settling changes)")
 )
 
 // clusters are built once per process and shared read-only.
@@ -47,6 +51,20 @@ func specs(with50k bool) []workload.ClusterSpec {
 		s = append(s, workload.Standard50k())
 	}
 	return s
+}
+
+// counts parses a comma-separated list of non-negative counts (a flag of
+// this file); a malformed list fails the benchmark.
+func counts(b *testing.B, name, list string) []int {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			b.Fatalf("-%s: %q is not a list of non-negative counts", name, list)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func sizeName(spec workload.ClusterSpec) string {

@@ -27,7 +27,76 @@
 # The full run (COUNT=6, 5k nodes) takes about 8-15 minutes on the 2-core
 # reference machine. Close other CPU-heavy work first: the workloads use both
 # cores.
+#
+# Device mode: the many-core runs (W1 with up to 15 readers, W3 with up to 15
+# schedulers, the synchronous cycle) for a 16-core machine without Go:
+#   bench/run.sh device-build DIR    here: build DIR/bench.test to carry there
+#   bench/run.sh device-run DIR OUT  there: run DIR/bench.test, pinned with
+#                                    taskset, GOMAXPROCS stated in every
+#                                    command; raw output in OUT/raw-cores.txt
+#   bench/run.sh device-report RAW   here: benchstat -col /impl of RAW into
+#                                    RAW.benchstat (docs/bench/cores.md links it)
+# Each group runs at 16 cores (taskset -c 0-15, GOMAXPROCS=16) and the ones
+# the 2-core comparison needs at 2 (taskset -c 0,1, GOMAXPROCS=2), in the
+# same process order for both implementations.
 set -euo pipefail
+
+case "${1:-}" in
+device-build)
+	dir=${2:?device-build DIR}
+	mkdir -p "$dir"
+	dir=$(cd "$dir" && pwd)
+	# Stripped and compressed: what is carried to the device is limited in size.
+	(cd "$(dirname "$0")" && go test -c -ldflags='-s -w' -o "$dir/bench.test" .)
+	gzip -f "$dir/bench.test"
+	echo "built $dir/bench.test.gz; carry $dir and run: bash bench/run.sh device-run $dir \$OUT" >&2
+	exit 0
+	;;
+device-run)
+	bin=$(cd "${2:?device-run DIR OUT}" && pwd)/bench.test
+	if [ -f "$bin.gz" ] && [ ! -x "$bin" ]; then
+		gunzip -c "$bin.gz" >"$bin" && chmod +x "$bin"
+	fi
+	out=${3:?device-run DIR OUT}
+	mkdir -p "$out"
+	raw=$out/raw-cores.txt
+	: >"$raw"
+	cnt=${COUNT:-3}
+	big=${BIG_CPUS:-0-15}   # the many-core set; BIG_CPUS=0,1 to try the mode on 2 cores
+	bigp=${BIG_PROCS:-16}
+	bt=2000x cbt=20000x
+	if [ "${QUICK:-0}" = 1 ]; then
+		bt=20x cbt=200x cnt=1
+	fi
+	run() { # cpus procs pattern benchtime [flags...]
+		local cpus=$1 procs=$2 pat=$3 bt=$4
+		shift 4
+		echo "taskset -c $cpus env GOMAXPROCS=$procs bench.test -test.run '^\$' -test.bench '$pat' -test.benchtime $bt -test.count $cnt $*" | tee -a "$out/raw-cores.txt.commands" >&2
+		taskset -c "$cpus" env GOMAXPROCS="$procs" "$bin" -test.run '^$' -test.bench "$pat" \
+			-test.benchtime "$bt" -test.count "$cnt" -test.timeout 60m "$@" | tee -a "$raw"
+	}
+	nproc >"$out/nproc.txt"
+	run "$big" "$bigp" '^BenchmarkW3$' $bt -bench.schedulers 1,2,4,8,15
+	run 0,1 2 '^BenchmarkW3$' $bt -bench.schedulers 1
+	run "$big" "$bigp" '^BenchmarkW1$/impl=/nodes=5k/' $bt -bench.readers 0,1,2,4,8,15
+	run 0,1 2 '^BenchmarkW1$/impl=/nodes=5k/' $bt -bench.readers 0,4
+	# The cycle in rounds of one repetition per process, both
+	# implementations in each, so that both sample the same minutes.
+	reps=$cnt
+	for ((i = 0; i < reps; i++)); do
+		cnt=1 run 0,1 2 '^BenchmarkCycle$' $cbt
+		cnt=1 run "$big" "$bigp" '^BenchmarkCycle$' $cbt
+	done
+	exit 0
+	;;
+device-report)
+	raw=${2:?device-report RAW}
+	command -v benchstat >/dev/null 2>&1 || PATH=$PATH:$(go env GOPATH)/bin
+	benchstat -col /impl "$raw" >"$raw.benchstat"
+	echo "wrote $raw.benchstat" >&2
+	exit 0
+	;;
+esac
 
 cd "$(dirname "$0")"
 BENCH_DIR=$(pwd)
