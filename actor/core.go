@@ -69,32 +69,38 @@ type Core struct {
 	freedEpoch []int32 // slots freed in the current epoch; reusable after Commit
 	nextSlot   int32
 
-	seq           uint64                   // operations applied
-	muts          [][]shard.Mutation       // per shard, current epoch
-	dirtyEntries  []*entry                 // touched entries, current epoch
-	dirtyPods     []dirtyPod               // pod changes of the current epoch, in order (a key may repeat: the last wins)
-	dirtyPVC      []string                 // used-PVC keys whose membership may have changed
-	pvcUsed       map[string]int           // PVC key -> entries with a node that reference it
-	listsDirty    bool                     // node list (and so the affinity lists) must be rebuilt
-	affFlips      []*entry                 // entries whose aff or anti count crossed zero this epoch (duplicates allowed)
-	listPos       []int32                  // slot -> index in the node list of the last buildLists; -1: not listed
-	listIrregular bool                     // the last buildLists saw a slot twice: affinity edits rebuild
-	affEdits      []persist.SeqEdit[int32] // scratch for editAffinityLists
-	antiEdits     []persist.SeqEdit[int32] // scratch for editAffinityLists
-	affBuf        []int32                  // scratch for buildAffinityLists
-	antiBuf       []int32                  // scratch for buildAffinityLists
-	byListPos     func(a, b int32) int     // compareListPos, bound once: Seq.Edit's order
-	bySlot        []*entry                 // slot -> live entry (nil when free)
-	slots         []slotState              // slot -> list-building state; zero when free
-	treeVersion   uint64                   // tree version the published lists were built from
-	listBuf       []string                 // scratch for tree lists
-	idBuf         []int32                  // scratch for tree lists by slot
-	slotBuf       []int32                  // scratch for PrefetchFrozen
-	treeStale     bool                     // a removed node's name stayed in the tree: a listed name may have outlived its entry (and slot)
-	withNode      int                      // entries with a node object
-	unlisted      bool                     // the last buildLists left out some entry with a node object (see reconcilePVC)
-	builder       *snapshot.Builder        // the next snapshot; the last committed one is published
-	assumed       int                      // pods in the assumed state (kept by aggregate, replace and subtract)
+	seq           uint64               // operations applied
+	muts          [][]shard.Mutation   // per shard, current epoch
+	dirtyEntries  []*entry             // touched entries, current epoch
+	dirtyPods     []dirtyPod           // pod changes of the current epoch, in order (a key may repeat: the last wins)
+	dirtyPVC      []string             // used-PVC keys whose membership may have changed
+	pvcUsed       map[string]int       // PVC key -> entries with a node that reference it
+	listsDirty    bool                 // node list (and so the affinity lists) must be rebuilt
+	affFlips      []*entry             // entries whose aff or anti count crossed zero this epoch (duplicates allowed)
+	listPos       []int32              // slot -> index in the node list of the last buildLists; -1: not listed
+	listIrregular bool                 // the last buildLists saw a slot twice: affinity edits rebuild
+	byListPos     func(a, b int32) int // compareListPos, bound once: Seq.Edit's order
+	bySlot        []*entry             // slot -> live entry (nil when free)
+	slots         []slotState          // slot -> list-building state; zero when free
+	treeVersion   uint64               // tree version the published lists were built from
+	treeStale     bool                 // a removed node's name stayed in the tree: a listed name may have outlived its entry (and slot)
+	withNode      int                  // entries with a node object
+	unlisted      bool                 // the last buildLists left out some entry with a node object (see reconcilePVC)
+	builder       *snapshot.Builder    // the next snapshot; the last committed one is published
+	assumed       int                  // pods in the assumed state (kept by aggregate, replace and subtract)
+	scratch       scratch              // reused buffers; no state survives a call
+}
+
+// scratch holds the buffers the flush steps reuse so that an epoch
+// allocates only what it publishes. None carries state from one call to
+// the next: each user truncates its buffer before use (listSlots' result
+// is valid until its next call). Owned by the goroutine that owns the Core.
+type scratch struct {
+	affEdits, antiEdits []persist.SeqEdit[int32] // editAffinityLists
+	affBuf, antiBuf     []int32                  // buildAffinityLists
+	listBuf             []string                 // listSlots: the tree's list by name
+	idBuf               []int32                  // listSlots: the tree's list by slot
+	slotBuf             []int32                  // PrefetchFrozen
 }
 
 // NewCore returns an empty coordinator state for nshards shards (>= 1) and
@@ -170,7 +176,6 @@ func (c *Core) newEntry(name string) *entry {
 		c.slots = append(c.slots, slotState{})
 	}
 	c.bySlot[slot] = e
-	c.slots[slot] = slotState{}
 	c.emit(e, shard.Mutation{Kind: shard.Create})
 	return e
 }
@@ -180,7 +185,6 @@ func (c *Core) deleteEntry(e *entry) {
 	e.deleted = true
 	delete(c.nodes, e.name)
 	c.bySlot[e.slot] = nil
-	c.slots[e.slot] = slotState{}
 	c.freedEpoch = append(c.freedEpoch, e.slot)
 }
 

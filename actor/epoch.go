@@ -46,6 +46,7 @@ func (c *Core) BuildMeta() {
 		}
 	}
 	for _, e := range c.dirtyEntries {
+		c.syncSlot(e)
 		want := !e.deleted && e.node != nil
 		if want != e.indexed {
 			if want {
@@ -91,12 +92,12 @@ func (c *Core) BuildMeta() {
 // (their vector leaves), with the misses in flight together; the
 // coordinator calls it while the shards freeze those entries.
 func (c *Core) PrefetchFrozen() {
-	slots := c.slotBuf[:0]
+	slots := c.scratch.slotBuf[:0]
 	for _, e := range c.dirtyEntries {
 		slots = append(slots, e.slot)
 	}
 	c.builder.PrefetchNodes(slots)
-	c.slotBuf = slots[:0]
+	c.scratch.slotBuf = slots[:0]
 }
 
 // ApplyFrozen records the entries a shard froze for this epoch.

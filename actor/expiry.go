@@ -34,12 +34,9 @@ func (c *Core) FinishBinding(key string, now time.Time) error {
 	if !ok || !r.assumed {
 		return nil
 	}
-	r.bindingFinished = true
 	if c.ttl == 0 {
-		r.hasDeadline = false
-		return nil
+		return nil // upstream finishes the binding but never expires it
 	}
-	r.hasDeadline = true
 	c.armSeq++
 	r.armed = c.armSeq
 	heap.Push(&c.expiry, expiryItem{deadline: now.Add(c.ttl), key: key, rec: r, armed: r.armed})
@@ -60,7 +57,9 @@ func (c *Core) Expire(now time.Time, limit int) (expired int, more bool) {
 		}
 		heap.Pop(&c.expiry)
 		r := it.rec
-		if c.pods[it.key] != r || !r.assumed || !r.bindingFinished || !r.hasDeadline || r.armed != it.armed {
+		// it.armed >= 1, so a match means the binding finished and this
+		// item holds the pod's current deadline.
+		if c.pods[it.key] != r || !r.assumed || r.armed != it.armed {
 			continue // stale: re-armed, confirmed, forgotten or removed since
 		}
 		c.seq++

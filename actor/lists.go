@@ -8,16 +8,29 @@ import (
 	"github.com/schedcache/schedcache/snapshot"
 )
 
-// slotState mirrors, densely by slot, what building the node lists reads of
-// an entry, so that a rebuild walks an array instead of the entries. Owned
-// by the coordinator goroutine; kept in step by newEntry, deleteEntry,
-// setNode, RemoveNode, aggregate and subtract.
+// slotState is, densely by slot, what building the node lists reads of an
+// entry, so that a rebuild walks an array instead of the entries. Owned by
+// the coordinator goroutine. hasNode, aff and anti are a cache of the
+// entry, written only by syncSlot when BuildMeta starts (every entry they
+// could differ for was touched this epoch); a free slot is zero.
 type slotState struct {
 	hasNode bool // the slot's entry has a node object
 	aff     bool // entry.aff > 0
 	anti    bool // entry.anti > 0
 	inAff   bool // in the affinity list being built (valid while the slot is in the node list)
 	inAnti  bool // in the anti-affinity list being built (same)
+}
+
+// syncSlot brings e's slot state up to date with e: BuildMeta calls it for
+// every entry touched in the epoch, before the lists are built or edited.
+// A deleted entry's slot is cleared (it is not reused before Commit).
+func (c *Core) syncSlot(e *entry) {
+	st := &c.slots[e.slot]
+	if e.deleted {
+		*st = slotState{}
+		return
+	}
+	st.hasNode, st.aff, st.anti = e.node != nil, e.aff > 0, e.anti > 0
 }
 
 // reconcilePVC counts the entry's PVC keys in the used set exactly while it
@@ -74,7 +87,7 @@ func (c *Core) refreshListError() {
 // one rebuild instead.
 func (c *Core) editAffinityLists() {
 	order, aff, anti, err := c.builder.Lists()
-	affEdits, antiEdits := c.affEdits[:0], c.antiEdits[:0]
+	affEdits, antiEdits := c.scratch.affEdits[:0], c.scratch.antiEdits[:0]
 	for _, e := range c.affFlips {
 		if !c.listed(e) {
 			continue // not in the node list: in no list
@@ -89,7 +102,7 @@ func (c *Core) editAffinityLists() {
 			st.inAnti = st.anti
 		}
 	}
-	c.affEdits, c.antiEdits = affEdits[:0], antiEdits[:0]
+	c.scratch.affEdits, c.scratch.antiEdits = affEdits[:0], antiEdits[:0]
 	if len(affEdits) == 0 && len(antiEdits) == 0 {
 		return
 	}
@@ -122,7 +135,7 @@ func (c *Core) listed(e *entry) bool {
 // buildAffinityLists re-derives the two affinity lists from the node list,
 // by slot, without touching the tree or hashing names.
 func (c *Core) buildAffinityLists(order []int32, err error) {
-	aff, anti := c.affBuf[:0], c.antiBuf[:0]
+	aff, anti := c.scratch.affBuf[:0], c.scratch.antiBuf[:0]
 	for _, slot := range order {
 		st := &c.slots[slot]
 		st.inAff, st.inAnti = st.aff, st.anti
@@ -135,7 +148,7 @@ func (c *Core) buildAffinityLists(order []int32, err error) {
 	}
 	// SeqOf copies: the buffers are scratch, reused by the next rebuild,
 	// so a rebuild allocates only the published chunks.
-	c.affBuf, c.antiBuf = aff[:0], anti[:0]
+	c.scratch.affBuf, c.scratch.antiBuf = aff[:0], anti[:0]
 	c.builder.SetLists(order, persist.SeqOf(aff), persist.SeqOf(anti), err)
 }
 
@@ -185,14 +198,14 @@ func (c *Core) buildLists() {
 // call.
 func (c *Core) listSlots() []int32 {
 	if !c.treeStale {
-		ids, _ := c.tree.AppendIDs(c.idBuf[:0])
-		c.idBuf = ids
+		ids, _ := c.tree.AppendIDs(c.scratch.idBuf[:0])
+		c.scratch.idBuf = ids
 		if !slices.ContainsFunc(ids, func(id int32) bool { return id < 0 || int(id) >= len(c.slots) }) {
 			return ids
 		}
 	}
-	names, _ := c.tree.AppendList(c.listBuf[:0])
-	out := c.idBuf[:0]
+	names, _ := c.tree.AppendList(c.scratch.listBuf[:0])
+	out := c.scratch.idBuf[:0]
 	for _, name := range names {
 		slot := int32(-1)
 		if e := c.nodes[name]; e != nil {
@@ -201,7 +214,7 @@ func (c *Core) listSlots() []int32 {
 		out = append(out, slot)
 	}
 	clear(names)
-	c.listBuf = names[:0]
-	c.idBuf = out
+	c.scratch.listBuf = names[:0]
+	c.scratch.idBuf = out
 	return out
 }

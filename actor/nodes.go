@@ -23,7 +23,6 @@ func (c *Core) setNode(e *entry, node *v1.Node) {
 		e.ghost = nil
 	}
 	e.node = node
-	c.slots[e.slot].hasNode = node != nil
 	c.emit(e, shard.Mutation{Kind: shard.SetNode, Node: node})
 }
 
@@ -112,7 +111,6 @@ func (c *Core) RemoveNode(node *v1.Node) error {
 		c.setNames(e, nil)
 	}
 	e.node = nil
-	c.slots[e.slot].hasNode = false
 	c.emit(e, shard.Mutation{Kind: shard.ClearNode})
 	if e.pods == 0 {
 		c.deleteEntry(e)

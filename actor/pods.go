@@ -10,12 +10,14 @@ import (
 // podRecord is the coordinator's state of one cached pod. Owned by the
 // coordinator goroutine.
 type podRecord struct {
-	info            *framework.PodInfo // the stored pod and what was aggregated for it
-	entry           *entry             // the entry holding it (the stored pod's node)
-	assumed         bool
-	bindingFinished bool
-	hasDeadline     bool   // an expiry-heap item with generation armed holds the deadline
-	armed           uint64 // generation of the expiry-heap item that may expire it
+	info    *framework.PodInfo // the stored pod and what was aggregated for it
+	entry   *entry             // the entry holding it (the stored pod's node)
+	assumed bool
+	// armed is the generation of the expiry-heap item that may expire the
+	// pod; 0 while none may (binding not finished, or no TTL). Only an
+	// assumed pod whose binding finished under a TTL is armed, so "binding
+	// finished" and "has a deadline" are both armed != 0.
+	armed uint64
 }
 
 // dirtyPod is a change of a pod's snapshot entry: the record that holds
@@ -50,14 +52,12 @@ func (c *Core) attach(info *framework.PodInfo) *entry {
 	if info.HasAffinity() {
 		e.aff++
 		if e.aff == 1 {
-			c.slots[e.slot].aff = true
 			c.affFlips = append(c.affFlips, e)
 		}
 	}
 	if info.HasRequiredAntiAffinity() {
 		e.anti++
 		if e.anti == 1 {
-			c.slots[e.slot].anti = true
 			c.affFlips = append(c.affFlips, e)
 		}
 	}
@@ -109,14 +109,12 @@ func (c *Core) detach(r *podRecord, aff, anti bool) {
 	if aff && r.info.HasAffinity() {
 		e.aff--
 		if e.aff == 0 {
-			c.slots[e.slot].aff = false
 			c.affFlips = append(c.affFlips, e)
 		}
 	}
 	if anti && r.info.HasRequiredAntiAffinity() {
 		e.anti--
 		if e.anti == 0 {
-			c.slots[e.slot].anti = false
 			c.affFlips = append(c.affFlips, e)
 		}
 	}
