@@ -42,8 +42,8 @@ type entry struct {
 
 // Core is the coordinator's state. Contract: not safe for concurrent use;
 // owned by one goroutine. Operations never block; the mutations they imply
-// accumulate per shard until the actor delivers them and calls the flush
-// steps (PendingMutations, BuildMeta, ApplyFrozen, Commit).
+// accumulate per shard until the driver publishes the epoch with Ready and
+// Advance (epoch.go).
 //
 // Every field is owned by the goroutine that owns the Core (the
 // coordinator's, or a test's through Local); nothing here is shared.
@@ -66,7 +66,7 @@ type Core struct {
 	armSeq        uint64                                         // generation of the last armed deadline
 
 	freeSlots  []int32 // reusable slots
-	freedEpoch []int32 // slots freed in the current epoch; reusable after Commit
+	freedEpoch []int32 // slots freed in the current epoch; reusable after commit
 	nextSlot   int32
 
 	seq           uint64               // operations applied
@@ -100,7 +100,7 @@ type scratch struct {
 	affBuf, antiBuf     []int32                  // buildAffinityLists
 	listBuf             []string                 // listSlots: the tree's list by name
 	idBuf               []int32                  // listSlots: the tree's list by slot
-	slotBuf             []int32                  // PrefetchFrozen
+	slotBuf             []int32                  // prefetchFrozen
 }
 
 // NewCore returns an empty coordinator state for nshards shards (>= 1) and
@@ -134,7 +134,7 @@ func (c *Core) Shards() int { return c.nshards }
 // Last returns the last committed snapshot.
 func (c *Core) Last() *snapshot.Snapshot { return c.builder.Last() }
 
-// Dirty reports whether operations since the last Commit changed anything
+// Dirty reports whether operations since the last publication changed anything
 // a snapshot shows.
 func (c *Core) Dirty() bool {
 	return len(c.dirtyEntries) > 0 || len(c.dirtyPods) > 0 || len(c.dirtyPVC) > 0 || c.listsDirty || len(c.affFlips) > 0

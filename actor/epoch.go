@@ -6,11 +6,71 @@ import (
 	"github.com/schedcache/schedcache/snapshot"
 )
 
-// PendingMutations completes the epoch's mutations (the image view of
+// Ready is what a Core's driver must do to publish the current epoch:
+// deliver Muts[i] to shard i for every i whose slice is not empty, then
+// call Advance, which takes each such shard's frozen entries from it.
+// Muts belongs to the Core and is valid until Advance returns; the driver
+// must not keep it. The two-step protocol follows etcd-io/raft's
+// Ready/Advance: the Core says what must happen, the driver does it and
+// acknowledges it.
+type Ready struct {
+	Muts [][]shard.Mutation // per shard; empty: the shard has nothing this epoch
+}
+
+// Ready reports whether operations since the last publication changed
+// anything a snapshot shows and, if so, returns the epoch's work. The
+// driver must call Advance with it before the next operation. Like the
+// operations, it may panic only on a bug; the driver runs it through guard.
+func (c *Core) Ready() (rd Ready, ok bool) {
+	if !c.Dirty() {
+		return Ready{}, false
+	}
+	return Ready{Muts: c.pendingMutations()}, true
+}
+
+// Advance completes the publication rd describes and returns the new
+// snapshot. It records the coordinator's part (while the shards, which the
+// driver has started on rd.Muts, apply theirs), then calls frozen(i) once
+// for every shard i with mutations, in index order, records what it
+// returns, and commits. frozen is called for each such shard even after a
+// failure, so a driver that sent every request receives every reply. On a
+// failure (frozen's error, or a panic of a step, as a *shard.PanicError)
+// the epoch is dropped and the error returned: the Core's state no longer
+// matches the shards', and the driver must publish nothing more (the
+// coordinator's failure mode).
+func (c *Core) Advance(rd Ready, frozen func(shard int) ([]shard.Frozen, error)) (*snapshot.Snapshot, error) {
+	err := guard(func() {
+		c.buildMeta()
+		c.prefetchFrozen()
+	})
+	for i, m := range rd.Muts {
+		if len(m) == 0 {
+			continue
+		}
+		fs, ferr := frozen(i)
+		if err == nil {
+			err = ferr
+		}
+		if err == nil {
+			err = guard(func() { c.applyFrozen(fs) })
+		}
+	}
+	c.resetMutations()
+	if err != nil {
+		return nil, err
+	}
+	var snap *snapshot.Snapshot
+	if err := guard(func() { snap = c.commit() }); err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
+// pendingMutations completes the epoch's mutations (the image view of
 // every touched node whose shard copy reads an older registry version or
 // other names) and returns them per shard. The actor delivers shard i's
 // slice and must call ResetMutations after every shard has replied.
-func (c *Core) PendingMutations() [][]shard.Mutation {
+func (c *Core) pendingMutations() [][]shard.Mutation {
 	c.syncTable()
 	for _, e := range c.dirtyEntries {
 		if e.deleted || e.node == nil {
@@ -25,18 +85,18 @@ func (c *Core) PendingMutations() [][]shard.Mutation {
 	return c.muts
 }
 
-// ResetMutations empties the per-shard mutation buffers for reuse.
-func (c *Core) ResetMutations() {
+// resetMutations empties the per-shard mutation buffers for reuse.
+func (c *Core) resetMutations() {
 	for i := range c.muts {
 		clear(c.muts[i])
 		c.muts[i] = c.muts[i][:0]
 	}
 }
 
-// BuildMeta records in the snapshot builder everything the coordinator
+// buildMeta records in the snapshot builder everything the coordinator
 // itself knows: pods, the name index, the used-PVC set, and the lists;
 // it folds the pod log when it is due, while the shards apply the epoch.
-func (c *Core) BuildMeta() {
+func (c *Core) buildMeta() {
 	b := c.builder
 	for _, d := range c.dirtyPods {
 		if d.rec != nil {
@@ -88,10 +148,10 @@ func (c *Core) BuildMeta() {
 	b.FoldPods()
 }
 
-// PrefetchFrozen loads what ApplyFrozen of this epoch's entries will copy
+// prefetchFrozen loads what applyFrozen of this epoch's entries will copy
 // (their vector leaves), with the misses in flight together; the
 // coordinator calls it while the shards freeze those entries.
-func (c *Core) PrefetchFrozen() {
+func (c *Core) prefetchFrozen() {
 	slots := c.scratch.slotBuf[:0]
 	for _, e := range c.dirtyEntries {
 		slots = append(slots, e.slot)
@@ -100,15 +160,15 @@ func (c *Core) PrefetchFrozen() {
 	c.scratch.slotBuf = slots[:0]
 }
 
-// ApplyFrozen records the entries a shard froze for this epoch.
-func (c *Core) ApplyFrozen(fs []shard.Frozen) {
+// applyFrozen records the entries a shard froze for this epoch.
+func (c *Core) applyFrozen(fs []shard.Frozen) {
 	for _, f := range fs {
 		c.builder.SetNode(f.Slot, f.Info)
 	}
 }
 
-// Commit ends the epoch and returns the new snapshot.
-func (c *Core) Commit() *snapshot.Snapshot {
+// commit ends the epoch and returns the new snapshot.
+func (c *Core) commit() *snapshot.Snapshot {
 	s := c.builder.Commit(c.seq, len(c.nodes), len(c.pods))
 	for _, e := range c.dirtyEntries {
 		e.dirty = false

@@ -11,7 +11,7 @@ import (
 // slotState is, densely by slot, what building the node lists reads of an
 // entry, so that a rebuild walks an array instead of the entries. Owned by
 // the coordinator goroutine. hasNode, aff and anti are a cache of the
-// entry, written only by syncSlot when BuildMeta starts (every entry they
+// entry, written only by syncSlot when buildMeta starts (every entry they
 // could differ for was touched this epoch); a free slot is zero.
 type slotState struct {
 	hasNode bool // the slot's entry has a node object
@@ -21,9 +21,9 @@ type slotState struct {
 	inAnti  bool // in the anti-affinity list being built (same)
 }
 
-// syncSlot brings e's slot state up to date with e: BuildMeta calls it for
+// syncSlot brings e's slot state up to date with e: buildMeta calls it for
 // every entry touched in the epoch, before the lists are built or edited.
-// A deleted entry's slot is cleared (it is not reused before Commit).
+// A deleted entry's slot is cleared (it is not reused before commit).
 func (c *Core) syncSlot(e *entry) {
 	st := &c.slots[e.slot]
 	if e.deleted {

@@ -22,7 +22,7 @@ type podRecord struct {
 
 // dirtyPod is a change of a pod's snapshot entry: the record that holds
 // the pod now, or nil if it was removed. A record replaced in place later in
-// the epoch is read as it is at BuildMeta; since the changes are applied in
+// the epoch is read as it is at buildMeta; since the changes are applied in
 // order and the last change of a key wins, the snapshot gets the final
 // state either way. Owned by the coordinator goroutine.
 type dirtyPod struct {
