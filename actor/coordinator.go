@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -136,11 +135,11 @@ type Coordinator struct {
 	core      *Core                             // owned by the run goroutine
 	shards    []*shard.Shard                    // owned by the run goroutine
 	folder    *snapshot.Folder                  // pod-log folds; owned by the run goroutine, stopped by shutdown
-	sent      []int                             // scratch: shards sent to in this flush; owned by run
-	waiters   []*Op                             // synchronous ops of the current epoch; owned by run
+	waiters   []*Op                             // ops of the current epoch waiting for its publication; owned by run
 	chunk     []*Op                             // scratch: ops received, not yet handled; owned by run
+	pending   []*Op                             // ops taken from the mailbox when the cache failed, not yet answered; owned by run
 	asyncErrs []AsyncError                      // not yet handed to the notifier; owned by run
-	failedErr error                             // owned by run; mirrored in failed
+	failedErr *FailedError                      // owned by run: set once, when the loop enters its failure mode; mirrored in failed
 	opts      Options                           // read-only after New
 	clock     Clock                             // read-only after New
 	gen       atomic.Int64                      // generation source shared with the shards
@@ -149,8 +148,9 @@ type Coordinator struct {
 	mailbox   chan *Op                          // callers -> coordinator
 	notifyc   chan []AsyncError                 // coordinator -> notifier goroutine
 	finalc    chan []AsyncError                 // coordinator -> notifier at shutdown; buffered 1 so shutdown never waits
-	notifier  atomic.Int64                      // goroutine id of the notifier (0 before it starts)
-	backlog   atomic.Int64                      // async errors not yet delivered to OnAsyncError
+	notifier  atomic.Int64                      // atomic: goroutine id of the notifier (0 before it starts)
+	inHandler atomic.Bool                       // atomic: the notifier is running OnAsyncError
+	backlog   *backlog                          // async errors not yet delivered to OnAsyncError; immutable pointer
 	runDone   chan struct{}                     // closed when run (coordinator and shards) has exited
 	stopc     chan struct{}                     // closed once by Stop
 	stopOnce  sync.Once                         // guards close(stopc)
@@ -197,6 +197,7 @@ func Start(ctx context.Context, o Options) *Coordinator {
 		runDone: make(chan struct{}),
 		ctx:     ctx,
 		stats:   new(counters),
+		backlog: newBacklog(maxBacklog),
 	}
 	a.ops.New = func() any { return &Op{reply: make(chan Result, 1)} }
 	nextGen := func() int64 { return a.gen.Add(1) }
@@ -254,16 +255,12 @@ func (a *Coordinator) Submit(op *Op) error {
 	}
 	op.async = true
 	// Backpressure for failures: while the error handler is more than
-	// maxBacklog errors behind, producers wait (the coordinator never does,
+	// maxBacklog errors behind, producers block (the coordinator never does,
 	// so a handler that calls the cache cannot deadlock it). The handler's
-	// own submissions are exempt.
-	if a.backlog.Load() > maxBacklog && a.notifier.Load() != goid() {
-		for a.backlog.Load() > maxBacklog {
-			select {
-			case <-a.runDone:
-				return ErrClosed
-			case <-time.After(50 * time.Microsecond):
-			}
+	// own submissions are exempt: it is the one draining the backlog.
+	if a.backlog.load() > maxBacklog && !a.onNotifier() {
+		if !a.backlog.wait(a.runDone) {
+			return ErrClosed
 		}
 	}
 	return a.enqueue(op)
@@ -271,6 +268,12 @@ func (a *Coordinator) Submit(op *Op) error {
 
 // maxBacklog bounds the async errors waiting for OnAsyncError.
 const maxBacklog = 1024
+
+// onNotifier reports whether the caller is the async error handler, run by
+// the notifier goroutine. goid is asked only while a handler runs.
+func (a *Coordinator) onNotifier() bool {
+	return a.inHandler.Load() && a.notifier.Load() == goid()
+}
 
 func (a *Coordinator) enqueue(op *Op) error {
 	a.submitters.Add(1)
@@ -288,21 +291,67 @@ func (a *Coordinator) enqueue(op *Op) error {
 // which exits as soon as the handler returns.
 func (a *Coordinator) Stop() {
 	a.stopOnce.Do(func() { close(a.stopc) })
-	if id := a.notifier.Load(); id != 0 && id == goid() {
+	if a.onNotifier() {
 		<-a.runDone // called by the handler: the notifier exits after it returns
 		return
 	}
 	<-a.done
 }
 
+// run is the coordinator goroutine. It serves the mailbox in its live mode
+// until Stop, cancellation or a failure; a failure switches it to its
+// failure mode, which answers every operation with the failure until Stop
+// or cancellation. Either way it ends with shutdown.
 func (a *Coordinator) run() {
 	defer func() {
-		a.shutdown()
 		close(a.runDone)
 		if a.opts.OnAsyncError == nil {
 			close(a.done) // else the notifier closes it when it exits
 		}
 	}()
+	cause := a.serve()
+	if cause == nil {
+		a.closing.Store(true)
+		cause = a.flush() // publish what was applied before the stop
+	}
+	if cause != nil {
+		a.fail(cause)
+		if !a.closing.Load() {
+			a.serveFailed()
+			a.closing.Store(true)
+		}
+	}
+	a.shutdown()
+}
+
+// stopping reports whether Stop or cancellation asked the loop to end. The
+// loops check it before each receive, so that they take priority over
+// queued work and a cache whose context is already done applies nothing.
+func (a *Coordinator) stopping() bool {
+	select {
+	case <-a.stopc:
+		return true
+	case <-a.ctx.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// notifyChan returns the channel to the notifier while async errors wait for
+// it, else nil (a select case that never fires).
+func (a *Coordinator) notifyChan() chan []AsyncError {
+	if len(a.asyncErrs) > 0 && a.opts.OnAsyncError != nil {
+		return a.notifyc
+	}
+	return nil
+}
+
+// serve is the live mode of the loop: it applies and publishes operations
+// and runs the expiry passes. It returns nil on Stop or cancellation, or
+// the fault (a panic, a shard's failure) that fails the cache; the
+// operations the fault left unanswered are in waiters and pending.
+func (a *Coordinator) serve() error {
 	var timer Timer
 	var timerC <-chan time.Time
 	if a.opts.TTL > 0 {
@@ -311,32 +360,20 @@ func (a *Coordinator) run() {
 		defer timer.Stop()
 	}
 	expiring := false
-	for {
-		// Stop and cancellation take priority over queued work, so that a
-		// cache whose context is already done applies nothing.
-		select {
-		case <-a.stopc:
-			return
-		case <-a.ctx.Done():
-			return
-		default:
-		}
-		var notifyc chan []AsyncError
-		if len(a.asyncErrs) > 0 && a.opts.OnAsyncError != nil {
-			notifyc = a.notifyc
-		}
+	for !a.stopping() {
+		var err error
 		if expiring {
 			select {
 			case op := <-a.mailbox:
-				a.batch(op)
-			case notifyc <- a.asyncErrs:
+				err = a.batch(op)
+			case a.notifyChan() <- a.asyncErrs:
 				a.asyncErrs = nil
 			case <-a.stopc:
-				return
+				return nil
 			case <-a.ctx.Done():
-				return
+				return nil
 			default:
-				if expiring = a.expireStep(); !expiring {
+				if expiring, err = a.expireStep(); !expiring {
 					timer.Reset(a.opts.Period)
 				} else {
 					// The coordinator and the shards hand each step to one
@@ -346,31 +383,70 @@ func (a *Coordinator) run() {
 					runtime.Gosched()
 				}
 			}
-			continue
-		}
-		select {
-		case op := <-a.mailbox:
-			a.batch(op)
-		case notifyc <- a.asyncErrs:
-			a.asyncErrs = nil
-		case <-timerC:
-			if expiring = a.expireStep(); !expiring {
-				timer.Reset(a.opts.Period)
+		} else {
+			select {
+			case op := <-a.mailbox:
+				err = a.batch(op)
+			case a.notifyChan() <- a.asyncErrs:
+				a.asyncErrs = nil
+			case <-timerC:
+				if expiring, err = a.expireStep(); !expiring {
+					timer.Reset(a.opts.Period)
+				}
+			case <-a.stopc:
+				return nil
+			case <-a.ctx.Done():
+				return nil
 			}
-		case <-a.stopc:
-			return
-		case <-a.ctx.Done():
-			return
+		}
+		if err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// serveFailed is the failure mode of the loop: the operations a fault left
+// unanswered, and every one received from now on, get the failure; async
+// errors still reach the handler. It returns on Stop or cancellation.
+func (a *Coordinator) serveFailed() {
+	for _, op := range a.pending {
+		a.finish(op, Result{Err: a.failedErr})
+	}
+	a.pending = nil
+	for !a.stopping() {
+		select {
+		case op := <-a.mailbox:
+			a.finish(op, Result{Err: a.failedErr})
+		case a.notifyChan() <- a.asyncErrs:
+			a.asyncErrs = nil
+		case <-a.stopc:
+		case <-a.ctx.Done():
+		}
+	}
+}
+
+// fail enters the failure mode: it records cause (Failed and Submit see it
+// from now on) and answers the operations of the unpublished epoch with
+// the failure. It is called once, by run, with the fault serve returned.
+func (a *Coordinator) fail(cause error) {
+	f := &FailedError{Cause: cause}
+	a.failedErr = f
+	a.failed.Store(f)
+	for _, op := range a.waiters {
+		a.finish(op, Result{Err: f})
+	}
+	clear(a.waiters)
+	a.waiters = a.waiters[:0]
 }
 
 // batch applies first and whatever else is queued, up to MaxBatch, then
 // publishes once and replies to every synchronous caller of the batch. It
 // takes the ops from the mailbox a chunk at a time and loads each chunk's
 // state (Core.prefetch) before applying its ops in order; it stops taking
-// when the mailbox is empty or MaxBatch ops were taken.
-func (a *Coordinator) batch(first *Op) {
+// when the mailbox is empty or MaxBatch ops were taken. On a fault it
+// leaves the chunk's unhandled ops in pending and returns the fault.
+func (a *Coordinator) batch(first *Op) error {
 	chunk := append(a.chunk[:0], first)
 	taken := 0
 	for {
@@ -379,30 +455,25 @@ func (a *Coordinator) batch(first *Op) {
 			break
 		}
 		taken += len(chunk)
-		a.prefetch(chunk)
-		for _, op := range chunk {
-			a.handle(op)
+		// prefetch only reads: a panic there is a bug, and fails the cache.
+		if err := guard(func() { a.core.prefetch(chunk) }); err != nil {
+			a.pending = chunk
+			a.stats.batch(taken)
+			return err
+		}
+		for i, op := range chunk {
+			if err := a.handle(op); err != nil {
+				a.pending = chunk[i+1:]
+				a.stats.batch(taken)
+				return err
+			}
 		}
 		clear(chunk)
 		chunk = chunk[:0]
 	}
 	a.chunk = chunk
 	a.stats.batch(taken)
-	a.flush()
-}
-
-// prefetch runs Core.prefetch on ops, turning a panic into the cache's
-// failure as apply does (prefetch only reads, so a panic there is a bug).
-func (a *Coordinator) prefetch(ops []*Op) {
-	if a.failedErr != nil {
-		return
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			a.fail(&shard.PanicError{Actor: "coordinator", Value: r, Stack: debug.Stack()})
-		}
-	}()
-	a.core.prefetch(ops)
+	return a.flush()
 }
 
 // receive appends to ops what the mailbox holds, without waiting, until
@@ -419,39 +490,45 @@ func (a *Coordinator) receive(ops []*Op, limit int) []*Op {
 	return ops
 }
 
-func (a *Coordinator) handle(op *Op) {
-	if a.failedErr != nil {
-		a.finish(op, Result{Err: a.failedErr})
-		return
-	}
+// handle applies op, or serves it after a publication if it is a barrier.
+// It returns a fault, leaving op among the waiters for fail to answer.
+func (a *Coordinator) handle(op *Op) error {
 	switch op.Kind {
 	case OpGetNode, OpDump, OpSync:
-		a.flush()
-		if a.failedErr != nil {
-			a.finish(op, Result{Err: a.failedErr})
-			return
+		if err := a.flush(); err != nil {
+			return a.park(op, err)
 		}
-		a.finish(op, a.serveBarrier(op))
-		return
+		res, err := a.serveBarrier(op)
+		if err != nil {
+			return a.park(op, err)
+		}
+		a.finish(op, res)
+		return nil
 	}
-	err, ok := a.apply(op)
-	if !ok {
-		a.finish(op, Result{Err: a.failedErr})
-		return
+	res, err := a.apply(op)
+	if err != nil {
+		return a.park(op, err)
 	}
-	if op.async && err != nil {
-		a.finish(op, Result{Err: err})
-		return
+	if op.async && res != nil {
+		a.finish(op, Result{Err: res})
+		return nil
 	}
 	// Successful async ops wait with the synchronous ones for the epoch's
 	// publication: if it fails they are reported, never silently dropped.
-	op.res = Result{Err: err}
+	op.res = Result{Err: res}
 	a.waiters = append(a.waiters, op)
 	if !op.async && (op.Kind == OpAddNode || op.Kind == OpUpdateNode) {
 		// The returned NodeInfo must be this operation's result, not that
 		// of a later operation on the same node in the same batch.
-		a.flush()
+		return a.flush()
 	}
+	return nil
+}
+
+// park leaves op, unanswered, to fail and returns fault.
+func (a *Coordinator) park(op *Op, fault error) error {
+	a.waiters = append(a.waiters, op)
+	return fault
 }
 
 func asyncPod(op *Op) *v1.Pod {
@@ -468,116 +545,81 @@ func asyncOldPod(op *Op) *v1.Pod {
 	return nil
 }
 
-// apply runs op on the core, turning a panic into the cache's failure.
-func (a *Coordinator) apply(op *Op) (err error, ok bool) {
-	defer func() {
-		if r := recover(); r != nil {
-			a.fail(&shard.PanicError{Actor: "coordinator", Value: r, Stack: debug.Stack()})
-			ok = false
+// apply runs op on the core. res is the operation's own error (the op is
+// refused, the cache is fine); fault is a panic that fails the cache.
+func (a *Coordinator) apply(op *Op) (res, fault error) {
+	fault = guard(func() {
+		if a.opts.OpHook != nil {
+			a.opts.OpHook(op)
 		}
-	}()
-	if a.opts.OpHook != nil {
-		a.opts.OpHook(op)
-	}
-	c := a.core
-	switch op.Kind {
-	case OpAssumePod:
-		err = c.AssumePod(op.Info)
-	case OpFinishBinding:
-		err = c.FinishBinding(op.Key, a.clock.Now())
-	case OpForgetPod:
-		err = c.ForgetPod(op.Key, op.Pod)
-	case OpAddPod:
-		err = c.AddPod(op.Info)
-	case OpUpdatePod:
-		err = c.UpdatePod(op.Pod, op.Info)
-	case OpRemovePod:
-		err = c.RemovePod(op.Key, op.Pod)
-	case OpAddNode:
-		c.AddNode(op.Node)
-	case OpUpdateNode:
-		err = c.UpdateNode(op.OldNode, op.Node)
-	case OpRemoveNode:
-		err = c.RemoveNode(op.Node)
-	default:
-		err = fmt.Errorf("schedcache: unknown operation %v", op.Kind)
-	}
-	return err, true
+		c := a.core
+		switch op.Kind {
+		case OpAssumePod:
+			res = c.AssumePod(op.Info)
+		case OpFinishBinding:
+			res = c.FinishBinding(op.Key, a.clock.Now())
+		case OpForgetPod:
+			res = c.ForgetPod(op.Key, op.Pod)
+		case OpAddPod:
+			res = c.AddPod(op.Info)
+		case OpUpdatePod:
+			res = c.UpdatePod(op.Pod, op.Info)
+		case OpRemovePod:
+			res = c.RemovePod(op.Key, op.Pod)
+		case OpAddNode:
+			c.AddNode(op.Node)
+		case OpUpdateNode:
+			res = c.UpdateNode(op.OldNode, op.Node)
+		case OpRemoveNode:
+			res = c.RemoveNode(op.Node)
+		default:
+			res = fmt.Errorf("schedcache: unknown operation %v", op.Kind)
+		}
+	})
+	return res, fault
 }
 
-func (a *Coordinator) serveBarrier(op *Op) Result {
+// serveBarrier answers a GetNode or Dump from the shards; a shard's error
+// is a fault.
+func (a *Coordinator) serveBarrier(op *Op) (Result, error) {
 	switch op.Kind {
 	case OpGetNode:
 		idx, slot, ok := a.core.Entry(op.Name)
 		if !ok {
-			return Result{Err: &NodeError{Op: "GetNode", Name: op.Name, Err: ErrNodeNotFound}}
+			return Result{Err: &NodeError{Op: "GetNode", Name: op.Name, Err: ErrNodeNotFound}}, nil
 		}
 		resp := a.shards[idx].Do(shard.Request{Get: true, Slot: slot})
 		if resp.Err != nil {
-			a.fail(resp.Err)
-			return Result{Err: a.failedErr}
+			return Result{}, resp.Err
 		}
-		return Result{Node: a.core.CurrentImages(op.Name, resp.Node)}
+		return Result{Node: a.core.CurrentImages(op.Name, resp.Node)}, nil
 	case OpDump:
 		names := a.core.SlotNames()
 		d := &Dump{Nodes: make(map[string]*framework.NodeInfo, len(names)), AssumedPods: a.core.AssumedKeys()}
 		for _, s := range a.shards {
 			resp := s.Do(shard.Request{Dump: true})
 			if resp.Err != nil {
-				a.fail(resp.Err)
-				return Result{Err: a.failedErr}
+				return Result{}, resp.Err
 			}
 			for slot, ni := range resp.Dump {
 				d.Nodes[names[slot]] = a.core.CurrentImages(names[slot], ni)
 			}
 		}
-		return Result{Dump: d}
+		return Result{Dump: d}, nil
 	}
-	return Result{}
+	return Result{}, nil
 }
 
-// flush publishes the epoch (if anything changed) and replies to its
-// synchronous callers.
-func (a *Coordinator) flush() {
-	c := a.core
-	if a.failedErr == nil && c.Dirty() {
-		muts := c.PendingMutations()
-		a.sent = a.sent[:0]
-		for i, s := range a.shards {
-			if len(muts[i]) == 0 {
-				continue
-			}
-			if err := s.Send(shard.Request{Muts: muts[i], Flush: true}); err != nil {
-				a.fail(err)
-				break
-			}
-			a.sent = append(a.sent, i)
-		}
-		if a.failedErr == nil {
-			a.buildMeta()
-		}
-		for _, i := range a.sent {
-			resp := a.shards[i].Recv()
-			if resp.Err != nil {
-				a.fail(resp.Err)
-				continue
-			}
-			if a.failedErr == nil {
-				c.ApplyFrozen(resp.Frozen)
-			}
-		}
-		c.ResetMutations()
-		if a.failedErr == nil {
-			a.published.Store(c.Commit())
-			a.stats.published(a.clock, c.AssumedCount())
-		}
+// flush publishes the epoch, if anything changed, and answers the ops
+// waiting for it. It returns a fault, leaving the waiters to fail.
+func (a *Coordinator) flush() error {
+	if err := a.publish(); err != nil {
+		return err
 	}
 	var snap *snapshot.Snapshot
 	for _, op := range a.waiters {
 		res := op.res
-		if a.failedErr != nil {
-			res = Result{Err: a.failedErr}
-		} else if res.Err == nil && !op.async && (op.Kind == OpAddNode || op.Kind == OpUpdateNode) {
+		if res.Err == nil && !op.async && (op.Kind == OpAddNode || op.Kind == OpUpdateNode) {
 			if snap == nil {
 				snap = a.published.Load()
 			}
@@ -587,19 +629,46 @@ func (a *Coordinator) flush() {
 	}
 	clear(a.waiters)
 	a.waiters = a.waiters[:0]
+	return nil
 }
 
-// buildMeta runs the coordinator's part of a flush while the shards apply
-// the epoch (BuildMeta, then loading what ApplyFrozen will copy), turning a
-// panic into the cache's failure.
-func (a *Coordinator) buildMeta() {
-	defer func() {
-		if r := recover(); r != nil {
-			a.fail(&shard.PanicError{Actor: "coordinator", Value: r, Stack: debug.Stack()})
+// publish drives the Core's Ready/Advance protocol over the shard
+// goroutines: each shard with mutations gets them in one request, the
+// Core builds its part while the shards apply theirs, and Advance takes
+// their replies in order.
+func (a *Coordinator) publish() error {
+	var rd Ready
+	var ok bool
+	if err := guard(func() { rd, ok = a.core.Ready() }); err != nil || !ok {
+		return err
+	}
+	// Send fails only after Stop, which run calls after its last publish;
+	// a failed send still lets Advance run, and the shards not sent to
+	// report the send's error instead of being waited for.
+	var sendErr error
+	unsent := len(rd.Muts)
+	for i, m := range rd.Muts {
+		if len(m) == 0 {
+			continue
 		}
-	}()
-	a.core.BuildMeta()
-	a.core.PrefetchFrozen()
+		if err := a.shards[i].Send(shard.Request{Muts: m, Flush: true}); err != nil {
+			sendErr, unsent = err, i
+			break
+		}
+	}
+	snap, err := a.core.Advance(rd, func(i int) ([]shard.Frozen, error) {
+		if i >= unsent {
+			return nil, sendErr
+		}
+		resp := a.shards[i].Recv()
+		return resp.Frozen, resp.Err
+	})
+	if err != nil {
+		return err
+	}
+	a.published.Store(snap)
+	a.stats.published(a.clock, a.core.AssumedCount())
+	return nil
 }
 
 // finish answers op: a synchronous caller gets r; an async op's failure
@@ -610,7 +679,7 @@ func (a *Coordinator) finish(op *Op, r Result) {
 		if r.Err != nil && a.opts.OnAsyncError != nil {
 			a.stats.asyncErrs.Add(1)
 			a.asyncErrs = append(a.asyncErrs, AsyncError{Kind: op.Kind, Pod: asyncPod(op), OldPod: asyncOldPod(op), Node: op.Node, OldNode: op.OldNode, Err: r.Err})
-			a.backlog.Add(1)
+			a.backlog.add()
 		}
 		a.PutOp(op)
 		return
@@ -618,38 +687,21 @@ func (a *Coordinator) finish(op *Op, r Result) {
 	op.reply <- r
 }
 
-func (a *Coordinator) fail(cause error) {
-	if a.failedErr != nil {
-		return
+// expireStep runs one expiry step and publishes it. more reports whether
+// more pods are due now; err is a fault.
+func (a *Coordinator) expireStep() (more bool, err error) {
+	var n int
+	if err := guard(func() { n, more = a.core.Expire(a.clock.Now(), a.opts.ExpiryChunk) }); err != nil {
+		return false, err
 	}
-	f := &FailedError{Cause: cause}
-	a.failedErr = f
-	a.failed.Store(f)
+	a.stats.expired.Add(uint64(n))
+	return more, a.flush()
 }
 
-func (a *Coordinator) expireStep() (more bool) {
-	if a.failedErr != nil {
-		return false
-	}
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				a.fail(&shard.PanicError{Actor: "coordinator", Value: r, Stack: debug.Stack()})
-			}
-		}()
-		n, m := a.core.Expire(a.clock.Now(), a.opts.ExpiryChunk)
-		a.stats.expired.Add(uint64(n))
-		more = m
-	}()
-	a.flush()
-	return more && a.failedErr == nil
-}
-
-// shutdown publishes what was applied, refuses what is queued, and stops
-// the shards. It runs on the coordinator goroutine.
+// shutdown refuses what is queued and stops the shards, the folder and
+// the notifier. It runs on the coordinator goroutine, after closing is
+// set and the last epoch is published (or the cache failed).
 func (a *Coordinator) shutdown() {
-	a.closing.Store(true)
-	a.flush()
 	for {
 		select {
 		case op := <-a.mailbox:
@@ -690,8 +742,11 @@ func (a *Coordinator) deliver(errs []AsyncError) {
 	}
 }
 
+// callHandler runs the handler; a panicking handler must not kill the
+// notifier, so its panic is dropped.
 func (a *Coordinator) callHandler(e AsyncError) {
-	defer a.backlog.Add(-1)
-	defer func() { _ = recover() }() // a panicking handler must not kill the notifier
-	a.opts.OnAsyncError(e)
+	a.inHandler.Store(true)
+	_ = guard(func() { a.opts.OnAsyncError(e) })
+	a.inHandler.Store(false)
+	a.backlog.done()
 }

@@ -9,13 +9,13 @@ import (
 )
 
 // Local drives a Core and its shard Cores on the calling goroutine: the
-// same flush protocol as the Coordinator without any goroutine or channel.
-// Contract: not safe for concurrent use. It exists for deterministic tests
-// and for measuring the cost of publication alone.
+// same Ready/Advance protocol as the Coordinator, without any goroutine or
+// channel. Contract: not safe for concurrent use. It exists for
+// deterministic tests and for measuring the cost of publication alone.
 type Local struct {
-	Core   *Core
-	Shards []*shard.Core
-	gen    atomic.Int64
+	Core   *Core         // owned by the caller's goroutine
+	Shards []*shard.Core // owned by the caller's goroutine
+	gen    atomic.Int64  // atomic: the shards' generation source
 }
 
 // NewLocal returns a Local with nshards shards and the given TTL.
@@ -28,24 +28,22 @@ func NewLocal(nshards int, ttl time.Duration) *Local {
 }
 
 // Publish delivers the pending mutations, freezes the changed entries and
-// commits a snapshot, exactly as the Coordinator's flush does.
+// commits a snapshot, as the Coordinator's flush does; each shard applies
+// its mutations when Advance asks for its frozen entries.
 func (l *Local) Publish() (*snapshot.Snapshot, error) {
-	c := l.Core
-	if !c.Dirty() {
-		return c.Last(), nil
+	var rd Ready
+	var ok bool
+	if err := guard(func() { rd, ok = l.Core.Ready() }); err != nil {
+		return nil, err
 	}
-	muts := c.PendingMutations()
-	c.BuildMeta()
-	for i, s := range l.Shards {
-		if len(muts[i]) == 0 {
-			continue
-		}
-		if err := s.Apply(muts[i]); err != nil {
-			c.ResetMutations()
+	if !ok {
+		return l.Core.Last(), nil
+	}
+	return l.Core.Advance(rd, func(i int) ([]shard.Frozen, error) {
+		s := l.Shards[i]
+		if err := s.Apply(rd.Muts[i]); err != nil {
 			return nil, err
 		}
-		c.ApplyFrozen(s.Flush())
-	}
-	c.ResetMutations()
-	return c.Commit(), nil
+		return s.Flush(), nil
+	})
 }

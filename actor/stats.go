@@ -100,7 +100,7 @@ func (a *Coordinator) Stats() Stats {
 		Publications: s.publications.Load(),
 		Expired:      s.expired.Load(),
 		AsyncErrors:  s.asyncErrs.Load(),
-		AsyncBacklog: a.backlog.Load(),
+		AsyncBacklog: a.backlog.load(),
 		AssumedPods:  int(s.assumed.Load()),
 		Failed:       a.failed.Load() != nil,
 	}

@@ -1,0 +1,269 @@
+package actor
+
+import (
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/schedcache/schedcache/framework"
+)
+
+// imageState is one incarnation of the registry's summary of an image
+// name (upstream's shared *ImageStateSummary): the size the first node
+// reported and how many nodes list it. Which nodes those are is kept per
+// node in Core.nodeImages (a few names per node instead of a set of node
+// names per image). It dies (count 0, out of the registry) when its last
+// node leaves; the name registered again gets a new incarnation. Owned by
+// the coordinator goroutine.
+type imageState struct {
+	size  int64
+	count int
+}
+
+// ghostImage is one image summary a ghost keeps from its last
+// registration: the incarnation (nil if the name was not registered) and
+// the size the node listed. Owned by the coordinator goroutine.
+type ghostImage struct {
+	name string
+	st   *imageState
+	size int64
+}
+
+func imageNames(node *v1.Node, fn func(name string, size int64)) {
+	for i := range node.Status.Images {
+		img := &node.Status.Images[i]
+		for _, name := range img.Names {
+			fn(name, img.SizeBytes)
+		}
+	}
+}
+
+// numImageNames counts node's image names, duplicates included.
+func numImageNames(node *v1.Node) int {
+	n := 0
+	for i := range node.Status.Images {
+		n += len(node.Status.Images[i].Names)
+	}
+	return n
+}
+
+// smallSet is the size up to which membership is checked by scanning a
+// slice; larger registrations use a map, so a node listing many images
+// costs O(images), not O(images^2).
+const smallSet = 32
+
+func setOf(names []string) map[string]struct{} {
+	m := make(map[string]struct{}, len(names))
+	for _, n := range names {
+		m[n] = struct{}{}
+	}
+	return m
+}
+
+// registerImages adds node to the node set of every name it lists (3.5):
+// a name not in the registry gets a new incarnation with the size node
+// lists first; the size of an existing one never changes.
+func (c *Core) registerImages(node *v1.Node) {
+	list := c.nodeImages[node.Name]
+	var member map[string]struct{}
+	if len(list)+numImageNames(node) > smallSet {
+		member = setOf(list)
+	}
+	imageNames(node, func(name string, size int64) {
+		if member != nil {
+			if _, ok := member[name]; ok {
+				return // already a member: size stays first-writer-wins
+			}
+			member[name] = struct{}{}
+		} else if slices.Contains(list, name) {
+			return
+		}
+		st, ok := c.images[name]
+		if !ok {
+			st = &imageState{size: size}
+			c.images[name] = st
+		}
+		st.count++
+		list = append(list, name)
+		c.imageChanged(name)
+	})
+	if len(list) > 0 {
+		c.nodeImages[node.Name] = list
+	}
+}
+
+// unregisterImages removes node's name from the node set of every name
+// node lists; an incarnation left with no nodes dies.
+func (c *Core) unregisterImages(node *v1.Node) {
+	list := c.nodeImages[node.Name]
+	if len(list) == 0 {
+		return
+	}
+	drop := func(name string) {
+		if st := c.images[name]; st != nil {
+			if st.count--; st.count <= 0 {
+				delete(c.images, name)
+			}
+			c.imageChanged(name)
+		}
+	}
+	if len(list)+numImageNames(node) > smallSet {
+		gone := make(map[string]struct{}, numImageNames(node))
+		imageNames(node, func(name string, _ int64) { gone[name] = struct{}{} })
+		kept := list[:0]
+		for _, name := range list {
+			if _, ok := gone[name]; ok {
+				drop(name)
+			} else {
+				kept = append(kept, name)
+			}
+		}
+		clear(list[len(kept):])
+		list = kept
+	} else {
+		imageNames(node, func(name string, _ int64) {
+			if i := slices.Index(list, name); i >= 0 {
+				list = slices.Delete(list, i, i+1)
+				drop(name)
+			}
+		})
+	}
+	if len(list) == 0 {
+		delete(c.nodeImages, node.Name)
+	} else {
+		c.nodeImages[node.Name] = list
+	}
+}
+
+// imageChanged notes that name's summary may have changed; syncTable
+// settles it.
+func (c *Core) imageChanged(name string) {
+	if _, ok := c.imgChangedSet[name]; !ok {
+		c.imgChangedSet[name] = struct{}{}
+		c.imgChanged = append(c.imgChanged, name)
+	}
+}
+
+// syncTable brings the published registry version up to date with the
+// names changed since the last call. A name whose summary ended where it
+// started (a node re-registered with the same images) changes nothing;
+// if no summary changed, table stays the same version.
+func (c *Core) syncTable() {
+	if len(c.imgChanged) == 0 {
+		return
+	}
+	c.table.Map().EditInto(&c.tableEd)
+	changed := false
+	for _, name := range c.imgChanged {
+		delete(c.imgChangedSet, name)
+		old, had := c.tableEd.Get(name)
+		st := c.images[name]
+		if st == nil {
+			if had {
+				c.tableEd.Delete(name)
+				changed = true
+			}
+			continue
+		}
+		v := framework.ImageStateSummary{Size: st.size, NumNodes: st.count}
+		if !had || old != v {
+			c.tableEd.Set(name, v)
+			changed = true
+		}
+	}
+	clear(c.imgChanged)
+	c.imgChanged = c.imgChanged[:0]
+	m := c.tableEd.Done()
+	if changed {
+		c.table = framework.NewImageTable(m)
+	}
+}
+
+// replaceImages swaps the registration of old (may be nil) for node's,
+// exactly as upstream unregisters and re-registers (an image only node
+// holds is re-created with the size node lists first). A heartbeat with
+// the same images, whose re-registration would leave the registry as it
+// is, skips both steps.
+func (c *Core) replaceImages(old, node *v1.Node) {
+	if old != nil && sameImages(old, node) && c.reregisterIsNoop(node) {
+		// Same summaries, but upstream's image that only node holds dies
+		// and is re-created: a ghost keeping the old incarnation sees it
+		// count 0 from now on.
+		imageNames(node, func(name string, _ int64) {
+			if st := c.images[name]; st.count == 1 {
+				c.images[name] = &imageState{size: st.size, count: 1}
+				st.count = 0
+			}
+		})
+		return
+	}
+	if old != nil {
+		c.unregisterImages(old)
+	}
+	c.registerImages(node)
+}
+
+// sameImages reports whether a and b list the same images: the same names
+// and sizes in the same order.
+func sameImages(a, b *v1.Node) bool {
+	x, y := a.Status.Images, b.Status.Images
+	if len(x) != len(y) {
+		return false
+	}
+	for i := range x {
+		if x[i].SizeBytes != y[i].SizeBytes || !slices.Equal(x[i].Names, y[i].Names) {
+			return false
+		}
+	}
+	return true
+}
+
+// reregisterIsNoop reports whether unregistering and registering node,
+// which is registered, would leave the registry as it is: true unless an
+// image only node holds would be re-created with another size than the
+// registry's (a size another node fixed before it left). Duplicate names
+// with different sizes may report false where re-registration is in fact a
+// no-op; the caller then takes the long way.
+func (c *Core) reregisterIsNoop(node *v1.Node) bool {
+	for i := range node.Status.Images {
+		img := &node.Status.Images[i]
+		for _, name := range img.Names {
+			st := c.images[name]
+			if st == nil || (st.count == 1 && st.size != img.SizeBytes) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// setNames makes names the image names e's node object lists.
+func (c *Core) setNames(e *entry, names []string) {
+	e.names = names
+	e.viewStale = true
+}
+
+// CurrentImages returns ni with the image summaries an upstream clone of
+// the entry taken now shows (Dump, GetNode): a node's names read from the
+// registry now; a ghost's summaries of its last registration, with their
+// counts now (a dead incarnation counts no nodes); none for an entry that
+// never had a node object.
+func (c *Core) CurrentImages(name string, ni *framework.NodeInfo) *framework.NodeInfo {
+	e := c.nodes[name]
+	if ni == nil || e == nil {
+		return ni
+	}
+	if e.node == nil {
+		m := make(map[string]framework.ImageStateSummary, len(e.ghost))
+		for _, g := range e.ghost {
+			s := framework.ImageStateSummary{Size: g.size}
+			if g.st != nil {
+				s = framework.ImageStateSummary{Size: g.st.size, NumNodes: g.st.count}
+			}
+			m[g.name] = s
+		}
+		return ni.WithImageStates(m)
+	}
+	c.syncTable()
+	return ni.WithImages(framework.ImageView{Names: e.names, Table: c.table})
+}

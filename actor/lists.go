@@ -1,0 +1,220 @@
+package actor
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/schedcache/schedcache/internal/persist"
+	"github.com/schedcache/schedcache/snapshot"
+)
+
+// slotState is, densely by slot, what building the node lists reads of an
+// entry, so that a rebuild walks an array instead of the entries. Owned by
+// the coordinator goroutine. hasNode, aff and anti are a cache of the
+// entry, written only by syncSlot when buildMeta starts (every entry they
+// could differ for was touched this epoch); a free slot is zero.
+type slotState struct {
+	hasNode bool // the slot's entry has a node object
+	aff     bool // entry.aff > 0
+	anti    bool // entry.anti > 0
+	inAff   bool // in the affinity list being built (valid while the slot is in the node list)
+	inAnti  bool // in the anti-affinity list being built (same)
+}
+
+// syncSlot brings e's slot state up to date with e: buildMeta calls it for
+// every entry touched in the epoch, before the lists are built or edited.
+// A deleted entry's slot is cleared (it is not reused before commit).
+func (c *Core) syncSlot(e *entry) {
+	st := &c.slots[e.slot]
+	if e.deleted {
+		*st = slotState{}
+		return
+	}
+	st.hasNode, st.aff, st.anti = e.node != nil, e.aff > 0, e.anti > 0
+}
+
+// reconcilePVC counts the entry's PVC keys in the used set exactly while it
+// has a node object and is in the node list of the last buildLists: the
+// set upstream builds by walking its list (only a pods-first entry given a
+// node by UpdateNode has a node but no place in the list).
+func (c *Core) reconcilePVC(e *entry) {
+	want := !e.deleted && e.node != nil && c.listed(e)
+	if want == e.pvcOn {
+		return
+	}
+	e.pvcOn = want
+	sign := -1
+	if want {
+		sign = +1
+	}
+	for k := range e.pvc {
+		c.bumpPVC(k, sign)
+	}
+}
+
+func (c *Core) bumpPVC(k string, sign int) {
+	n := c.pvcUsed[k] + sign
+	if n <= 0 {
+		delete(c.pvcUsed, k)
+	} else {
+		c.pvcUsed[k] = n
+	}
+	if n == 0 || (n == 1 && sign > 0) {
+		c.dirtyPVC = append(c.dirtyPVC, k)
+	}
+}
+
+// refreshListError keeps the counts of an inconsistent list's error
+// current: upstream reports the snapshot map's size and the cache's entry
+// count as of each refresh, which change without the list changing (a
+// pods-first entry, a ghost).
+func (c *Core) refreshListError() {
+	order, aff, anti, err := c.builder.Lists()
+	ie, ok := err.(*snapshot.InconsistentListError)
+	if !ok || (ie.MapLen == c.withNode && ie.CacheEntries == len(c.nodes)) {
+		return
+	}
+	c.builder.SetLists(order, aff, anti, &snapshot.InconsistentListError{
+		ListLen: ie.ListLen, TreeNodes: ie.TreeNodes, MapLen: c.withNode, CacheEntries: len(c.nodes)})
+}
+
+// editAffinityLists applies the epoch's affinity flips to the two lists
+// without walking the node list: each flip inserts or removes one slot,
+// ordered by list position, in a persist.Seq, which copies only the chunks
+// the flips fall in, not the whole list. The published lists are never
+// written. A node list the
+// tree produced with a name twice, or a flip the lists disagree with, takes
+// one rebuild instead.
+func (c *Core) editAffinityLists() {
+	order, aff, anti, err := c.builder.Lists()
+	affEdits, antiEdits := c.scratch.affEdits[:0], c.scratch.antiEdits[:0]
+	for _, e := range c.affFlips {
+		if !c.listed(e) {
+			continue // not in the node list: in no list
+		}
+		st := &c.slots[e.slot]
+		if st.aff != st.inAff {
+			affEdits = append(affEdits, persist.SeqEdit[int32]{X: e.slot, Insert: st.aff})
+			st.inAff = st.aff
+		}
+		if st.anti != st.inAnti {
+			antiEdits = append(antiEdits, persist.SeqEdit[int32]{X: e.slot, Insert: st.anti})
+			st.inAnti = st.anti
+		}
+	}
+	c.scratch.affEdits, c.scratch.antiEdits = affEdits[:0], antiEdits[:0]
+	if len(affEdits) == 0 && len(antiEdits) == 0 {
+		return
+	}
+	ok := !c.listIrregular
+	if ok {
+		aff, ok = aff.Edit(affEdits, c.byListPos)
+	}
+	if ok {
+		anti, ok = anti.Edit(antiEdits, c.byListPos)
+	}
+	if !ok { // the lists disagree with the counts: rebuild them
+		c.buildAffinityLists(order, err)
+		return
+	}
+	c.builder.SetLists(order, aff, anti, err)
+}
+
+// compareListPos orders two listed slots by their position in the node
+// list; it is the order of the affinity lists (Core.byListPos).
+func (c *Core) compareListPos(a, b int32) int {
+	return cmp.Compare(c.listPos[a], c.listPos[b])
+}
+
+// listed reports whether e is the live entry of its slot and in the node
+// list of the last buildLists.
+func (c *Core) listed(e *entry) bool {
+	return int(e.slot) < len(c.listPos) && c.listPos[e.slot] >= 0 && c.bySlot[e.slot] == e
+}
+
+// buildAffinityLists re-derives the two affinity lists from the node list,
+// by slot, without touching the tree or hashing names.
+func (c *Core) buildAffinityLists(order []int32, err error) {
+	aff, anti := c.scratch.affBuf[:0], c.scratch.antiBuf[:0]
+	for _, slot := range order {
+		st := &c.slots[slot]
+		st.inAff, st.inAnti = st.aff, st.anti
+		if st.aff {
+			aff = append(aff, slot)
+		}
+		if st.anti {
+			anti = append(anti, slot)
+		}
+	}
+	// SeqOf copies: the buffers are scratch, reused by the next rebuild,
+	// so a rebuild allocates only the published chunks.
+	c.scratch.affBuf, c.scratch.antiBuf = aff[:0], anti[:0]
+	c.builder.SetLists(order, persist.SeqOf(aff), persist.SeqOf(anti), err)
+}
+
+func (c *Core) buildLists() {
+	listed := c.listSlots()
+	order := make([]int32, 0, len(listed))
+	c.listPos = slices.Grow(c.listPos[:0], int(c.nextSlot))[:c.nextSlot]
+	c.listIrregular = false
+	for i := range c.listPos {
+		c.listPos[i] = -1
+	}
+	skipped, distinct := false, 0
+	for _, slot := range listed {
+		if slot < 0 || !c.slots[slot].hasNode {
+			skipped = true
+			continue // upstream logs and skips names missing from the snapshot map
+		}
+		if c.listPos[slot] >= 0 {
+			c.listIrregular = true // listed twice: only full rebuilds keep upstream's list
+		} else {
+			distinct++
+		}
+		c.listPos[slot] = int32(len(order))
+		order = append(order, slot)
+	}
+	var names []string
+	if skipped {
+		// A long-lived snapshot may still hold these names (upstream
+		// deletes removed nodes from it only down to the tree's count):
+		// it resolves the tree's list by name.
+		names, _ = c.tree.AppendList(nil)
+	}
+	c.builder.SetTree(c.tree.NumNodes(), names)
+	c.unlisted = distinct != c.withNode
+	var err error
+	if len(order) != c.tree.NumNodes() {
+		err = &snapshot.InconsistentListError{ListLen: len(order), TreeNodes: c.tree.NumNodes(), MapLen: c.withNode, CacheEntries: len(c.nodes)}
+	}
+	c.buildAffinityLists(order, err)
+}
+
+// listSlots returns the slots of the entries of the tree's list, in its
+// order (-1 for a name without an entry). The tree lists the slot each name
+// was added with, which is its entry's as long as no name outlived its
+// entry there; only a failed tree removal (treeStale) can break that, and
+// then every name is looked up. The slice is scratch, valid until the next
+// call.
+func (c *Core) listSlots() []int32 {
+	if !c.treeStale {
+		ids, _ := c.tree.AppendIDs(c.scratch.idBuf[:0])
+		c.scratch.idBuf = ids
+		if !slices.ContainsFunc(ids, func(id int32) bool { return id < 0 || int(id) >= len(c.slots) }) {
+			return ids
+		}
+	}
+	names, _ := c.tree.AppendList(c.scratch.listBuf[:0])
+	out := c.scratch.idBuf[:0]
+	for _, name := range names {
+		slot := int32(-1)
+		if e := c.nodes[name]; e != nil {
+			slot = e.slot
+		}
+		out = append(out, slot)
+	}
+	clear(names)
+	c.scratch.listBuf = names[:0]
+	c.scratch.idBuf = out
+	return out
+}

@@ -1,0 +1,258 @@
+package actor
+
+import (
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/shard"
+)
+
+// podRecord is the coordinator's state of one cached pod. Owned by the
+// coordinator goroutine.
+type podRecord struct {
+	info    *framework.PodInfo // the stored pod and what was aggregated for it
+	entry   *entry             // the entry holding it (the stored pod's node)
+	assumed bool
+	// armed is the generation of the expiry-heap item that may expire the
+	// pod; 0 while none may (binding not finished, or no TTL). Only an
+	// assumed pod whose binding finished under a TTL is armed, so "binding
+	// finished" and "has a deadline" are both armed != 0.
+	armed uint64
+}
+
+// dirtyPod is a change of a pod's snapshot entry: the record that holds
+// the pod now, or nil if it was removed. A record replaced in place later in
+// the epoch is read as it is at buildMeta; since the changes are applied in
+// order and the last change of a key wins, the snapshot gets the final
+// state either way. Owned by the coordinator goroutine.
+type dirtyPod struct {
+	key string
+	rec *podRecord
+}
+
+func (c *Core) aggregate(info *framework.PodInfo, assumed bool) {
+	r := &podRecord{info: info, entry: c.attach(info), assumed: assumed}
+	if assumed {
+		c.assumed++
+	}
+	key := info.Key()
+	c.pods[key] = r
+	c.dirtyPods = append(c.dirtyPods, dirtyPod{key: key, rec: r})
+}
+
+// attach adds info to the entry of its node (created if missing) and
+// returns that entry.
+func (c *Core) attach(info *framework.PodInfo) *entry {
+	e := c.nodes[info.NodeName()]
+	if e == nil {
+		e = c.newEntry(info.NodeName())
+	}
+	c.emit(e, shard.Mutation{Kind: shard.AddPod, Pod: info})
+	e.pods++
+	if info.HasAffinity() {
+		e.aff++
+		if e.aff == 1 {
+			c.affFlips = append(c.affFlips, e)
+		}
+	}
+	if info.HasRequiredAntiAffinity() {
+		e.anti++
+		if e.anti == 1 {
+			c.affFlips = append(c.affFlips, e)
+		}
+	}
+	for _, k := range info.PVCKeys() {
+		if e.pvc == nil {
+			e.pvc = make(map[string]int)
+		}
+		e.pvc[k]++
+		if e.pvc[k] == 1 && e.pvcOn {
+			c.bumpPVC(k, +1)
+		}
+	}
+	return e
+}
+
+// subtract removes the stored pod of r from its entry and from the cache.
+// aff and anti say whether the affinity sub-lists are searched (decided by
+// the pod object the caller passed, as upstream).
+func (c *Core) subtract(r *podRecord, aff, anti bool) {
+	if r.assumed {
+		c.assumed--
+	}
+	c.detach(r, aff, anti)
+	key := r.info.Key()
+	delete(c.pods, key)
+	c.dirtyPods = append(c.dirtyPods, dirtyPod{key: key})
+}
+
+// replace swaps the stored pod of r for info (same key), exactly as a
+// subtract followed by an aggregate of an added pod (upstream's updatePod:
+// removePod then addPod), but keeps r in the pod map: the record is reset
+// in place, so the map is neither searched nor written. An expiry-heap item
+// still pointing at r is stale from then on (r is no longer assumed).
+func (c *Core) replace(r *podRecord, aff, anti bool, info *framework.PodInfo) {
+	if r.assumed {
+		c.assumed--
+	}
+	c.detach(r, aff, anti)
+	*r = podRecord{info: info, entry: c.attach(info)}
+	c.dirtyPods = append(c.dirtyPods, dirtyPod{key: info.Key(), rec: r})
+}
+
+// detach removes the stored pod of r from its entry, deleting the entry if
+// that left it without pods and without a node.
+func (c *Core) detach(r *podRecord, aff, anti bool) {
+	e := r.entry
+	c.emit(e, shard.Mutation{Kind: shard.RemovePod, Pod: r.info, Key: r.info.Key(), Affinity: aff, AntiAffinity: anti})
+	e.pods--
+	if aff && r.info.HasAffinity() {
+		e.aff--
+		if e.aff == 0 {
+			c.affFlips = append(c.affFlips, e)
+		}
+	}
+	if anti && r.info.HasRequiredAntiAffinity() {
+		e.anti--
+		if e.anti == 0 {
+			c.affFlips = append(c.affFlips, e)
+		}
+	}
+	for _, k := range r.info.PVCKeys() {
+		e.pvc[k]--
+		if e.pvc[k] <= 0 {
+			delete(e.pvc, k)
+			if e.pvcOn {
+				c.bumpPVC(k, -1)
+			}
+		}
+	}
+	if len(e.pvc) == 0 {
+		e.pvc = nil
+	}
+	if e.pods == 0 && e.node == nil {
+		c.deleteEntry(e)
+	}
+}
+
+// full reports whether the entry named name, if any, already holds
+// framework.MaxPodsPerNode pods: one more could make its totals overflow
+// (the arithmetic is at framework.MaxPodQuantity).
+func (c *Core) full(name string) bool {
+	e := c.nodes[name]
+	return e != nil && e.pods >= framework.MaxPodsPerNode
+}
+
+// AssumePod moves an absent pod to Assumed and aggregates it. A pod
+// without a node name is assumed on a nodeless entry named "", as upstream.
+func (c *Core) AssumePod(info *framework.PodInfo) error {
+	c.seq++
+	key := info.Key()
+	if _, ok := c.pods[key]; ok {
+		return &PodError{Op: "AssumePod", Key: key, Node: info.NodeName(), Err: ErrPodAlreadyCached}
+	}
+	if c.full(info.NodeName()) {
+		return &PodError{Op: "AssumePod", Key: key, Node: info.NodeName(), Err: ErrTooManyPods}
+	}
+	c.aggregate(info, true)
+	return nil
+}
+
+// ForgetPod removes an assumed pod. pod is the caller's object: its node
+// name must match and its affinity decides the sub-list bookkeeping.
+func (c *Core) ForgetPod(key string, pod *v1.Pod) error {
+	c.seq++
+	r, ok := c.pods[key]
+	if !ok {
+		return nil
+	}
+	if stored := r.info.NodeName(); pod.Spec.NodeName != stored {
+		return &PodError{Op: "ForgetPod", Key: key, Node: pod.Spec.NodeName, Err: ErrPodNodeMismatch}
+	}
+	if !r.assumed {
+		return &PodError{Op: "ForgetPod", Key: key, Node: pod.Spec.NodeName, Err: ErrPodNotAssumed}
+	}
+	c.subtract(r, framework.PodHasAffinity(pod), framework.PodHasRequiredAntiAffinity(pod))
+	return nil
+}
+
+// AddPod confirms an assumed pod (possibly on another node), re-adds an
+// expired one, or adds a new one.
+func (c *Core) AddPod(info *framework.PodInfo) error {
+	c.seq++
+	key := info.Key()
+	r, ok := c.pods[key]
+	switch {
+	case ok && !r.assumed:
+		return &PodError{Op: "AddPod", Key: key, Node: info.NodeName(), Err: ErrPodAlreadyAdded}
+	case (!ok || r.entry.name != info.NodeName()) && c.full(info.NodeName()):
+		// A confirmation on the assumed pod's own node swaps one pod for
+		// another; anywhere else the pod is one more on its node.
+		return &PodError{Op: "AddPod", Key: key, Node: info.NodeName(), Err: ErrTooManyPods}
+	case !ok:
+		c.aggregate(info, false)
+	default:
+		c.replace(r, r.info.HasAffinity(), r.info.HasRequiredAntiAffinity(), info)
+	}
+	return nil
+}
+
+// UpdatePod replaces an added pod, as upstream's removePod(oldPod) then
+// addPod(newPod). oldPod is the caller's old object: it finds the record
+// (by its UID) and decides the affinity bookkeeping. A new pod with another
+// UID renames the pod (the old key leaves, the new one is added), as
+// upstream. Three cases are refused with nothing changed:
+//   - the new pod names another node than the cached pod: a
+//     *CorruptionError (upstream exits);
+//   - oldPod names another node than the cached pod: ErrPodNodeMismatch.
+//     Upstream looks the pod up on oldPod's node: an entry with a node
+//     object returns its "no corresponding pod" error with nothing changed,
+//     as here; a nodeless entry panics (its error message reads the nil
+//     node's name); no entry drops the pod's state and adds the new pod to
+//     the cached node again, which then holds the pod twice;
+//   - the new UID is another cached pod's: ErrUIDMismatch (upstream would
+//     hold that key twice on a node and lose the other pod's state).
+func (c *Core) UpdatePod(oldPod *v1.Pod, info *framework.PodInfo) error {
+	c.seq++
+	key := string(oldPod.UID)
+	r, ok := c.pods[key]
+	if !ok {
+		return &PodError{Op: "UpdatePod", Key: key, Err: ErrPodNotFound}
+	}
+	if r.assumed {
+		return &PodError{Op: "UpdatePod", Key: key, Err: ErrPodAssumed}
+	}
+	stored := r.info.NodeName()
+	if info.NodeName() != stored {
+		return &CorruptionError{Op: "UpdatePod", Key: key, CachedNode: stored, GivenNode: info.NodeName()}
+	}
+	if oldPod.Spec.NodeName != stored {
+		return &PodError{Op: "UpdatePod", Key: key, Node: oldPod.Spec.NodeName, Err: ErrPodNodeMismatch}
+	}
+	aff, anti := framework.PodHasAffinity(oldPod), framework.PodHasRequiredAntiAffinity(oldPod)
+	if newKey := info.Key(); newKey != key {
+		if _, taken := c.pods[newKey]; taken {
+			return &PodError{Op: "UpdatePod", Key: key, Node: stored, Err: ErrUIDMismatch}
+		}
+		c.subtract(r, aff, anti)
+		c.aggregate(info, false)
+		return nil
+	}
+	c.replace(r, aff, anti, info)
+	return nil
+}
+
+// RemovePod removes a cached pod (assumed or added). A non-empty node name
+// other than the cached pod's is a *CorruptionError (upstream exits).
+func (c *Core) RemovePod(key string, pod *v1.Pod) error {
+	c.seq++
+	r, ok := c.pods[key]
+	if !ok {
+		return &PodError{Op: "RemovePod", Key: key, Err: ErrPodNotFound}
+	}
+	if stored := r.info.NodeName(); pod.Spec.NodeName != stored && pod.Spec.NodeName != "" {
+		return &CorruptionError{Op: "RemovePod", Key: key, CachedNode: stored, GivenNode: pod.Spec.NodeName}
+	}
+	c.subtract(r, r.info.HasAffinity(), r.info.HasRequiredAntiAffinity())
+	return nil
+}
