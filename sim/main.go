@@ -50,6 +50,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool
 	return realMain(ctx, args, stdout, stderr, tty, hooks{})
 }
 
+// MainWithAudits is Main where a receive on audits asks a real-time run
+// for an audit at once (cmd/loadgen sends one per SIGUSR1); it is reported
+// among the mid-run audits. A deterministic run ignores audits.
+func MainWithAudits(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool, audits <-chan struct{}) int {
+	return realMain(ctx, args, stdout, stderr, tty, hooks{auditNow: audits})
+}
+
 // realMain is the whole command; it returns the exit code.
 func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool, h hooks) int {
 	if path, ok, err := replayPath(args); ok {

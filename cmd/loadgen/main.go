@@ -12,13 +12,28 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"syscall"
 
 	"github.com/schedcache/schedcache/sim"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := sim.Main(ctx, os.Args[1:], os.Stdout, os.Stderr, isTerminal(os.Stderr))
+	// SIGUSR1 asks a real-time run for an audit now (see docs/loadgen.md).
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	audits := make(chan struct{}, 1) // one asked for during the load waits for the run
+	go func() { // owned by main: ends when usr1 is closed below
+		for range usr1 {
+			select {
+			case audits <- struct{}{}:
+			default: // the run is busy or over: an audit is already under way
+			}
+		}
+	}()
+	code := sim.MainWithAudits(ctx, os.Args[1:], os.Stdout, os.Stderr, isTerminal(os.Stderr), audits)
+	signal.Stop(usr1)
+	close(usr1)
 	stop()
 	os.Exit(code)
 }
