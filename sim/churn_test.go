@@ -171,12 +171,16 @@ func (f *fakeOps) addPod(p *v1.Pod) error { return f.add("AddPod %s@%s", p.Name,
 func (f *fakeOps) updatePod(o, n *v1.Pod) error {
 	return f.add("UpdatePod %s@%s->%s", n.Name, o.ResourceVersion, n.ResourceVersion)
 }
-func (f *fakeOps) removePod(p *v1.Pod) error { return f.add("RemovePod %s@%s", p.Name, p.ResourceVersion) }
-func (f *fakeOps) addNode(n *v1.Node) error  { return f.add("AddNode %s", n.Name) }
+func (f *fakeOps) removePod(p *v1.Pod) error {
+	return f.add("RemovePod %s@%s", p.Name, p.ResourceVersion)
+}
+func (f *fakeOps) addNode(n *v1.Node) error { return f.add("AddNode %s", n.Name) }
 func (f *fakeOps) updateNode(o, n *v1.Node) error {
 	return f.add("UpdateNode %s@%s->%s", n.Name, o.ResourceVersion, n.ResourceVersion)
 }
-func (f *fakeOps) removeNode(n *v1.Node) error { return f.add("RemoveNode %s@%s", n.Name, n.ResourceVersion) }
+func (f *fakeOps) removeNode(n *v1.Node) error {
+	return f.add("RemoveNode %s@%s", n.Name, n.ResourceVersion)
+}
 
 func podV(name, node, rv string) *v1.Pod {
 	p := workload.NewPod(workload.NewRand(1), name, node)

@@ -23,7 +23,7 @@ func main() {
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	audits := make(chan struct{}, 1) // one asked for during the load waits for the run
-	go func() { // owned by main: ends when usr1 is closed below
+	go func() {                      // owned by main: ends when usr1 is closed below
 		for range usr1 {
 			select {
 			case audits <- struct{}{}:
