@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -360,4 +361,39 @@ func TestChurnPresetShort(t *testing.T) {
 	require.Equal(t, exitOK, code, stdout.String()+stderr.String())
 	require.Contains(t, stdout.String(), "0 with divergences")
 	require.Contains(t, stdout.String(), "consistent: true")
+}
+
+// A cache call that fails in a recorded run is in the trace with its
+// error, the trace still ends with the state at the failure, and a replay
+// checks that call: here it differs, since the divergence that made it
+// fail was planted outside the trace.
+func TestRecordFailedCall(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fail.jsonl")
+	planted := false
+	h := hooks{beforeAudit: func(c *schedcache.Cache, truth *Truth) {
+		if planted {
+			return
+		}
+		planted = true
+		n := 0
+		truth.pods.Range(func(_ string, r podRecord) bool {
+			if r.Bound && strings.HasPrefix(r.Pod.Name, "pod-") {
+				require.NoError(t, c.RemovePod(klog.Background(), r.Pod))
+				n++
+			}
+			return n < 300
+		})
+	}}
+	var stdout, stderr bytes.Buffer
+	args := []string{"-deterministic", "-nodes", "60", "-pods-per-node", "10", "-schedulers", "2", "-duration", "200ms",
+		"-audit-every", "10ms", "-pod-update-rate", "2000", "-record", path}
+	code := realMain(context.Background(), args, &stdout, &stderr, false, h)
+	require.Equal(t, exitFailed, code, stderr.String())
+	require.Contains(t, stderr.String(), "is not in the cache")
+	lines := readLines(t, path)
+	require.Contains(t, lines[len(lines)-2], `"err":`, "the failed call, with its error")
+	require.Contains(t, lines[len(lines)-1], `"op":"End"`)
+	code, out, _ := replay(t, path)
+	require.Equal(t, exitDivergence, code, out)
+	require.Contains(t, out, "recorded")
 }

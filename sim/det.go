@@ -94,7 +94,7 @@ func (q *eventQueue) Pop() any {
 // call is synchronous, so the same seed gives the same run event for event.
 // The digest covers the event trace and the final state (the API server's
 // pods and the cache's per-node totals).
-func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) (*Report, error) {
+func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) (_ *Report, retErr error) {
 	logger := klog.Background()
 	rep := &Report{Config: cfg}
 	clk := &virtualClock{}
@@ -112,6 +112,17 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 		return nil, err
 	}
 	defer e.c.Close()
+	// A run that fails (a cache call returned an error) still ends its
+	// trace: the failed call is in it with its error, and the End record
+	// holds the state at the failure, so a replay checks both.
+	traceClosed := false
+	defer func() {
+		if retErr != nil && tw != nil && !traceClosed {
+			if t, err := trace.CacheTotals(e.c); err == nil {
+				_ = tw.Close(t)
+			}
+		}
+	}()
 	c := e.c
 	// rec records one call with its result err and returns err (or the
 	// write's error).
@@ -409,6 +420,7 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 		if err != nil {
 			return nil, err
 		}
+		traceClosed = true
 		if err := tw.Close(t); err != nil {
 			return nil, fmt.Errorf("-record: %w", err)
 		}

@@ -66,6 +66,11 @@ type Report struct {
 	FullSnapshot    Latency // W6: UpdateSnapshot into an empty snapshot
 	FullSnapshots   int64
 	RSS, PeakRSS    uint64 // resident set at the end and its peak (VmRSS, VmHWM; 0 where unknown)
+	// The live heap after a GC of the generated objects alone, then what
+	// loading the ground truth added, then what loading the cache (and its
+	// first published snapshot) added: the cache's own memory, the pod and
+	// node objects it shares with the informer not counted.
+	ObjectsHeap, TruthHeap, CacheHeap uint64
 }
 
 // readRSS reads the resident set size and its peak from /proc (Linux).
@@ -228,6 +233,9 @@ type Memory struct {
 	LoadHeapAllocBytes uint64 `json:"load_heap_alloc_bytes_after_gc"`
 	RSSBytes           uint64 `json:"rss_bytes,omitempty"`
 	PeakRSSBytes       uint64 `json:"peak_rss_bytes,omitempty"`
+	ObjectsBytes       uint64 `json:"objects_heap_bytes"` // the generated cluster's objects
+	TruthBytes         uint64 `json:"truth_heap_bytes"`   // added by the ground truth's store
+	CacheBytes         uint64 `json:"cache_heap_bytes"`   // added by loading the cache
 }
 
 // Timing is a plain value: the phases' durations.
@@ -305,7 +313,7 @@ func (r *Report) JSON() *JSONReport {
 		Counts: Counts{r.InitialPods, r.Scheduled, r.Forgotten, r.FailedBindings, r.Conflicts, r.Unschedulable,
 			r.Events, r.Adds, r.Removes, r.NodeUpdates, r.FinalPods, r.FinalNodes, r.ExpectedPods, r.AsyncErrors, r.OverfullAtStart,
 			r.RefusedBindings, r.ExpectedNodes, r.Reads, r.FullSnapshots},
-		Memory:     Memory{r.HeapInUse, r.HeapAlloc, r.LoadHeapAlloc, r.RSS, r.PeakRSS},
+		Memory:     Memory{r.HeapInUse, r.HeapAlloc, r.LoadHeapAlloc, r.RSS, r.PeakRSS, r.ObjectsHeap, r.TruthHeap, r.CacheHeap},
 		Churn:      r.Churn,
 		Informer:   r.Informer,
 		Timing:     Timing{r.LoadTime.Seconds(), r.LoadRate, r.Elapsed.Seconds(), r.Wall.Seconds(), r.EventsPerSec, r.PodsPerSec},
@@ -381,6 +389,8 @@ func (r *Report) Print(w io.Writer) {
 		in.PodAdds, in.PodUpdates, in.PodDeletes, in.NodeAdds, in.NodeUpdates, in.NodeDeletes, in.Dropped, in.Relists, in.Tombstones)
 	fmt.Fprintf(w, "memory:    after GC: heap in use %.1f MiB, live %.1f MiB (%.1f MiB after the load); RSS %.1f MiB, peak %.1f MiB\n",
 		float64(r.HeapInUse)/(1<<20), float64(r.HeapAlloc)/(1<<20), float64(r.LoadHeapAlloc)/(1<<20), float64(r.RSS)/(1<<20), float64(r.PeakRSS)/(1<<20))
+	fmt.Fprintf(w, "           at the load: objects %.1f MiB, + ground truth %.1f MiB, + cache %.1f MiB\n",
+		float64(r.ObjectsHeap)/(1<<20), float64(r.TruthHeap)/(1<<20), float64(r.CacheHeap)/(1<<20))
 	if r.Digest != "" {
 		fmt.Fprintf(w, "digest:    %s\n", r.Digest)
 	}

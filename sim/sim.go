@@ -82,6 +82,17 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 	prog.printf("building cluster: %d nodes, %d pods per node or %d in all (seed %d)\n", cfg.Nodes, cfg.PodsPerNode, cfg.InitialPods, cfg.Seed)
 	e.cl = buildCluster(cfg)
 	rep.InitialPods = len(e.cl.Pods)
+	// The live heap is measured after each part, so that the report
+	// tells the generated objects, the ground truth and the cache apart.
+	h0 := liveHeap()
+	for _, n := range e.cl.Nodes {
+		e.truth.LoadNode(n)
+	}
+	for _, p := range e.cl.Pods {
+		e.truth.Load(p)
+	}
+	h1 := liveHeap()
+	rep.ObjectsHeap, rep.TruthHeap = h0, h1-min(h0, h1)
 	opts := []schedcache.Option{schedcache.WithAsyncErrorHandler(func(ae schedcache.AsyncError) {
 		if e.asyncErrs.Add(1) == 1 {
 			e.firstErr.Store(ae.Err)
@@ -105,7 +116,6 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 	t0 := time.Now()
 	total := len(e.cl.Nodes) + len(e.cl.Pods)
 	for i, n := range e.cl.Nodes {
-		e.truth.LoadNode(n)
 		if err := c.AddNodeAsync(n); err != nil {
 			c.Close()
 			return nil, err
@@ -119,7 +129,6 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 			c.Close()
 			return nil, err
 		}
-		e.truth.Load(p)
 		if i%4096 == 0 {
 			prog.tick("loading: %d/%d objects", len(e.cl.Nodes)+i, total)
 		}
@@ -130,6 +139,8 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 	}
 	rep.LoadTime = time.Since(t0)
 	rep.LoadRate = float64(total) / rep.LoadTime.Seconds()
+	h2 := liveHeap()
+	rep.CacheHeap = h2 - min(h1, h2)
 	// An over-full cluster is refused before scheduling starts.
 	over, first := 0, ""
 	snap := c.Snapshot()
@@ -158,6 +169,14 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 	rep.LoadHeapAlloc = ms.HeapAlloc
 	prog.printf("loaded in %v\n", rep.LoadTime.Round(time.Millisecond))
 	return e, nil
+}
+
+// liveHeap returns the live heap after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }
 
 // buildCluster builds the generated cluster of cfg: with InitialPods, the
