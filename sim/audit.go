@@ -46,29 +46,53 @@ var ErrBindRefused = errors.New("sim: binding refused: the node is removed or dr
 // bindings (read) against drains and removals (write), so no binding lands
 // on a node once it is cordoned.
 type Truth struct {
-	pods   *xsync.MapOf[string, podRecord]  // concurrent map
-	nodes  *xsync.MapOf[string, nodeRecord] // concurrent map
-	nodeMu sync.RWMutex
+	pods    *xsync.MapOf[string, podRecord]  // concurrent map
+	nodes   *xsync.MapOf[string, nodeRecord] // concurrent map
+	boundOn *xsync.MapOf[string, int64]      // concurrent map: pods bound to each node
+	nodeMu  sync.RWMutex
 }
 
 func newTruth() *Truth {
-	return &Truth{pods: xsync.NewMapOf[string, podRecord](), nodes: xsync.NewMapOf[string, nodeRecord]()}
+	return &Truth{pods: xsync.NewMapOf[string, podRecord](), nodes: xsync.NewMapOf[string, nodeRecord](),
+		boundOn: xsync.NewMapOf[string, int64]()}
+}
+
+// store sets (or, with del, deletes) uid's record and keeps boundOn.
+func (t *Truth) store(uid string, r podRecord, del bool) {
+	var old podRecord
+	var had bool
+	t.pods.Compute(uid, func(o podRecord, loaded bool) (podRecord, bool) {
+		old, had = o, loaded
+		return r, del
+	})
+	if had && old.Bound {
+		t.boundOn.Compute(old.Node, func(n int64, _ bool) (int64, bool) { return n - 1, n-1 == 0 })
+	}
+	if !del && r.Bound {
+		t.boundOn.Compute(r.Node, func(n int64, _ bool) (int64, bool) { return n + 1, false })
+	}
+}
+
+// bound returns the number of pods bound to node.
+func (t *Truth) bound(node string) int64 {
+	n, _ := t.boundOn.Load(node)
+	return n
 }
 
 // Bind records pod as bound to node.
 func (t *Truth) Bind(pod *v1.Pod, node string) {
-	t.pods.Store(string(pod.UID), podRecord{Pod: pod, Node: node, Bound: true})
+	t.store(string(pod.UID), podRecord{Pod: pod, Node: node, Bound: true}, false)
 }
 
 // Assume records pod as assumed on node by a scheduler, pending in the API
 // server.
 func (t *Truth) Assume(pod *v1.Pod, node string) {
-	t.pods.Store(string(pod.UID), podRecord{Pod: pod, Node: node, Assumed: true})
+	t.store(string(pod.UID), podRecord{Pod: pod, Node: node, Assumed: true}, false)
 }
 
 // Expire records pod as assumed on node with a binding that never comes.
 func (t *Truth) Expire(pod *v1.Pod, node string) {
-	t.pods.Store(string(pod.UID), podRecord{Pod: pod, Node: node, Assumed: true, Expiring: true})
+	t.store(string(pod.UID), podRecord{Pod: pod, Node: node, Assumed: true, Expiring: true}, false)
 }
 
 // tryBind binds the assumed pod uid to node unless the node is gone or
@@ -84,13 +108,13 @@ func (t *Truth) tryBind(uid, node string) (*v1.Pod, error) {
 		return nil, fmt.Errorf("sim: binding of %s to %s: the pod is not assumed there", uid, node)
 	}
 	r.Assumed, r.Bound = false, true
-	t.pods.Store(uid, r)
+	t.store(uid, r, false)
 	return r.Pod, nil
 }
 
 // Load records pod as bound to its node (the initial cluster).
 func (t *Truth) Load(pod *v1.Pod) {
-	t.pods.Store(string(pod.UID), podRecord{Pod: pod, Node: pod.Spec.NodeName, Bound: true})
+	t.store(string(pod.UID), podRecord{Pod: pod, Node: pod.Spec.NodeName, Bound: true}, false)
 }
 
 // LoadNode records node (the initial cluster).
@@ -120,11 +144,11 @@ func (t *Truth) update(pod *v1.Pod) {
 // Pending records pod as held by the API server without a node (a
 // binding that failed).
 func (t *Truth) Pending(pod *v1.Pod) {
-	t.pods.Store(string(pod.UID), podRecord{Pod: pod})
+	t.store(string(pod.UID), podRecord{Pod: pod}, false)
 }
 
 // Delete records the deletion of pod.
-func (t *Truth) Delete(pod *v1.Pod) { t.pods.Delete(string(pod.UID)) }
+func (t *Truth) Delete(pod *v1.Pod) { t.store(string(pod.UID), podRecord{}, true) }
 
 // Len returns the number of pods held.
 func (t *Truth) Len() int { return t.pods.Size() }

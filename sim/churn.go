@@ -440,24 +440,20 @@ func (a *apiServer) pickNode(st nodeState) (string, bool) {
 	return "", false
 }
 
-// podsOn returns the pods bound to node, and whether any of them (or a
-// pod assumed there) is not delivered by the informer yet.
+// podsOn returns the pods the informer has delivered on node, sorted by
+// UID, and whether the node has a pod bound in the API server that the
+// informer has not delivered there yet, or a pod with events in flight.
 func (a *apiServer) podsOn(node string) (pods []*v1.Pod, unseen bool) {
-	a.truth.pods.Range(func(uid string, r podRecord) bool {
-		if r.Node != node {
-			return true
-		}
-		if r.Assumed && !r.Expiring {
+	m := a.inf.byNode[node]
+	for uid, p := range m {
+		if a.inf.busy("p/" + uid) {
 			unseen = true
 		}
-		if r.Bound {
-			if a.inf.pods[uid] == nil || a.inf.busy("p/"+uid) {
-				unseen = true
-			}
-			pods = append(pods, r.Pod)
-		}
-		return true
-	})
+		pods = append(pods, p)
+	}
+	if a.truth.bound(node) != int64(len(pods)) {
+		unseen = true
+	}
 	sort.Slice(pods, func(i, j int) bool { return pods[i].UID < pods[j].UID })
 	return pods, unseen
 }
@@ -465,15 +461,7 @@ func (a *apiServer) podsOn(node string) (pods []*v1.Pod, unseen bool) {
 // onNodeInStore says whether the informer still holds a pod on node (its
 // deletion not delivered yet) or events of the node are in flight.
 func (a *apiServer) onNodeInStore(node string) bool {
-	if a.inf.busy("n/" + node) {
-		return true
-	}
-	for _, p := range a.inf.pods {
-		if p.Spec.NodeName == node {
-			return true
-		}
-	}
-	return false
+	return a.inf.busy("n/"+node) || len(a.inf.byNode[node]) > 0
 }
 
 func (a *apiServer) deletePod(now time.Duration, p *v1.Pod) {

@@ -149,17 +149,44 @@ type informer struct {
 	pods   map[string]*v1.Pod  // owned by the owner: the store's pods by UID
 	nodes  map[string]*v1.Node // owned by the owner: the store's nodes by name
 	counts InformerCounts      // owned by the owner
-	win    *windows            // owned by the owner; nil: none. Counts the events delivered per window
+	// byNode indexes the store's pods by node (only with drains or
+	// removals, which evict a node's pods); owned by the owner.
+	byNode map[string]map[string]*v1.Pod
+	win    *windows // owned by the owner; nil: none. Counts the events delivered per window
 }
 
 func newInformer(cfg Config, ops cacheOps, seed int64) *informer {
-	return &informer{
+	inf := &informer{
 		delay: cfg.ConfirmDelay, jitter: cfg.InformerJitter, dropEvery: cfg.DropEvery, dropFor: cfg.DropFor, limit: cfg.limit(),
 		ops: ops, wake: make(chan struct{}, 1),
 		r:    rand.New(rand.NewPCG(uint64(seed), 0x1f0)),
 		pend: map[string]*pendKey{}, dirty: map[string]bool{},
 		pods: map[string]*v1.Pod{}, nodes: map[string]*v1.Node{},
 	}
+	if cfg.DrainRate > 0 || cfg.NodeRemoveRate > 0 {
+		inf.byNode = map[string]map[string]*v1.Pod{}
+	}
+	return inf
+}
+
+// index keeps byNode (when on) for pod p stored or, with del, deleted.
+func (inf *informer) index(p *v1.Pod, del bool) {
+	if inf.byNode == nil {
+		return
+	}
+	m := inf.byNode[p.Spec.NodeName]
+	if del {
+		delete(m, string(p.UID))
+		if len(m) == 0 {
+			delete(inf.byNode, p.Spec.NodeName)
+		}
+		return
+	}
+	if m == nil {
+		m = map[string]*v1.Pod{}
+		inf.byNode[p.Spec.NodeName] = m
+	}
+	m[string(p.UID)] = p
 }
 
 // load puts the initial cluster into the store (it was listed at start).
@@ -169,6 +196,7 @@ func (inf *informer) load(nodes []*v1.Node, pods []*v1.Pod) {
 	}
 	for _, p := range pods {
 		inf.pods[string(p.UID)] = p
+		inf.index(p, false)
 	}
 }
 
@@ -302,6 +330,7 @@ func (inf *informer) apply(now time.Duration, ev watchEvent, tombstone bool) err
 			return nil
 		case ev.deleted:
 			delete(inf.pods, uid)
+			inf.index(old, true)
 			inf.counts.PodDeletes++
 			if tombstone {
 				inf.counts.Tombstones++
@@ -310,11 +339,13 @@ func (inf *informer) apply(now time.Duration, ev watchEvent, tombstone bool) err
 			return inf.ops.removePod(old) // a tombstone's object may be stale
 		case old != nil:
 			inf.pods[uid] = ev.pod
+			inf.index(ev.pod, false)
 			inf.counts.PodUpdates++
 			inf.noted(now, "pod-update", ev.pod.Name, ev.pod.ResourceVersion)
 			return inf.ops.updatePod(old, ev.pod)
 		default:
 			inf.pods[uid] = ev.pod
+			inf.index(ev.pod, false)
 			inf.counts.PodAdds++
 			inf.noted(now, "confirm", ev.pod.Name, ev.pod.Spec.NodeName)
 			if err := inf.ops.addPod(ev.pod); err != nil {
