@@ -169,7 +169,7 @@ type AuditResult struct {
 
 const maxExamples = 10
 
-// expect is what the cache should hold for one pod: nothing (!present),
+// expect is a plain value, owned by the audit: what the cache should hold for one pod: nothing (!present),
 // or the pod on node, assumed or not, at version rv (checked when not
 // assumed); maybe: it may also be absent (an assumed pod whose TTL may
 // have expired).

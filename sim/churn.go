@@ -35,6 +35,8 @@ const (
 	actExpiry                    // once: the expiry storm
 )
 
+// action is a plain value owned by the apiServer's owner: one churn step
+// due at a time.
 type action struct {
 	at     time.Duration
 	seq    uint64
@@ -44,6 +46,7 @@ type action struct {
 	nodes  []string // actReady of a zone outage
 }
 
+// actionHeap is a min-heap by (at, seq), owned by the apiServer's owner.
 type actionHeap []action
 
 func (q actionHeap) Len() int { return len(q) }
@@ -62,7 +65,8 @@ func (q *actionHeap) Pop() any {
 	return e
 }
 
-// ChurnCounts is a plain value: what the simulated API server changed.
+// ChurnCounts is a plain value, owned by whoever holds it: what the
+// simulated API server changed.
 type ChurnCounts struct {
 	PodUpdates     int64 `json:"pod_updates"`
 	PodDeletes     int64 `json:"pod_deletes"` // beyond the one per confirmation
@@ -98,10 +102,10 @@ const (
 // real time, the event loop in deterministic mode), which also owns the
 // informer.
 type apiServer struct {
-	cfg    Config    // immutable
-	truth  *Truth    // shared, concurrent
-	inf    *informer // owned with the apiServer
-	images []workload.ImageSpec
+	cfg    Config                                         // immutable
+	truth  *Truth                                         // shared, concurrent
+	inf    *informer                                      // owned with the apiServer
+	images []workload.ImageSpec                           // immutable: the generator's image pool, for new nodes
 	zones  []string                                       // immutable: the zones of the initial cluster, sorted
 	assume func(p *v1.Pod, node string) error             // immutable: the expiry storm's AssumePod + FinishBinding
 	note   func(at time.Duration, what, obj, node string) // immutable; nil: none
@@ -538,13 +542,13 @@ func (a *apiServer) delivered(now time.Duration, p *v1.Pod) error {
 // closes calls to stop it) executes the calls in order; without one, and
 // in deterministic mode through take, the caller executes them.
 type simDispatcher struct {
-	truth   *Truth        // shared, concurrent
-	inf     *informer     // emit only
-	latency time.Duration // immutable
-	fail    float64       // immutable
-	det     bool          // immutable: calls are queued for the event loop
-	start   time.Time     // immutable: time zero of a real-time run
-	now     func() time.Duration
+	truth   *Truth               // shared, concurrent
+	inf     *informer            // emit only
+	latency time.Duration        // immutable
+	fail    float64              // immutable
+	det     bool                 // immutable: calls are queued for the event loop
+	start   time.Time            // immutable: time zero of a real-time run
+	now     func() time.Duration // immutable once the run starts: run time for watch events
 
 	mu      sync.Mutex
 	r       *rand.Rand         // guarded by mu
@@ -552,6 +556,8 @@ type simDispatcher struct {
 	calls   chan *dispatchCall // real time with latency: to run
 }
 
+// dispatchCall is one queued binding, owned by the dispatcher until it
+// executes it (then the caller reads onFinish).
 type dispatchCall struct {
 	b        *v1.Binding
 	onFinish chan<- error

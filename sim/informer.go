@@ -65,7 +65,9 @@ func (s syncOps) removeNode(n *v1.Node) error {
 }
 
 // watchEvent is one change of the simulated API server as its watch
-// delivers it: the object's new state, or its deletion.
+// delivers it: the object's new state, or its deletion. A plain value,
+// owned by whoever holds it (the emitter, then the informer's owner); the
+// objects it points to are immutable.
 type watchEvent struct {
 	at      time.Duration // when the API server made the change (run time)
 	due     time.Duration // when the informer delivers it
@@ -76,6 +78,7 @@ type watchEvent struct {
 	deleted bool
 }
 
+// watchHeap is a min-heap by (due, seq), owned by the informer's owner.
 type watchHeap []watchEvent
 
 func (q watchHeap) Len() int { return len(q) }
@@ -94,12 +97,15 @@ func (q *watchHeap) Pop() any {
 	return e
 }
 
+// pendKey is a plain value owned by the informer's owner: one object's
+// buffered events.
 type pendKey struct {
 	n    int           // events of the key buffered
 	last time.Duration // the latest due time among them
 }
 
-// InformerCounts is a plain value: what the simulated informer did.
+// InformerCounts is a plain value, owned by whoever holds it: what the
+// simulated informer did.
 type InformerCounts struct {
 	PodAdds     int64 `json:"pod_adds"`
 	PodUpdates  int64 `json:"pod_updates"`

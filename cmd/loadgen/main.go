@@ -4,6 +4,7 @@
 // against the simulated API server and reports (text, JSON, CSV, SVG).
 //
 // With no flags it runs the standard 5,000-node cluster for 5 seconds.
+// SIGUSR1 makes a real-time run audit the cache at once.
 // The simulator is package github.com/schedcache/schedcache/sim; its doc and
 // docs/loadgen.md describe every flag, scenario field and exit code.
 package main
