@@ -212,6 +212,32 @@ func expectNode(name string, truth *Truth, inf *informer) *v1.Node {
 	return nil
 }
 
+// reqMemo remembers the requests of the pod objects the last audit
+// summed (framework.NewPodInfo per pod dominates an audit's cost), so that
+// audits during a run cost less; it keeps only the objects of the latest
+// audit. Owned by the auditor (the run's main goroutine or event loop).
+type reqMemo struct {
+	prev, next map[*v1.Pod]cpuMem
+}
+
+// cpuMem is a plain value: a pod's requested milli-cpu and memory.
+type cpuMem struct{ MilliCPU, Memory int64 }
+
+func (m *reqMemo) requests(p *v1.Pod) (cpuMem, error) {
+	if r, ok := m.prev[p]; ok {
+		m.next[p] = r
+		return r, nil
+	}
+	info, err := framework.NewPodInfo(p)
+	if err != nil {
+		return cpuMem{}, err
+	}
+	req := info.Requests()
+	r := cpuMem{req.MilliCPU, req.Memory}
+	m.next[p] = r
+	return r, nil
+}
+
 // audit compares the cache's latest snapshot with what it should hold:
 // every pod the API server holds, bound or pending, as the informer's
 // delivery state makes it expected (see expectPod; once the informer has
@@ -220,8 +246,9 @@ func expectNode(name string, truth *Truth, inf *informer) *v1.Node {
 // requested cpu and memory equal to the sums over the pods expected on
 // it. It must run when nothing writes the cache, the truth or the
 // informer (the world's write lock in real time).
-func audit(c *schedcache.Cache, truth *Truth, inf *informer, ttl bool) AuditResult {
+func audit(c *schedcache.Cache, truth *Truth, inf *informer, ttl bool, memo *reqMemo) AuditResult {
 	inf.intake()
+	memo.next = make(map[*v1.Pod]cpuMem, len(memo.prev))
 	snap := c.Snapshot()
 	var res AuditResult
 	var problems []string
@@ -278,12 +305,11 @@ func audit(c *schedcache.Cache, truth *Truth, inf *informer, ttl bool) AuditResu
 			}
 			return
 		}
-		info, err := framework.NewPodInfo(x.pod)
+		req, err := memo.requests(x.pod)
 		if err != nil {
 			report("pod %s: %v", uid, err)
 			return
 		}
-		req := info.Requests()
 		tot.pods++
 		tot.cpu += req.MilliCPU
 		tot.mem += req.Memory
@@ -337,6 +363,7 @@ func audit(c *schedcache.Cache, truth *Truth, inf *informer, ttl bool) AuditResu
 	if err := snap.Err(); err != nil {
 		report("snapshot error: %v", err)
 	}
+	memo.prev, memo.next = memo.next, nil
 	sort.Strings(problems)
 	if len(problems) > maxExamples {
 		problems = problems[:maxExamples]

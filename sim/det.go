@@ -315,7 +315,7 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 			if h.beforeAudit != nil {
 				h.beforeAudit(c, e.truth)
 			}
-			res := audit(c, e.truth, inf, false)
+			res := audit(c, e.truth, inf, false, &e.memo)
 			rep.MidAudits.Count++
 			if !res.OK {
 				rep.MidAudits.Failed++

@@ -60,6 +60,7 @@ type env struct {
 	disp      *simDispatcher // BindPod's dispatcher; its inf is set by the run
 	inf       *informer      // set by the run
 	api       *apiServer     // set by the run
+	memo      reqMemo        // owned by the auditor (main goroutine or event loop)
 	asyncErrs atomic.Int64   // atomic
 	firstErr  atomic.Value   // atomic; error
 	warnings  []string       // owned by the run's main goroutine
@@ -230,7 +231,7 @@ func (e *env) finish(cfg Config, rep *Report, h hooks, prog *progress) error {
 	rep.FinalNodes = e.c.NodeCount()
 	rep.AsyncErrors = e.asyncErrs.Load()
 	prog.printf("auditing %d pods, %d nodes\n", e.truth.Len(), e.truth.nodes.Size())
-	rep.Audit = audit(e.c, e.truth, e.inf, cfg.AssumeTTL > 0)
+	rep.Audit = audit(e.c, e.truth, e.inf, cfg.AssumeTTL > 0, &e.memo)
 	if !e.inf.settled() {
 		rep.Audit.OK = false
 		rep.Audit.Divergences++
@@ -622,7 +623,7 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 		if h.beforeAudit != nil {
 			h.beforeAudit(c, e.truth)
 		}
-		res := audit(c, e.truth, inf, cfg.AssumeTTL > 0)
+		res := audit(c, e.truth, inf, cfg.AssumeTTL > 0, &e.memo)
 		rep.MidAudits.Count++
 		rep.MidAudits.MaxPauseMs = max(rep.MidAudits.MaxPauseMs, ms(time.Since(t)))
 		if !res.OK {
