@@ -397,3 +397,19 @@ func TestRecordFailedCall(t *testing.T) {
 	require.Equal(t, exitDivergence, code, out)
 	require.Contains(t, out, "recorded")
 }
+
+// An expiry storm under churn: pods assumed with a binding that never
+// comes expire after the TTL, also on nodes drained and removed meanwhile
+// (the cache keeps them there until then, as upstream's does), and no
+// audit reports them.
+func TestChurnWithExpiry(t *testing.T) {
+	cfg := churnConfig(false)
+	cfg.Duration, cfg.AuditEvery = 900*time.Millisecond, 100*time.Millisecond
+	cfg.AssumeTTL, cfg.ExpiryPods, cfg.ExpiryAt = 200*time.Millisecond, 1000, 100*time.Millisecond
+	rep, err := run(context.Background(), cfg, nil, hooks{})
+	require.NoError(t, err)
+	require.True(t, rep.Consistent, "audit %+v, mid-run %+v", rep.Audit, rep.MidAudits.FirstFail)
+	require.Zero(t, rep.MidAudits.Failed)
+	require.Equal(t, int64(1000), rep.Churn.ExpiryAssumed)
+	require.Positive(t, rep.Churn.NodeRemoves)
+}
