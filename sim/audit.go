@@ -162,9 +162,11 @@ type AuditResult struct {
 	NodesChecked int  `json:"nodes_checked"` // nodes whose totals were compared
 	Divergences  int  `json:"divergences"`
 	// ExpectedPods and ExpectedNodes are what the cache should hold.
-	ExpectedPods  int      `json:"expected_pods"`
-	ExpectedNodes int      `json:"expected_nodes"`
-	Examples      []string `json:"examples,omitempty"` // the first few, sorted
+	ExpectedPods  int `json:"expected_pods"`
+	ExpectedNodes int `json:"expected_nodes"`
+	// GhostNodes are removed nodes the cache keeps for expiring pods.
+	GhostNodes int      `json:"ghost_nodes,omitempty"`
+	Examples   []string `json:"examples,omitempty"` // the first few, sorted
 }
 
 const maxExamples = 10
@@ -274,6 +276,7 @@ func audit(c *schedcache.Cache, truth *Truth, inf *informer, ttl bool, memo *req
 	for name := range inf.nodes {
 		addNode(name)
 	}
+	ghosts := map[string]bool{}
 	checkPod := func(uid string, x expect) {
 		e, inCache := snap.Pod(uid)
 		if !x.present {
@@ -301,8 +304,10 @@ func audit(c *schedcache.Cache, truth *Truth, inf *informer, ttl bool, memo *req
 		tot := want[x.node]
 		if tot == nil {
 			// An expiring pod stays on its removed node until its TTL,
-			// as upstream's cache keeps it.
-			if !x.maybe && !inf.busy("p/"+uid) && !inf.busy("n/"+x.node) {
+			// as upstream's cache keeps it (and the node, as a ghost).
+			if x.maybe {
+				ghosts[x.node] = true
+			} else if !inf.busy("p/"+uid) && !inf.busy("n/"+x.node) {
 				report("pod %s: on %s, which is not a node of the cluster", uid, x.node)
 			}
 			return
@@ -361,7 +366,7 @@ func audit(c *schedcache.Cache, truth *Truth, inf *informer, ttl bool, memo *req
 	if nn := snap.NumNodes(); nn != len(want) {
 		report("cache lists %d nodes, %d expected", nn, len(want))
 	}
-	res.ExpectedNodes = len(want)
+	res.ExpectedNodes, res.GhostNodes = len(want), len(ghosts)
 	if err := snap.Err(); err != nil {
 		report("snapshot error: %v", err)
 	}

@@ -408,7 +408,7 @@ func TestChurnWithExpiry(t *testing.T) {
 	cfg.AssumeTTL, cfg.ExpiryPods, cfg.ExpiryAt = 200*time.Millisecond, 1000, 100*time.Millisecond
 	rep, err := run(context.Background(), cfg, nil, hooks{})
 	require.NoError(t, err)
-	require.True(t, rep.Consistent, "audit %+v, mid-run %+v", rep.Audit, rep.MidAudits.FirstFail)
+	require.True(t, rep.Consistent, "audit %+v, mid-run %+v; final %d pods %d nodes, async errors %d", rep.Audit, rep.MidAudits.FirstFail, rep.FinalPods, rep.FinalNodes, rep.AsyncErrors)
 	require.Zero(t, rep.MidAudits.Failed)
 	require.Equal(t, int64(1000), rep.Churn.ExpiryAssumed)
 	require.Positive(t, rep.Churn.NodeRemoves)

@@ -254,7 +254,7 @@ func (e *env) finish(cfg Config, rep *Report, h hooks, prog *progress) error {
 			rep.Unschedulable, decisions, cfg.Sample))
 	}
 	rep.Warnings = e.warnings
-	rep.Consistent = rep.Audit.OK && rep.MidAudits.Failed == 0 && rep.FinalPods == rep.ExpectedPods && rep.FinalNodes == rep.ExpectedNodes && rep.AsyncErrors == 0
+	rep.Consistent = rep.Audit.OK && rep.MidAudits.Failed == 0 && rep.FinalPods == rep.ExpectedPods && rep.FinalNodes == rep.ExpectedNodes+rep.Audit.GhostNodes && rep.AsyncErrors == 0
 	if fe := e.firstErr.Load(); fe != nil {
 		prog.printf("first async error: %v\n", fe)
 	}
