@@ -66,6 +66,45 @@ type Config struct {
 	// Record is where a deterministic run writes its trace of cache calls
 	// ("" none; see the trace package).
 	Record string
+
+	// Churn of the simulated API server (docs/loadgen.md, "Churn"): rates
+	// are Poisson, per second of run time (virtual in deterministic mode).
+	PodUpdateRate  float64       // delivered pods updated (a new version)
+	PodDeleteRate  float64       // delivered pods deleted, beyond one per confirmation
+	NodeAddRate    float64       // nodes added
+	NodeRemoveRate float64       // nodes drained, then removed
+	DrainRate      float64       // nodes drained (cordoned, pods evicted)
+	DrainGrace     time.Duration // cordon to eviction, and eviction to removal
+	DrainFor       time.Duration // a drained node is uncordoned after this (0: never)
+	NotReadyRate   float64       // nodes going NotReady
+	NotReadyFor    time.Duration // how long a node stays NotReady
+	ZoneMoveRate   float64       // nodes whose zone label changes
+	// ZoneOutageEvery: every this long, all nodes of one zone (in turn) go
+	// NotReady for ZoneOutageFor.
+	ZoneOutageEvery, ZoneOutageFor time.Duration
+
+	// BindLatency is how long the simulated dispatcher takes per binding.
+	BindLatency time.Duration
+	// InformerJitter adds a uniform [0, jitter) to each watch event's
+	// delay: events of different objects are reordered within it.
+	InformerJitter time.Duration
+	// DropEvery, DropFor: from DropEvery on, every DropEvery the informer
+	// loses the events of a DropFor window, then relists.
+	DropEvery, DropFor time.Duration
+
+	// Readers take the latest snapshot and read ReadNodes random nodes in
+	// a loop (W1); FullSnapshotEvery: a new reader takes a first complete
+	// snapshot (UpdateSnapshot into an empty one) this often (W6).
+	Readers           int
+	ReadNodes         int
+	FullSnapshotEvery time.Duration
+
+	// AssumeTTL is the cache's assumed-pod TTL (0: never expire);
+	// ExpiryPods pods are assumed at ExpiryAt with a binding that never
+	// comes (W5).
+	AssumeTTL  time.Duration
+	ExpiryPods int
+	ExpiryAt   time.Duration
 }
 
 // Arrival modes.
@@ -101,6 +140,10 @@ const (
 	maxBurst       = 1_000_000
 	maxPods        = 100_000_000
 	maxZones       = 1000
+	maxChurnRate   = 1_000_000
+	maxReaders     = 1024
+	maxReadNodes   = 10_000
+	maxExpiryPods  = 1_000_000
 	// queueCap bounds the pending queue of a real-time open-loop run: the
 	// arrivals goroutine waits when it is full.
 	queueCap = 1 << 16
@@ -141,6 +184,9 @@ func defaultConfig() Config {
 		FailRate:     0.01,
 		DecisionTime: 250 * time.Microsecond,
 		Arrival:      arrClosed,
+		DrainGrace:   100 * time.Millisecond,
+		NotReadyFor:  time.Second,
+		ReadNodes:    10,
 	}
 }
 
@@ -206,8 +252,6 @@ func (c *Config) Validate() error {
 		return bad("audit-every", "must not be negative (0: only at the end), got %v", c.AuditEvery)
 	case c.Record != "" && !c.Deterministic:
 		return bad("record", "needs -deterministic (only a deterministic run makes its cache calls in one order)")
-	case c.AuditEvery > 0 && !c.Deterministic:
-		return bad("audit-every", "needs -deterministic (a real-time run is audited at the end)")
 	case c.AuditEvery > 0 && c.Duration == 0:
 		return bad("audit-every", "needs a positive -duration")
 	case c.AuditEvery > c.Duration:
@@ -215,7 +259,81 @@ func (c *Config) Validate() error {
 	case c.AuditEvery > 0 && c.Duration/c.AuditEvery > maxAudits:
 		return bad("audit-every", "%v would audit %d times in -duration %v; at most %d", c.AuditEvery, c.Duration/c.AuditEvery, c.Duration, maxAudits)
 	}
-	return c.validateArrivals()
+	if err := c.validateArrivals(); err != nil {
+		return err
+	}
+	return c.validateChurn()
+}
+
+// validateChurn checks the churn, binding, informer, reader and expiry
+// fields.
+func (c *Config) validateChurn() error {
+	for _, r := range []struct {
+		flag string
+		v    float64
+	}{{"pod-update-rate", c.PodUpdateRate}, {"pod-delete-rate", c.PodDeleteRate}, {"node-add-rate", c.NodeAddRate},
+		{"node-remove-rate", c.NodeRemoveRate}, {"drain-rate", c.DrainRate}, {"not-ready-rate", c.NotReadyRate}, {"zone-move-rate", c.ZoneMoveRate}} {
+		if math.IsNaN(r.v) || r.v < 0 || r.v > maxChurnRate {
+			return bad(r.flag, "must be a rate in [0, %d] per second, got %v", maxChurnRate, r.v)
+		}
+	}
+	lim := c.limit()
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"drain-grace", c.DrainGrace}, {"drain-for", c.DrainFor}, {"not-ready-for", c.NotReadyFor}, {"zone-outage-every", c.ZoneOutageEvery},
+		{"zone-outage-for", c.ZoneOutageFor}, {"bind-latency", c.BindLatency}, {"informer-jitter", c.InformerJitter},
+		{"drop-every", c.DropEvery}, {"drop-for", c.DropFor}, {"full-snapshot-every", c.FullSnapshotEvery}, {"assume-ttl", c.AssumeTTL}, {"expiry-at", c.ExpiryAt}} {
+		if d.v < 0 {
+			return bad(d.flag, "must not be negative, got %v", d.v)
+		}
+		if d.v > maxDuration {
+			return bad(d.flag, "at most %v, got %v", maxDuration, d.v)
+		}
+	}
+	switch {
+	case c.BindLatency >= lim:
+		return bad("bind-latency", "%v must be shorter than the run (%v)", c.BindLatency, lim)
+	case c.InformerJitter >= lim:
+		return bad("informer-jitter", "%v must be shorter than the run (%v)", c.InformerJitter, lim)
+	case (c.DrainRate > 0 || c.NodeRemoveRate > 0) && c.DrainGrace == 0:
+		return bad("drain-grace", "must be positive with -drain-rate or -node-remove-rate")
+	case c.NotReadyRate > 0 && c.NotReadyFor == 0:
+		return bad("not-ready-for", "must be positive with -not-ready-rate")
+	case c.ZoneOutageFor > 0 && c.ZoneOutageEvery == 0:
+		return bad("zone-outage-for", "needs -zone-outage-every")
+	case c.ZoneOutageEvery > 0 && c.ZoneOutageFor == 0:
+		return bad("zone-outage-for", "must be positive with -zone-outage-every")
+	case c.ZoneOutageEvery > 0 && c.ZoneOutageFor >= c.ZoneOutageEvery:
+		return bad("zone-outage-for", "%v must be shorter than -zone-outage-every %v (one zone is out at a time)", c.ZoneOutageFor, c.ZoneOutageEvery)
+	case c.ZoneOutageEvery > 0 && c.Zones == 1:
+		return bad("zone-outage-every", "needs more than one zone (-zones 1 would take the whole cluster out)")
+	case c.DropFor > 0 && c.DropEvery == 0:
+		return bad("drop-for", "needs -drop-every")
+	case c.DropEvery > 0 && c.DropFor == 0:
+		return bad("drop-for", "must be positive with -drop-every")
+	case c.DropEvery > 0 && c.DropFor >= c.DropEvery:
+		return bad("drop-for", "%v must be shorter than -drop-every %v", c.DropFor, c.DropEvery)
+	case c.Readers < 0 || c.Readers > maxReaders:
+		return bad("readers", "must be 0 to %d, got %d", maxReaders, c.Readers)
+	case c.ReadNodes < 1 || c.ReadNodes > maxReadNodes:
+		return bad("read-nodes", "must be 1 to %d, got %d", maxReadNodes, c.ReadNodes)
+	case c.Readers > 0 && c.Deterministic:
+		return bad("readers", "needs real time (a deterministic run has one goroutine)")
+	case c.FullSnapshotEvery > 0 && c.Deterministic:
+		return bad("full-snapshot-every", "needs real time (a deterministic run has one goroutine)")
+	case c.AssumeTTL > 0 && c.Deterministic:
+		return bad("assume-ttl", "needs real time (the virtual clock has no timers, nothing would expire)")
+	case c.ExpiryPods < 0 || c.ExpiryPods > maxExpiryPods:
+		return bad("expiry-pods", "must be 0 to %d, got %d", maxExpiryPods, c.ExpiryPods)
+	case c.ExpiryPods > 0 && c.AssumeTTL == 0:
+		return bad("expiry-pods", "needs -assume-ttl (without a TTL the pods never expire)")
+	case c.ExpiryAt > 0 && c.ExpiryPods == 0:
+		return bad("expiry-at", "needs -expiry-pods")
+	case c.ExpiryAt >= lim:
+		return bad("expiry-at", "%v is not within the run (%v)", c.ExpiryAt, lim)
+	}
+	return nil
 }
 
 func (c *Config) validateArrivals() error {
@@ -278,11 +396,33 @@ func flagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.Shards, "shards", cfg.Shards, "shard goroutines (0: the cache's default)")
 	fs.BoolVar(&cfg.Deterministic, "deterministic", cfg.Deterministic, "virtual time on one goroutine: one seed reproduces the run event for event (digest in the report)")
 	fs.DurationVar(&cfg.DecisionTime, "decision-time", cfg.DecisionTime, "virtual time of one scheduling decision with -deterministic")
-	fs.DurationVar(&cfg.AuditEvery, "audit-every", cfg.AuditEvery, "with -deterministic, also audit the cache every this much virtual time (0: only at the end)")
+	fs.DurationVar(&cfg.AuditEvery, "audit-every", cfg.AuditEvery, "also audit the cache every this much (virtual with -deterministic) time; real time pauses the run for it (0: only at the end)")
 	fs.StringVar(&cfg.JSON, "json", cfg.JSON, "write the JSON report to this path (- for stdout, the text report then goes to stderr)")
 	fs.StringVar(&cfg.CSV, "csv", cfg.CSV, "write a time series, one row per 1 s window, to this path")
 	fs.StringVar(&cfg.SVG, "svg", cfg.SVG, "write an SVG plot of the 1 s windows (throughput, attempt latency p50/p99) to this path")
 	fs.BoolVar(&cfg.Quiet, "quiet", cfg.Quiet, "no progress lines, even on a terminal")
+	fs.Float64Var(&cfg.PodUpdateRate, "pod-update-rate", cfg.PodUpdateRate, "churn: pod updates per second (UpdatePod with a new version)")
+	fs.Float64Var(&cfg.PodDeleteRate, "pod-delete-rate", cfg.PodDeleteRate, "churn: pod deletions per second, beyond one per confirmation")
+	fs.Float64Var(&cfg.NodeAddRate, "node-add-rate", cfg.NodeAddRate, "churn: nodes added per second")
+	fs.Float64Var(&cfg.NodeRemoveRate, "node-remove-rate", cfg.NodeRemoveRate, "churn: nodes drained and removed per second")
+	fs.Float64Var(&cfg.DrainRate, "drain-rate", cfg.DrainRate, "churn: nodes drained (cordoned, pods evicted) per second")
+	fs.DurationVar(&cfg.DrainGrace, "drain-grace", cfg.DrainGrace, "churn: cordon to eviction, and eviction to removal")
+	fs.DurationVar(&cfg.DrainFor, "drain-for", cfg.DrainFor, "churn: a drained node is uncordoned after this (0: stays cordoned)")
+	fs.Float64Var(&cfg.NotReadyRate, "not-ready-rate", cfg.NotReadyRate, "churn: nodes going NotReady per second (condition and taint, via UpdateNode)")
+	fs.DurationVar(&cfg.NotReadyFor, "not-ready-for", cfg.NotReadyFor, "churn: how long a node stays NotReady")
+	fs.Float64Var(&cfg.ZoneMoveRate, "zone-move-rate", cfg.ZoneMoveRate, "churn: nodes changing zone per second")
+	fs.DurationVar(&cfg.ZoneOutageEvery, "zone-outage-every", cfg.ZoneOutageEvery, "churn: every this long all nodes of one zone go NotReady (0: none)")
+	fs.DurationVar(&cfg.ZoneOutageFor, "zone-outage-for", cfg.ZoneOutageFor, "churn: how long a zone outage lasts")
+	fs.DurationVar(&cfg.BindLatency, "bind-latency", cfg.BindLatency, "time the simulated dispatcher takes per binding (BindPod)")
+	fs.DurationVar(&cfg.InformerJitter, "informer-jitter", cfg.InformerJitter, "extra uniform watch delay in [0, this): reorders events of different objects")
+	fs.DurationVar(&cfg.DropEvery, "drop-every", cfg.DropEvery, "the informer loses a window of events this often, then relists (0: never)")
+	fs.DurationVar(&cfg.DropFor, "drop-for", cfg.DropFor, "how long each lost window lasts")
+	fs.IntVar(&cfg.Readers, "readers", cfg.Readers, "reader goroutines taking snapshots and reading -read-nodes nodes in a loop (W1)")
+	fs.IntVar(&cfg.ReadNodes, "read-nodes", cfg.ReadNodes, "nodes a reader reads per snapshot")
+	fs.DurationVar(&cfg.FullSnapshotEvery, "full-snapshot-every", cfg.FullSnapshotEvery, "a new reader takes a first full snapshot this often (W6; 0: never)")
+	fs.DurationVar(&cfg.AssumeTTL, "assume-ttl", cfg.AssumeTTL, "the cache's assumed-pod TTL (0: never expire)")
+	fs.IntVar(&cfg.ExpiryPods, "expiry-pods", cfg.ExpiryPods, "expiry storm (W5): pods assumed at -expiry-at whose binding never comes")
+	fs.DurationVar(&cfg.ExpiryAt, "expiry-at", cfg.ExpiryAt, "when the expiry storm happens")
 	fs.StringVar(&cfg.Record, "record", cfg.Record, "with -deterministic, write every cache call (JSON Lines trace) to this path; -replay PATH replays one")
 	return fs
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"os"
@@ -49,10 +50,13 @@ func (stoppedTimer) Stop() bool               { return false }
 type evKind uint8
 
 const (
-	evDecide  evKind = iota // a scheduler makes one decision
-	evConfirm               // the informer confirms a binding
-	evAudit                 // an audit during the run (-audit-every)
-	evArrive                // open loop: pods arrive in the pending queue
+	evDecide   evKind = iota // a scheduler makes one decision
+	evDeliver                // the informer delivers the events due
+	evAudit                  // an audit during the run (-audit-every)
+	evArrive                 // open loop: pods arrive in the pending queue
+	evChurn                  // the API server's churn actions due
+	evRelist                 // the informer relists after a drop window
+	evBindDone               // the dispatcher finishes a binding
 )
 
 type event struct {
@@ -61,6 +65,8 @@ type event struct {
 	kind   evKind
 	worker int
 	pod    *v1.Pod
+	call   *dispatchCall // evBindDone
+	done   <-chan error  // evBindDone: the BindPod channel
 }
 
 // eventQueue is a min-heap by (at, seq), owned by the event loop.
@@ -88,7 +94,7 @@ func (q *eventQueue) Pop() any {
 // call is synchronous, so the same seed gives the same run event for event.
 // The digest covers the event trace and the final state (the API server's
 // pods and the cache's per-node totals).
-func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) (*Report, error) {
+func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) (_ *Report, retErr error) {
 	logger := klog.Background()
 	rep := &Report{Config: cfg}
 	clk := &virtualClock{}
@@ -106,6 +112,17 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 		return nil, err
 	}
 	defer e.c.Close()
+	// A run that fails (a cache call returned an error) still ends its
+	// trace: the failed call is in it with its error, and the End record
+	// holds the state at the failure, so a replay checks both.
+	traceClosed := false
+	defer func() {
+		if retErr != nil && tw != nil && !traceClosed {
+			if t, err := trace.CacheTotals(e.c); err == nil {
+				_ = tw.Close(t)
+			}
+		}
+	}()
 	c := e.c
 	// rec records one call with its result err and returns err (or the
 	// write's error).
@@ -139,6 +156,16 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 
 	r := workload.NewRand(cfg.Seed ^ 0x5eed)
 	digest := sha256.New()
+	note := func(at time.Duration, what, obj, node string) { traceEvent(digest, at, what, obj, node) }
+	inf := newInformer(cfg, syncOps{c: c, rec: rec}, cfg.Seed)
+	inf.note = note
+	inf.load(e.cl.Nodes, e.cl.Pods)
+	api := newAPIServer(cfg, e.truth, inf, e.cl)
+	api.note = note
+	inf.onAdd = api.delivered
+	e.inf, e.api = inf, api
+	e.disp.inf, e.disp.now = inf, func() time.Duration { return time.Duration(clk.now.Load()) }
+	e.disp.r = r
 	var q eventQueue
 	var seq uint64
 	push := func(ev event) {
@@ -157,8 +184,9 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 	if cfg.openLoop() {
 		push(event{at: 0, kind: evArrive})
 	}
-	live := append([]*v1.Pod(nil), e.cl.Pods...)
-	nodes := append([]*v1.Node(nil), e.cl.Nodes...)
+	for _, at := range inf.relistTimes() {
+		push(event{at: at, kind: evRelist})
+	}
 	var win windows
 	var pendingAt []int // queue length at the end of each window
 	var queue []arrival // the pending queue, FIFO from head
@@ -168,7 +196,73 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 	decisions := make([]int, cfg.Schedulers)
 	start := time.Now()
 	rep.Stopped = "duration"
-	for n := 0; q.Len() > 0; n++ {
+	inf.win = &win
+	// The informer's and the churn's next due times, each scheduled once.
+	deliverAt, churnAt := time.Duration(-1), time.Duration(-1)
+	reschedule := func() {
+		inf.intake()
+		if n := inf.next(); n >= 0 && (deliverAt < 0 || n < deliverAt) {
+			deliverAt = n
+			push(event{at: n, kind: evDeliver})
+		}
+		if n := api.next(); n >= 0 && n < limit && (churnAt < 0 || n < churnAt) {
+			churnAt = n
+			push(event{at: n, kind: evChurn})
+		}
+	}
+	reschedule()
+	// complete handles a binding's outcome.
+	complete := func(at time.Duration, pod *v1.Pod, best string, berr error, tr time.Time) error {
+		// As upstream's binding cycle: FinishBinding, then ForgetPod if the
+		// binding failed.
+		if err := rec(trace.Record{Op: trace.FinishBinding, Pod: pod}, c.FinishBinding(logger, pod)); err != nil {
+			return fmt.Errorf("FinishBinding %s: %w", pod.Name, err)
+		}
+		if berr != nil {
+			if err := rec(trace.Record{Op: trace.ForgetPod, Pod: pod}, c.ForgetPod(logger, pod)); err != nil {
+				return fmt.Errorf("ForgetPod %s: %w", pod.Name, err)
+			}
+			e.truth.Pending(pod)
+			if errors.Is(berr, ErrBindRefused) {
+				rep.RefusedBindings++
+			} else {
+				rep.FailedBindings++
+			}
+			rep.Forgotten++
+			traceEvent(digest, at, "bind-failed", pod.Name, best)
+			return nil
+		}
+		rep.Scheduled++
+		lastProgress = at
+		traceEvent(digest, at, "bound", pod.Name, best)
+		if !tr.IsZero() {
+			took := time.Since(tr)
+			ht.Record(took)
+			win.scheduled(at, took)
+		} else {
+			win.scheduled(at, 0)
+		}
+		if cfg.Pods > 0 && rep.Scheduled >= cfg.Pods && !stopped {
+			stopped, endAt = true, min(at+cfg.DecisionTime, limit)
+			rep.Stopped = "pods"
+		}
+		return nil
+	}
+	for n := 0; ; n++ {
+		reschedule()
+		if q.Len() == 0 {
+			// The run is over and every event delivered: a relist brings
+			// back what a last drop window lost.
+			if inf.intake(); len(inf.dirty) > 0 {
+				if err := inf.relist(clk.Now().Sub(virtualEpoch), e.truth); err != nil {
+					return nil, err
+				}
+				reschedule()
+			}
+			if q.Len() == 0 {
+				break
+			}
+		}
 		if n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -176,7 +270,7 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 			prog.tick("scheduling: %v virtual, %d pods scheduled, %d pending", clk.Now().Sub(virtualEpoch).Truncate(time.Millisecond), rep.Scheduled, len(queue)-head)
 		}
 		ev := heap.Pop(&q).(event)
-		if ev.kind == evDecide || ev.kind == evArrive {
+		if ev.kind == evDecide || ev.kind == evArrive || ev.kind == evChurn {
 			if stopped || ev.at >= limit {
 				continue // the scheduling phase is over; confirmations drain
 			}
@@ -221,7 +315,7 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 			if h.beforeAudit != nil {
 				h.beforeAudit(c, e.truth)
 			}
-			res := audit(c, e.truth, e.cl.Nodes)
+			res := audit(c, e.truth, inf, false, &e.memo)
 			rep.MidAudits.Count++
 			if !res.OK {
 				rep.MidAudits.Failed++
@@ -266,61 +360,43 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 			if cfg.openLoop() {
 				hq.Record(ev.at - arrivedAt)
 			}
-			if err := rec(trace.Record{Op: trace.FinishBinding, Pod: pod}, c.FinishBinding(logger, pod)); err != nil {
-				return nil, fmt.Errorf("FinishBinding %s: %w", pod.Name, err)
+			e.truth.Assume(pod, best)
+			ch, err := c.BindPod(bindingOf(pod, best))
+			if err != nil {
+				return nil, fmt.Errorf("BindPod %s: %w", pod.Name, err)
 			}
-			if r.Float64() < cfg.FailRate {
-				if err := rec(trace.Record{Op: trace.ForgetPod, Pod: pod}, c.ForgetPod(logger, pod)); err != nil {
-					return nil, fmt.Errorf("ForgetPod %s: %w", pod.Name, err)
+			for _, call := range e.disp.take() {
+				if cfg.BindLatency > 0 {
+					push(event{at: ev.at + cfg.BindLatency, kind: evBindDone, pod: pod, call: call, done: ch})
+					continue
 				}
-				e.truth.Pending(pod)
-				rep.FailedBindings++
-				rep.Forgotten++
-				traceEvent(digest, ev.at, "bind-failed", pod.Name, best)
-				continue
-			}
-			took := time.Since(tr)
-			ht.Record(took)
-			e.truth.Bind(pod, best)
-			rep.Scheduled++
-			win.scheduled(ev.at, took)
-			lastProgress = ev.at
-			traceEvent(digest, ev.at, "bound", pod.Name, best)
-			if cfg.Pods > 0 && rep.Scheduled >= cfg.Pods {
-				stopped, endAt = true, min(ev.at+cfg.DecisionTime, limit)
-				rep.Stopped = "pods"
-			}
-			push(event{at: ev.at + cfg.ConfirmDelay, kind: evConfirm, pod: pod})
-		case evConfirm:
-			if err := rec(trace.Record{Op: trace.AddPod, Pod: ev.pod}, c.AddPod(logger, ev.pod)); err != nil {
-				return nil, fmt.Errorf("AddPod %s: %w", ev.pod.Name, err)
-			}
-			e.truth.Observed(ev.pod)
-			rep.Adds++
-			win.events(ev.at, 1)
-			traceEvent(digest, ev.at, "confirm", ev.pod.Name, ev.pod.Spec.NodeName)
-			live = append(live, ev.pod)
-			if !cfg.KeepPods {
-				victim := popRandom(r, &live)
-				e.truth.Delete(victim)
-				if err := rec(trace.Record{Op: trace.RemovePod, Pod: victim}, c.RemovePod(logger, victim)); err != nil {
-					return nil, fmt.Errorf("RemovePod %s: %w", victim.Name, err)
+				e.disp.execute(call)
+				if err := complete(ev.at, pod, best, <-ch, tr); err != nil {
+					return nil, err
 				}
-				rep.Removes++
-				win.events(ev.at, 1)
-				traceEvent(digest, ev.at, "delete", victim.Name, victim.Spec.NodeName)
 			}
-			if (rep.Adds+rep.Removes)%100 < 2 {
-				k := r.IntN(len(nodes))
-				nn := nodeHeartbeat(nodes[k], rep.Adds+rep.Removes)
-				_, err := c.UpdateNode(logger, nodes[k], nn)
-				if err := rec(trace.Record{Op: trace.UpdateNode, OldNode: nodes[k], Node: nn}, err); err != nil {
-					return nil, fmt.Errorf("UpdateNode %s: %w", nn.Name, err)
-				}
-				nodes[k] = nn
-				rep.NodeUpdates++
-				win.events(ev.at, 1)
-				traceEvent(digest, ev.at, "node-heartbeat", "", nn.Name)
+		case evBindDone:
+			e.disp.execute(ev.call)
+			if err := complete(ev.at, ev.pod, ev.pod.Spec.NodeName, <-ev.done, time.Time{}); err != nil {
+				return nil, err
+			}
+		case evDeliver:
+			if ev.at == deliverAt {
+				deliverAt = -1
+			}
+			if err := inf.deliverDue(ev.at, false); err != nil {
+				return nil, err
+			}
+		case evChurn:
+			if ev.at == churnAt {
+				churnAt = -1
+			}
+			if err := api.runDue(ev.at); err != nil {
+				return nil, err
+			}
+		case evRelist:
+			if err := inf.relist(ev.at, e.truth); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -344,6 +420,7 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 		if err != nil {
 			return nil, err
 		}
+		traceClosed = true
 		if err := tw.Close(t); err != nil {
 			return nil, fmt.Errorf("-record: %w", err)
 		}

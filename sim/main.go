@@ -3,10 +3,15 @@
 // the standard cluster of the workload package from a seed, loads it through
 // the asynchronous (informer-style) event path, then runs schedulers that
 // schedule new pods on snapshots (least-allocated among sampled nodes,
-// AssumePod, FinishBinding) while an informer confirms them with AddPod
-// after a delay and deletes old pods to keep the cluster at a steady size.
-// At the end it audits the cache against the simulated API server's ground
-// truth and prints what it did (text, and JSON with -json).
+// AssumePod, BindPod through a simulated dispatcher, FinishBinding) while
+// an informer confirms them with AddPod after a delay and deletes old pods
+// to keep the cluster at a steady size. The simulated API server can churn
+// pods and nodes (updates, deletions, nodes added, drained, removed,
+// NotReady, zone outages, an expiry storm) and its informer can reorder,
+// lose events and relist with tombstones. At the end, and during the run
+// with -audit-every or on demand (MainWithAudits; SIGUSR1 in cmd/loadgen),
+// it audits the cache against the simulated API server's ground truth and
+// prints what it did (text, and JSON with -json).
 //
 // With no flags it runs the standard 5,000-node cluster for 5 seconds.
 // -deterministic runs in virtual time on one goroutine: one seed reproduces
@@ -48,6 +53,13 @@ const (
 // a run early (its report is still written).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
 	return realMain(ctx, args, stdout, stderr, tty, hooks{})
+}
+
+// MainWithAudits is Main where a receive on audits asks a real-time run
+// for an audit at once (cmd/loadgen sends one per SIGUSR1); it is reported
+// among the mid-run audits. A deterministic run ignores audits.
+func MainWithAudits(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool, audits <-chan struct{}) int {
+	return realMain(ctx, args, stdout, stderr, tty, hooks{auditNow: audits})
 }
 
 // realMain is the whole command; it returns the exit code.

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/schedcache/schedcache/internal/hist"
@@ -53,6 +56,46 @@ type Report struct {
 	// was reached) or "stalled" (no pod scheduled for stallLimit).
 	Stopped string
 	Series  []SeriesRow // one row per 1 s window (-csv)
+	// Churn, bindings, the informer, readers.
+	RefusedBindings int64 // bindings the API server refused (node removed or draining)
+	ExpectedNodes   int
+	Informer        InformerCounts
+	Churn           ChurnCounts
+	ReaderLatency   Latency // W1 readers: take a snapshot and read ReadNodes nodes
+	Reads           int64
+	FullSnapshot    Latency // W6: UpdateSnapshot into an empty snapshot
+	FullSnapshots   int64
+	RSS, PeakRSS    uint64 // resident set at the end and its peak (VmRSS, VmHWM; 0 where unknown)
+	// The live heap after a GC of the generated objects alone, then what
+	// loading the ground truth added, then what loading the cache (and its
+	// first published snapshot) added: the cache's own memory, the pod and
+	// node objects it shares with the informer not counted.
+	ObjectsHeap, TruthHeap, CacheHeap uint64
+}
+
+// readRSS reads the resident set size and its peak from /proc (Linux).
+func readRSS() (rss, peak uint64) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		v, err := strconv.ParseUint(f[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch f[0] {
+		case "VmRSS:":
+			rss = v << 10
+		case "VmHWM:":
+			peak = v << 10
+		}
+	}
+	return rss, peak
 }
 
 // MidAudits is a plain value: the audits made during a deterministic run
@@ -62,6 +105,8 @@ type MidAudits struct {
 	Failed      int          `json:"failed"`
 	FirstFailAt float64      `json:"first_failure_virtual_seconds,omitempty"`
 	FirstFail   *AuditResult `json:"first_failure,omitempty"`
+	// MaxPauseMs is the longest a real-time audit paused the run.
+	MaxPauseMs float64 `json:"max_pause_ms,omitempty"`
 }
 
 // windowsOf turns per-window counts into rates over the full windows: the
@@ -111,6 +156,10 @@ type JSONReport struct {
 	Scenario string       `json:"scenario,omitempty"`
 	Arrivals JSONArrivals `json:"arrivals"`
 	Stopped  string       `json:"stopped"`
+	// Churn and Informer say what the API server changed and how the
+	// informer delivered it.
+	Churn    ChurnCounts    `json:"churn"`
+	Informer InformerCounts `json:"informer"`
 }
 
 // JSONArrivals is a plain value: how pods arrived and queued. Open-loop
@@ -156,21 +205,25 @@ type Environment struct {
 
 // Counts is a plain value: the event counts.
 type Counts struct {
-	InitialPods    int   `json:"initial_pods"`
-	Scheduled      int64 `json:"scheduled"`
-	Forgotten      int64 `json:"forgotten"`
-	FailedBindings int64 `json:"failed_bindings"`
-	Conflicts      int64 `json:"conflicts"`
-	Unschedulable  int64 `json:"unschedulable"`
-	Events         int64 `json:"informer_events"`
-	Adds           int64 `json:"adds"`
-	Removes        int64 `json:"removes"`
-	NodeUpdates    int64 `json:"node_updates"`
-	FinalPods      int   `json:"final_pods"`
-	FinalNodes     int   `json:"final_nodes"`
-	ExpectedPods   int   `json:"expected_pods"`
-	AsyncErrors    int64 `json:"async_errors"`
-	OverfullNodes  int   `json:"overfull_nodes_at_start"`
+	InitialPods     int   `json:"initial_pods"`
+	Scheduled       int64 `json:"scheduled"`
+	Forgotten       int64 `json:"forgotten"`
+	FailedBindings  int64 `json:"failed_bindings"`
+	Conflicts       int64 `json:"conflicts"`
+	Unschedulable   int64 `json:"unschedulable"`
+	Events          int64 `json:"informer_events"`
+	Adds            int64 `json:"adds"`
+	Removes         int64 `json:"removes"`
+	NodeUpdates     int64 `json:"node_updates"`
+	FinalPods       int   `json:"final_pods"`
+	FinalNodes      int   `json:"final_nodes"`
+	ExpectedPods    int   `json:"expected_pods"`
+	AsyncErrors     int64 `json:"async_errors"`
+	OverfullNodes   int   `json:"overfull_nodes_at_start"`
+	RefusedBindings int64 `json:"refused_bindings"`
+	ExpectedNodes   int   `json:"expected_nodes"`
+	Reads           int64 `json:"reads,omitempty"`
+	FullSnapshots   int64 `json:"full_snapshots,omitempty"`
 }
 
 // Memory is a plain value: the heap after a GC.
@@ -178,6 +231,11 @@ type Memory struct {
 	HeapInUseBytes     uint64 `json:"heap_inuse_bytes_after_gc"`
 	HeapAllocBytes     uint64 `json:"heap_alloc_bytes_after_gc"`
 	LoadHeapAllocBytes uint64 `json:"load_heap_alloc_bytes_after_gc"`
+	RSSBytes           uint64 `json:"rss_bytes,omitempty"`
+	PeakRSSBytes       uint64 `json:"peak_rss_bytes,omitempty"`
+	ObjectsBytes       uint64 `json:"objects_heap_bytes"` // the generated cluster's objects
+	TruthBytes         uint64 `json:"truth_heap_bytes"`   // added by the ground truth's store
+	CacheBytes         uint64 `json:"cache_heap_bytes"`   // added by loading the cache
 }
 
 // Timing is a plain value: the phases' durations.
@@ -237,6 +295,12 @@ func (r *Report) JSON() *JSONReport {
 	if c.openLoop() {
 		items = append(items, latencyItem("QueueingDelay", r.QueueDelay))
 	}
+	if c.Readers > 0 {
+		items = append(items, latencyItem("ReaderSnapshotRead", r.ReaderLatency))
+	}
+	if c.FullSnapshotEvery > 0 {
+		items = append(items, latencyItem("FirstFullSnapshot", r.FullSnapshot))
+	}
 	return &JSONReport{
 		Scenario:    c.Scenario,
 		Arrivals:    JSONArrivals{c.Arrival, c.Rate, c.BurstSize, c.BurstInterval.Seconds(), r.Arrived, r.PendingAtEnd, r.MaxPending},
@@ -247,8 +311,11 @@ func (r *Report) JSON() *JSONReport {
 		Environment: Environment{runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU()},
 		DataItems:   items,
 		Counts: Counts{r.InitialPods, r.Scheduled, r.Forgotten, r.FailedBindings, r.Conflicts, r.Unschedulable,
-			r.Events, r.Adds, r.Removes, r.NodeUpdates, r.FinalPods, r.FinalNodes, r.ExpectedPods, r.AsyncErrors, r.OverfullAtStart},
-		Memory:     Memory{r.HeapInUse, r.HeapAlloc, r.LoadHeapAlloc},
+			r.Events, r.Adds, r.Removes, r.NodeUpdates, r.FinalPods, r.FinalNodes, r.ExpectedPods, r.AsyncErrors, r.OverfullAtStart,
+			r.RefusedBindings, r.ExpectedNodes, r.Reads, r.FullSnapshots},
+		Memory:     Memory{r.HeapInUse, r.HeapAlloc, r.LoadHeapAlloc, r.RSS, r.PeakRSS, r.ObjectsHeap, r.TruthHeap, r.CacheHeap},
+		Churn:      r.Churn,
+		Informer:   r.Informer,
 		Timing:     Timing{r.LoadTime.Seconds(), r.LoadRate, r.Elapsed.Seconds(), r.Wall.Seconds(), r.EventsPerSec, r.PodsPerSec},
 		Digest:     r.Digest,
 		Warnings:   r.Warnings,
@@ -309,8 +376,21 @@ func (r *Report) Print(w io.Writer) {
 	if r.Config.openLoop() {
 		fmt.Fprintf(w, "queueing delay:        p50 %v  p99 %v  p99.9 %v  max %v  (arrival to assume%s)\n", r.QueueDelay.P50, r.QueueDelay.P99, r.QueueDelay.P999, r.QueueDelay.Max, map[bool]string{true: ", virtual"}[r.Config.Deterministic])
 	}
-	fmt.Fprintf(w, "memory:    after GC: heap in use %.1f MiB, live %.1f MiB (%.1f MiB after the load)\n",
-		float64(r.HeapInUse)/(1<<20), float64(r.HeapAlloc)/(1<<20), float64(r.LoadHeapAlloc)/(1<<20))
+	if r.Config.Readers > 0 {
+		fmt.Fprintf(w, "readers:               p50 %v  p99 %v  p99.9 %v  max %v  (%d readers, %d reads of %d nodes)\n", r.ReaderLatency.P50, r.ReaderLatency.P99, r.ReaderLatency.P999, r.ReaderLatency.Max, r.Config.Readers, r.Reads, r.Config.ReadNodes)
+	}
+	if r.Config.FullSnapshotEvery > 0 {
+		fmt.Fprintf(w, "first full snapshot:   p50 %v  p99 %v  max %v  (%d taken)\n", r.FullSnapshot.P50, r.FullSnapshot.P99, r.FullSnapshot.Max, r.FullSnapshots)
+	}
+	ch, in := r.Churn, r.Informer
+	fmt.Fprintf(w, "churn:     %d pod updates, %d pod deletes (+%d per confirmation), %d nodes added, %d removed, %d drains (%d evictions), %d NotReady, %d zone outages, %d zone moves, %d expiry pods; %d refused bindings\n",
+		ch.PodUpdates, ch.PodDeletes, ch.ConfirmDeletes, ch.NodeAdds, ch.NodeRemoves, ch.Drains, ch.Evictions, ch.NotReady, ch.ZoneOutages, ch.ZoneMoves, ch.ExpiryAssumed, r.RefusedBindings)
+	fmt.Fprintf(w, "informer:  pods %d adds %d updates %d deletes; nodes %d adds %d updates %d deletes; %d dropped, %d relists, %d tombstones\n",
+		in.PodAdds, in.PodUpdates, in.PodDeletes, in.NodeAdds, in.NodeUpdates, in.NodeDeletes, in.Dropped, in.Relists, in.Tombstones)
+	fmt.Fprintf(w, "memory:    after GC: heap in use %.1f MiB, live %.1f MiB (%.1f MiB after the load); RSS %.1f MiB, peak %.1f MiB\n",
+		float64(r.HeapInUse)/(1<<20), float64(r.HeapAlloc)/(1<<20), float64(r.LoadHeapAlloc)/(1<<20), float64(r.RSS)/(1<<20), float64(r.PeakRSS)/(1<<20))
+	fmt.Fprintf(w, "           at the load: objects %.1f MiB, + ground truth %.1f MiB, + cache %.1f MiB\n",
+		float64(r.ObjectsHeap)/(1<<20), float64(r.TruthHeap)/(1<<20), float64(r.CacheHeap)/(1<<20))
 	if r.Digest != "" {
 		fmt.Fprintf(w, "digest:    %s\n", r.Digest)
 	}
@@ -320,7 +400,7 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "audit:     %d API-server pods, %d cache pods, %d nodes checked; %d divergences\n",
 		r.Audit.PodsChecked, r.Audit.CachePods, r.Audit.NodesChecked, r.Audit.Divergences)
 	if m := r.MidAudits; m.Count > 0 {
-		fmt.Fprintf(w, "mid-run:   %d audits, %d with divergences\n", m.Count, m.Failed)
+		fmt.Fprintf(w, "mid-run:   %d audits, %d with divergences; longest pause %.1f ms\n", m.Count, m.Failed, m.MaxPauseMs)
 		if m.FirstFail != nil {
 			fmt.Fprintf(w, "  first at %.3fs virtual: %d divergences\n", m.FirstFailAt, m.FirstFail.Divergences)
 			for _, e := range m.FirstFail.Examples {
@@ -331,6 +411,6 @@ func (r *Report) Print(w io.Writer) {
 	for _, e := range r.Audit.Examples {
 		fmt.Fprintf(w, "  divergence: %s\n", e)
 	}
-	fmt.Fprintf(w, "final:     %d pods, %d nodes in the cache; expected %d pods; async errors %d; consistent: %v\n",
-		r.FinalPods, r.FinalNodes, r.ExpectedPods, r.AsyncErrors, r.Consistent)
+	fmt.Fprintf(w, "final:     %d pods, %d nodes in the cache; expected %d pods, %d nodes; async errors %d; consistent: %v\n",
+		r.FinalPods, r.FinalNodes, r.ExpectedPods, r.ExpectedNodes, r.AsyncErrors, r.Consistent)
 }

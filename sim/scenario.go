@@ -20,12 +20,16 @@ import (
 // arrivals. A field left out keeps the
 // default (the flags' defaults). See docs/loadgen.md.
 type Scenario struct {
-	Name        string           `json:"name"`
-	Description string           `json:"description"`
-	Cluster     *ScenarioCluster `json:"cluster"`
-	Workload    *ScenarioWork    `json:"workload"`
-	Run         *ScenarioRun     `json:"run"`
-	Arrivals    *ScenarioArrival `json:"arrivals"`
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	Cluster     *ScenarioCluster  `json:"cluster"`
+	Workload    *ScenarioWork     `json:"workload"`
+	Run         *ScenarioRun      `json:"run"`
+	Arrivals    *ScenarioArrival  `json:"arrivals"`
+	Churn       *ScenarioChurn    `json:"churn"`
+	Informer    *ScenarioInformer `json:"informer"`
+	Readers     *ScenarioReaders  `json:"readers"`
+	Expiry      *ScenarioExpiry   `json:"expiry"`
 
 	source    string // the file or preset name
 	setSample bool   // the file gives workload.sample
@@ -48,13 +52,52 @@ type ScenarioWork struct {
 	ConfirmDelay       *string  `json:"confirmDelay"`
 	DecisionTime       *string  `json:"decisionTime"`
 	KeepPods           *bool    `json:"keepPods"`
+	BindLatency        *string  `json:"bindLatency"`
+}
+
+// ScenarioChurn is the simulated API server's churn: rates per second.
+type ScenarioChurn struct {
+	PodUpdateRate   *float64 `json:"podUpdateRate"`
+	PodDeleteRate   *float64 `json:"podDeleteRate"`
+	NodeAddRate     *float64 `json:"nodeAddRate"`
+	NodeRemoveRate  *float64 `json:"nodeRemoveRate"`
+	DrainRate       *float64 `json:"drainRate"`
+	DrainGrace      *string  `json:"drainGrace"`
+	DrainFor        *string  `json:"drainFor"`
+	NotReadyRate    *float64 `json:"notReadyRate"`
+	NotReadyFor     *string  `json:"notReadyFor"`
+	ZoneMoveRate    *float64 `json:"zoneMoveRate"`
+	ZoneOutageEvery *string  `json:"zoneOutageEvery"`
+	ZoneOutageFor   *string  `json:"zoneOutageFor"`
+}
+
+// ScenarioInformer is how the informer delivers: jitter, lost windows.
+type ScenarioInformer struct {
+	Jitter    *string `json:"jitter"`
+	DropEvery *string `json:"dropEvery"`
+	DropFor   *string `json:"dropFor"`
+}
+
+// ScenarioReaders are the snapshot readers (W1, W6).
+type ScenarioReaders struct {
+	Count             *int    `json:"count"`
+	Nodes             *int    `json:"nodes"`
+	FullSnapshotEvery *string `json:"fullSnapshotEvery"`
+}
+
+// ScenarioExpiry is the assumed-pod TTL and the expiry storm (W5).
+type ScenarioExpiry struct {
+	TTL  *string `json:"ttl"`
+	Pods *int    `json:"pods"`
+	At   *string `json:"at"`
 }
 
 // ScenarioRun is the run length: a duration, a pod count, or both
 // (whichever comes first).
 type ScenarioRun struct {
-	Duration *string `json:"duration"`
-	Pods     *int64  `json:"pods"`
+	Duration   *string `json:"duration"`
+	Pods       *int64  `json:"pods"`
+	AuditEvery *string `json:"auditEvery"`
 }
 
 // ScenarioArrival is how pods arrive.
@@ -182,6 +225,61 @@ func (sc *Scenario) apply(cfg *Config) error {
 		if err := dur("workload.decisionTime", w.DecisionTime, &cfg.DecisionTime); err != nil {
 			return err
 		}
+		if err := dur("workload.bindLatency", w.BindLatency, &cfg.BindLatency); err != nil {
+			return err
+		}
+	}
+	setF := func(dst *float64, v *float64) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	if ch := sc.Churn; ch != nil {
+		setF(&cfg.PodUpdateRate, ch.PodUpdateRate)
+		setF(&cfg.PodDeleteRate, ch.PodDeleteRate)
+		setF(&cfg.NodeAddRate, ch.NodeAddRate)
+		setF(&cfg.NodeRemoveRate, ch.NodeRemoveRate)
+		setF(&cfg.DrainRate, ch.DrainRate)
+		setF(&cfg.NotReadyRate, ch.NotReadyRate)
+		setF(&cfg.ZoneMoveRate, ch.ZoneMoveRate)
+		for _, d := range []struct {
+			field string
+			s     *string
+			dst   *time.Duration
+		}{{"churn.drainGrace", ch.DrainGrace, &cfg.DrainGrace}, {"churn.drainFor", ch.DrainFor, &cfg.DrainFor},
+			{"churn.notReadyFor", ch.NotReadyFor, &cfg.NotReadyFor}, {"churn.zoneOutageEvery", ch.ZoneOutageEvery, &cfg.ZoneOutageEvery},
+			{"churn.zoneOutageFor", ch.ZoneOutageFor, &cfg.ZoneOutageFor}} {
+			if err := dur(d.field, d.s, d.dst); err != nil {
+				return err
+			}
+		}
+	}
+	if in := sc.Informer; in != nil {
+		for _, d := range []struct {
+			field string
+			s     *string
+			dst   *time.Duration
+		}{{"informer.jitter", in.Jitter, &cfg.InformerJitter}, {"informer.dropEvery", in.DropEvery, &cfg.DropEvery}, {"informer.dropFor", in.DropFor, &cfg.DropFor}} {
+			if err := dur(d.field, d.s, d.dst); err != nil {
+				return err
+			}
+		}
+	}
+	if rd := sc.Readers; rd != nil {
+		setInt(&cfg.Readers, rd.Count)
+		setInt(&cfg.ReadNodes, rd.Nodes)
+		if err := dur("readers.fullSnapshotEvery", rd.FullSnapshotEvery, &cfg.FullSnapshotEvery); err != nil {
+			return err
+		}
+	}
+	if ex := sc.Expiry; ex != nil {
+		setInt(&cfg.ExpiryPods, ex.Pods)
+		if err := dur("expiry.ttl", ex.TTL, &cfg.AssumeTTL); err != nil {
+			return err
+		}
+		if err := dur("expiry.at", ex.At, &cfg.ExpiryAt); err != nil {
+			return err
+		}
 	}
 	cfg.Duration, cfg.Pods = 0, 0
 	if err := dur("run.duration", sc.Run.Duration, &cfg.Duration); err != nil {
@@ -189,6 +287,9 @@ func (sc *Scenario) apply(cfg *Config) error {
 	}
 	if sc.Run.Pods != nil {
 		cfg.Pods = *sc.Run.Pods
+	}
+	if err := dur("run.auditEvery", sc.Run.AuditEvery, &cfg.AuditEvery); err != nil {
+		return err
 	}
 	if a := sc.Arrivals; a != nil {
 		if a.Mode == "" {
@@ -225,25 +326,47 @@ func setInt(dst *int, v *int) {
 
 // scenarioField maps a flag to the scenario field that sets it.
 var scenarioField = map[string]string{
-	"nodes":          "cluster.nodes",
-	"pods-per-node":  "cluster.podsPerNode",
-	"initial-pods":   "cluster.initialPods",
-	"zones":          "cluster.zones",
-	"seed":           "cluster.seed",
-	"schedulers":     "workload.schedulers",
-	"sample":         "workload.sample",
-	"fail-rate":      "workload.bindingFailureRate",
-	"confirm-delay":  "workload.confirmDelay",
-	"decision-time":  "workload.decisionTime",
-	"keep-pods":      "workload.keepPods",
-	"duration":       "run.duration",
-	"pods":           "run.pods",
-	"arrival":        "arrivals.mode",
-	"rate":           "arrivals.rate",
-	"burst-size":     "arrivals.burstSize",
-	"burst-interval": "arrivals.burstInterval",
-	"shards":         "shards",
-	"audit-every":    "audit-every",
+	"nodes":               "cluster.nodes",
+	"pods-per-node":       "cluster.podsPerNode",
+	"initial-pods":        "cluster.initialPods",
+	"zones":               "cluster.zones",
+	"seed":                "cluster.seed",
+	"schedulers":          "workload.schedulers",
+	"sample":              "workload.sample",
+	"fail-rate":           "workload.bindingFailureRate",
+	"confirm-delay":       "workload.confirmDelay",
+	"decision-time":       "workload.decisionTime",
+	"keep-pods":           "workload.keepPods",
+	"duration":            "run.duration",
+	"pods":                "run.pods",
+	"arrival":             "arrivals.mode",
+	"rate":                "arrivals.rate",
+	"burst-size":          "arrivals.burstSize",
+	"burst-interval":      "arrivals.burstInterval",
+	"shards":              "shards",
+	"audit-every":         "run.auditEvery",
+	"bind-latency":        "workload.bindLatency",
+	"pod-update-rate":     "churn.podUpdateRate",
+	"pod-delete-rate":     "churn.podDeleteRate",
+	"node-add-rate":       "churn.nodeAddRate",
+	"node-remove-rate":    "churn.nodeRemoveRate",
+	"drain-rate":          "churn.drainRate",
+	"drain-grace":         "churn.drainGrace",
+	"drain-for":           "churn.drainFor",
+	"not-ready-rate":      "churn.notReadyRate",
+	"not-ready-for":       "churn.notReadyFor",
+	"zone-move-rate":      "churn.zoneMoveRate",
+	"zone-outage-every":   "churn.zoneOutageEvery",
+	"zone-outage-for":     "churn.zoneOutageFor",
+	"informer-jitter":     "informer.jitter",
+	"drop-every":          "informer.dropEvery",
+	"drop-for":            "informer.dropFor",
+	"readers":             "readers.count",
+	"read-nodes":          "readers.nodes",
+	"full-snapshot-every": "readers.fullSnapshotEvery",
+	"assume-ttl":          "expiry.ttl",
+	"expiry-pods":         "expiry.pods",
+	"expiry-at":           "expiry.at",
 }
 
 // listPresets prints every preset with its description.

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
@@ -24,6 +24,8 @@ import (
 type hooks struct {
 	// beforeAudit runs once the simulation has stopped, before the audit.
 	beforeAudit func(c *schedcache.Cache, truth *Truth)
+	// auditNow asks a real-time run for an audit (SIGUSR1 in cmd/loadgen).
+	auditNow <-chan struct{}
 }
 
 // progress writes progress lines when w is not nil. It is used by one
@@ -55,9 +57,13 @@ type env struct {
 	cl        *workload.Cluster
 	c         *schedcache.Cache
 	truth     *Truth
-	asyncErrs atomic.Int64 // atomic
-	firstErr  atomic.Value // atomic; error
-	warnings  []string     // owned by the run's main goroutine
+	disp      *simDispatcher // BindPod's dispatcher; its inf is set by the run
+	inf       *informer      // set by the run
+	api       *apiServer     // set by the run
+	memo      reqMemo        // owned by the auditor (main goroutine or event loop)
+	asyncErrs atomic.Int64   // atomic
+	firstErr  atomic.Value   // atomic; error
+	warnings  []string       // owned by the run's main goroutine
 }
 
 // refuseOverfull says whether a cluster with over of its nodes over-full
@@ -72,14 +78,31 @@ func refuseOverfull(over, nodes int) bool { return over*100 > nodes }
 // The caller closes env.c.
 func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress, rep *Report) (*env, error) {
 	e := &env{truth: newTruth()}
+	e.disp = &simDispatcher{truth: e.truth, latency: cfg.BindLatency, fail: cfg.FailRate, det: cfg.Deterministic,
+		r: rand.New(rand.NewPCG(uint64(cfg.Seed), 0xb1))}
 	prog.printf("building cluster: %d nodes, %d pods per node or %d in all (seed %d)\n", cfg.Nodes, cfg.PodsPerNode, cfg.InitialPods, cfg.Seed)
 	e.cl = buildCluster(cfg)
 	rep.InitialPods = len(e.cl.Pods)
+	// The live heap is measured after each part, so that the report
+	// tells the generated objects, the ground truth and the cache apart.
+	h0 := liveHeap()
+	for _, n := range e.cl.Nodes {
+		e.truth.LoadNode(n)
+	}
+	for _, p := range e.cl.Pods {
+		e.truth.Load(p)
+	}
+	h1 := liveHeap()
+	rep.ObjectsHeap, rep.TruthHeap = h0, h1-min(h0, h1)
 	opts := []schedcache.Option{schedcache.WithAsyncErrorHandler(func(ae schedcache.AsyncError) {
 		if e.asyncErrs.Add(1) == 1 {
 			e.firstErr.Store(ae.Err)
 		}
 	})}
+	opts = append(opts, schedcache.WithDispatcher(e.disp))
+	if cfg.AssumeTTL > 0 {
+		opts = append(opts, schedcache.WithTTL(cfg.AssumeTTL))
+	}
 	if cfg.Shards > 0 {
 		opts = append(opts, schedcache.WithShards(cfg.Shards))
 	}
@@ -107,7 +130,6 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 			c.Close()
 			return nil, err
 		}
-		e.truth.Load(p)
 		if i%4096 == 0 {
 			prog.tick("loading: %d/%d objects", len(e.cl.Nodes)+i, total)
 		}
@@ -118,6 +140,8 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 	}
 	rep.LoadTime = time.Since(t0)
 	rep.LoadRate = float64(total) / rep.LoadTime.Seconds()
+	h2 := liveHeap()
+	rep.CacheHeap = h2 - min(h1, h2)
 	// An over-full cluster is refused before scheduling starts.
 	over, first := 0, ""
 	snap := c.Snapshot()
@@ -146,6 +170,14 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 	rep.LoadHeapAlloc = ms.HeapAlloc
 	prog.printf("loaded in %v\n", rep.LoadTime.Round(time.Millisecond))
 	return e, nil
+}
+
+// liveHeap returns the live heap after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }
 
 // buildCluster builds the generated cluster of cfg: with InitialPods, the
@@ -185,7 +217,9 @@ func (e *env) finish(cfg Config, rep *Report, h hooks, prog *progress) error {
 	if rep.Shards == 0 {
 		rep.Shards = max(1, runtime.GOMAXPROCS(0)/2) // the cache's default
 	}
-	rep.Events = rep.Adds + rep.Removes + rep.NodeUpdates
+	ic := e.inf.counts
+	rep.Adds, rep.Removes, rep.NodeUpdates = ic.PodAdds, ic.PodDeletes, ic.NodeAdds+ic.NodeUpdates+ic.NodeDeletes
+	rep.Events = ic.PodAdds + ic.PodUpdates + ic.PodDeletes + rep.NodeUpdates
 	if rep.Elapsed > 0 {
 		rep.PodsPerSec = float64(rep.Scheduled) / rep.Elapsed.Seconds()
 		rep.EventsPerSec = float64(rep.Events) / rep.Elapsed.Seconds()
@@ -195,10 +229,17 @@ func (e *env) finish(cfg Config, rep *Report, h hooks, prog *progress) error {
 	}
 	rep.FinalPods, _ = e.c.PodCount()
 	rep.FinalNodes = e.c.NodeCount()
-	rep.ExpectedPods = rep.InitialPods + int(rep.Adds) - int(rep.Removes)
 	rep.AsyncErrors = e.asyncErrs.Load()
-	prog.printf("auditing %d pods, %d nodes\n", e.truth.Len(), len(e.cl.Nodes))
-	rep.Audit = audit(e.c, e.truth, e.cl.Nodes)
+	prog.printf("auditing %d pods, %d nodes\n", e.truth.Len(), e.truth.nodes.Size())
+	rep.Audit = audit(e.c, e.truth, e.inf, cfg.AssumeTTL > 0, &e.memo)
+	if !e.inf.settled() {
+		rep.Audit.OK = false
+		rep.Audit.Divergences++
+		rep.Audit.Examples = append(rep.Audit.Examples, "the informer has not delivered every event at the end")
+	}
+	rep.ExpectedPods, rep.ExpectedNodes = rep.Audit.ExpectedPods, rep.Audit.ExpectedNodes
+	rep.Informer, rep.Churn = e.inf.counts, e.api.counts
+	rep.RSS, rep.PeakRSS = readRSS()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -213,7 +254,7 @@ func (e *env) finish(cfg Config, rep *Report, h hooks, prog *progress) error {
 			rep.Unschedulable, decisions, cfg.Sample))
 	}
 	rep.Warnings = e.warnings
-	rep.Consistent = rep.Audit.OK && rep.MidAudits.Failed == 0 && rep.FinalPods == rep.ExpectedPods && rep.FinalNodes == cfg.Nodes && rep.AsyncErrors == 0
+	rep.Consistent = rep.Audit.OK && rep.MidAudits.Failed == 0 && rep.FinalPods == rep.ExpectedPods && rep.FinalNodes == rep.ExpectedNodes+rep.Audit.GhostNodes && rep.AsyncErrors == 0
 	if fe := e.firstErr.Load(); fe != nil {
 		prog.printf("first async error: %v\n", fe)
 	}
@@ -229,13 +270,12 @@ func run(ctx context.Context, cfg Config, progressW io.Writer, h hooks) (*Report
 	return runRealtime(ctx, cfg, prog, h)
 }
 
-type confirmation struct {
-	pod *v1.Pod
-	due time.Time
-}
-
-// runRealtime: scheduler goroutines schedule on snapshots while an informer
-// goroutine confirms their bindings after the delay, in wall-clock time.
+// runRealtime: scheduler goroutines schedule on snapshots and bind through
+// BindPod's simulated dispatcher while the API server goroutine runs the
+// churn and its informer delivers the watch events after their delay, in
+// wall-clock time. Every step that writes the cache or the truth holds the
+// world's read lock; a mid-run audit takes the write lock, so it sees the
+// cache, the truth and the informer at one point between steps.
 func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Report, error) {
 	logger := klog.Background()
 	rep := &Report{Config: cfg}
@@ -247,7 +287,24 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 	c := e.c
 	prog.printf("scheduling for %v with %d schedulers\n", cfg.Duration, cfg.Schedulers)
 
-	confirm := make(chan confirmation, 4096)
+	var world sync.RWMutex
+	start := time.Now()
+	since := func() time.Duration { return time.Since(start) }
+	inf := newInformer(cfg, asyncOps{c}, cfg.Seed)
+	inf.load(e.cl.Nodes, e.cl.Pods)
+	api := newAPIServer(cfg, e.truth, inf, e.cl)
+	api.assume = func(p *v1.Pod, _ string) error {
+		if err := c.AssumePod(logger, p); err != nil {
+			return err
+		}
+		return c.FinishBinding(logger, p)
+	}
+	inf.onAdd = api.delivered
+	var iwin windows // owned by the API server goroutine until apiDone
+	inf.win = &iwin
+	e.inf, e.api = inf, api
+	e.disp.inf, e.disp.now = inf, since
+
 	var stop atomic.Bool
 	done := make(chan struct{}) // closed once, by halt: every goroutine of the run stops
 	var haltOnce sync.Once
@@ -258,7 +315,7 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 		})
 	}
 	var wg sync.WaitGroup
-	var scheduled, forgotten, failed, conflicts, unsched atomic.Int64
+	var scheduled, forgotten, failed, refused, conflicts, unsched atomic.Int64
 	var endNs atomic.Int64    // when the pod count was reached, since start
 	var schedErr atomic.Value // error
 	fail := func(err error) {
@@ -280,7 +337,17 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 		e.truth.Pending(pod)
 		return true
 	}
-	start := time.Now()
+
+	// The dispatcher's goroutine, when bindings take time.
+	var dispWG sync.WaitGroup
+	if cfg.BindLatency > 0 {
+		e.disp.calls = make(chan *dispatchCall, cfg.Schedulers)
+		dispWG.Add(1)
+		go func() {
+			defer dispWG.Done()
+			e.disp.run()
+		}()
+	}
 
 	// Open loop: the arrivals goroutine feeds the bounded pending queue on
 	// the arrival schedule (Poisson or bursts); it waits when the queue is
@@ -327,6 +394,71 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 		}()
 	}
 
+	// decide is one scheduling attempt of scheduler s: pick, assume, bind
+	// through the dispatcher (waiting for the outcome), finish or forget.
+	// It runs under the world's read lock; false stops the scheduler.
+	decide := func(s int, r *rand.Rand, pod *v1.Pod, arrivedAt time.Duration) bool {
+		world.RLock()
+		defer world.RUnlock()
+		info, err := framework.NewPodInfo(pod)
+		if err != nil {
+			fail(err)
+			return false
+		}
+		tr := time.Now()
+		snap := c.Snapshot()
+		best := pick(r, snap, info, cfg.Sample)
+		hRead[s].Record(time.Since(tr))
+		if best == "" {
+			unsched.Add(1)
+			return true
+		}
+		pod.Spec.NodeName = best
+		e.truth.Assume(pod, best)
+		ta := time.Now()
+		if err := c.AssumePod(logger, pod); err != nil {
+			fail(fmt.Errorf("AssumePod %s: %w", pod.Name, err))
+			return false
+		}
+		hAssume[s].Record(time.Since(ta))
+		if arr != nil {
+			hQueue[s].Record(ta.Sub(start) - arrivedAt)
+		}
+		// Optimistic concurrency: another scheduler may have filled
+		// the node since our snapshot. Check on a fresh snapshot.
+		if ni, err := c.Snapshot().Get(best); err != nil || overcommitted(ni) {
+			conflicts.Add(1)
+			return forget(pod)
+		}
+		ch, err := c.BindPod(bindingOf(pod, best))
+		if err != nil {
+			fail(fmt.Errorf("BindPod %s: %w", pod.Name, err))
+			return false
+		}
+		berr := <-ch
+		// As upstream's binding cycle: FinishBinding, then ForgetPod if
+		// the binding failed.
+		if err := c.FinishBinding(logger, pod); err != nil {
+			fail(fmt.Errorf("FinishBinding %s: %w", pod.Name, err))
+			return false
+		}
+		if berr != nil {
+			if errors.Is(berr, ErrBindRefused) {
+				refused.Add(1)
+			} else {
+				failed.Add(1)
+			}
+			return forget(pod)
+		}
+		now := time.Now()
+		hAttempt[s].Record(now.Sub(tr))
+		wins[s].scheduled(now.Sub(start), now.Sub(tr))
+		if n := scheduled.Add(1); cfg.Pods > 0 && n >= cfg.Pods {
+			endNs.CompareAndSwap(0, int64(now.Sub(start)))
+			halt()
+		}
+		return true
+	}
 	for s := 0; s < cfg.Schedulers; s++ {
 		hAssume[s], hRead[s], hAttempt[s], hQueue[s] = hist.New(), hist.New(), hist.New(), hist.New()
 		wg.Add(1)
@@ -346,112 +478,167 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 				} else {
 					pod = workload.NewPod(r, fmt.Sprintf("sched-%d-%d", s, i), "")
 				}
-				info, err := framework.NewPodInfo(pod)
-				if err != nil {
-					fail(err)
+				if !decide(s, r, pod, arrivedAt) {
 					return
 				}
-				tr := time.Now()
-				snap := c.Snapshot()
-				best := pick(r, snap, info, cfg.Sample)
-				hRead[s].Record(time.Since(tr))
-				if best == "" {
-					unsched.Add(1)
-					continue
-				}
-				pod.Spec.NodeName = best
-				ta := time.Now()
-				if err := c.AssumePod(logger, pod); err != nil {
-					fail(fmt.Errorf("AssumePod %s: %w", pod.Name, err))
-					return
-				}
-				hAssume[s].Record(time.Since(ta))
-				if arr != nil {
-					hQueue[s].Record(ta.Sub(start) - arrivedAt)
-				}
-				// Optimistic concurrency: another scheduler may have filled
-				// the node since our snapshot. Check on a fresh snapshot.
-				if ni, err := c.Snapshot().Get(best); err != nil || overcommitted(ni) {
-					conflicts.Add(1)
-					if !forget(pod) {
-						return
-					}
-					continue
-				}
-				if err := c.FinishBinding(logger, pod); err != nil {
-					fail(fmt.Errorf("FinishBinding %s: %w", pod.Name, err))
-					return
-				}
-				if r.Float64() < cfg.FailRate {
-					failed.Add(1)
-					if !forget(pod) {
-						return
-					}
-					continue
-				}
-				now := time.Now()
-				hAttempt[s].Record(now.Sub(tr))
-				e.truth.Bind(pod, best)
-				wins[s].scheduled(now.Sub(start), now.Sub(tr))
-				if n := scheduled.Add(1); cfg.Pods > 0 && n >= cfg.Pods {
-					endNs.CompareAndSwap(0, int64(now.Sub(start)))
-					halt()
-				}
-				confirm <- confirmation{pod: pod, due: now.Add(cfg.ConfirmDelay)}
 			}
 		}(s)
 	}
 
-	// The informer: confirms bindings after the delay and deletes an old
-	// pod for each one, so the cluster stays at a steady size; one node
-	// status update per 100 pod events.
-	var adds, removes, nodeUpdates int64 // owned by the informer until informerDone
-	var iwin windows                     // owned by the informer until informerDone
-	informerDone := make(chan error, 1)
+	// Readers (W1) and first full snapshots (W6): they only read.
+	var readWG sync.WaitGroup
+	hReader := make([]*hist.Histogram, cfg.Readers)
+	reads := make([]int64, cfg.Readers) // reads[i] owned by reader i until readWG.Wait
+	for i := 0; i < cfg.Readers; i++ {
+		hReader[i] = hist.New()
+		readWG.Add(1)
+		go func(i int) {
+			defer readWG.Done()
+			r := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(i)+5000))
+			var sink int64
+			for !stop.Load() {
+				t := time.Now()
+				snap := c.Snapshot()
+				if n := snap.NumNodes(); n > 0 {
+					for k := 0; k < cfg.ReadNodes; k++ {
+						sink += snap.At(r.IntN(n)).Requested().MilliCPU
+					}
+				}
+				hReader[i].Record(time.Since(t))
+				reads[i]++
+			}
+			_ = sink
+		}(i)
+	}
+	hFull := hist.New() // owned by the full-snapshot goroutine until readWG.Wait
+	var fulls int64     // owned by the full-snapshot goroutine until readWG.Wait
+	if cfg.FullSnapshotEvery > 0 {
+		readWG.Add(1)
+		go func() {
+			defer readWG.Done()
+			tk := time.NewTicker(cfg.FullSnapshotEvery)
+			defer tk.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-tk.C:
+				}
+				snap := schedcache.NewEmptySnapshot()
+				t := time.Now()
+				if err := c.UpdateSnapshot(logger, snap); err != nil {
+					fail(fmt.Errorf("UpdateSnapshot: %w", err))
+					return
+				}
+				hFull.Record(time.Since(t))
+				fulls++
+			}
+		}()
+	}
+
+	// The API server goroutine: runs the churn and the informer. After
+	// flush is closed (every producer has stopped) it delivers what is
+	// left, relists if events were lost, and returns.
+	flush := make(chan struct{})
+	apiDone := make(chan error, 1)
+	relists := inf.relistTimes()
 	go func() {
-		r := rand.New(rand.NewPCG(uint64(cfg.Seed), 7))
-		live := append([]*v1.Pod(nil), e.cl.Pods...)
-		nodes := append([]*v1.Node(nil), e.cl.Nodes...)
-		var ierr error
-		for conf := range confirm {
-			if ierr != nil {
-				continue // drain so that the schedulers never block
-			}
-			if d := time.Until(conf.due); d > 0 {
-				time.Sleep(d)
-			}
-			if ierr = c.AddPodAsync(conf.pod); ierr != nil {
-				fail(ierr)
-				continue
-			}
-			e.truth.Observed(conf.pod)
-			adds++
-			iwin.events(time.Since(start), 1)
-			live = append(live, conf.pod)
-			if !cfg.KeepPods {
-				victim := popRandom(r, &live)
-				e.truth.Delete(victim)
-				if ierr = c.RemovePodAsync(victim); ierr != nil {
-					fail(ierr)
-					continue
+		apiDone <- func() error {
+			timer := time.NewTimer(time.Hour)
+			defer timer.Stop()
+			for {
+				world.RLock()
+				inf.intake()
+				next := inf.next()
+				if n := api.next(); n >= 0 && (next < 0 || n < next) {
+					next = n
 				}
-				removes++
-				iwin.events(time.Since(start), 1)
-			}
-			if (adds+removes)%100 < 2 {
-				k := r.IntN(len(nodes))
-				nn := nodeHeartbeat(nodes[k], adds+removes)
-				if ierr = c.UpdateNodeAsync(nodes[k], nn); ierr != nil {
-					fail(ierr)
-					continue
+				world.RUnlock()
+				if len(relists) > 0 && (next < 0 || relists[0] < next) {
+					next = relists[0]
 				}
-				nodes[k] = nn
-				nodeUpdates++
-				iwin.events(time.Since(start), 1)
+				wait := time.Hour
+				if next >= 0 {
+					wait = max(next-since(), 0)
+				}
+				timer.Reset(wait)
+				select {
+				case <-flush:
+					api.stop()
+					for !inf.settled() {
+						if err := inf.deliverDue(0, true); err != nil {
+							return err
+						}
+						if len(inf.dirty) > 0 {
+							if err := inf.relist(since(), e.truth); err != nil {
+								return err
+							}
+						}
+					}
+					return nil
+				case <-inf.wake:
+				case <-timer.C:
+				}
+				if !timer.Stop() {
+					select {
+					case <-timer.C:
+					default:
+					}
+				}
+				now := since()
+				if stop.Load() {
+					api.stop()
+				}
+				if len(relists) > 0 && now >= relists[0] {
+					relists = relists[1:]
+					world.Lock()
+					err := inf.relist(now, e.truth)
+					world.Unlock()
+					if err != nil {
+						return err
+					}
+				}
+				world.RLock()
+				err := api.runDue(now)
+				if err == nil {
+					err = inf.deliverDue(now, false)
+				}
+				world.RUnlock()
+				if err != nil {
+					return err
+				}
+			}
+		}()
+	}()
+
+	// midAudit pauses every writer and audits.
+	midAudit := func() {
+		world.Lock()
+		defer world.Unlock()
+		t := time.Now()
+		if err := c.Sync(); err != nil {
+			fail(err)
+			return
+		}
+		if h.beforeAudit != nil {
+			h.beforeAudit(c, e.truth)
+		}
+		res := audit(c, e.truth, inf, cfg.AssumeTTL > 0, &e.memo)
+		rep.MidAudits.Count++
+		rep.MidAudits.MaxPauseMs = max(rep.MidAudits.MaxPauseMs, ms(time.Since(t)))
+		if !res.OK {
+			rep.MidAudits.Failed++
+			if rep.MidAudits.FirstFail == nil {
+				rep.MidAudits.FirstFail, rep.MidAudits.FirstFailAt = &res, since().Seconds()
 			}
 		}
-		informerDone <- ierr
-	}()
+	}
+	var auditC <-chan time.Time
+	if cfg.AuditEvery > 0 {
+		at := time.NewTicker(cfg.AuditEvery)
+		defer at.Stop()
+		auditC = at.C
+	}
 
 	deadline := start.Add(limit)
 	ticker := time.NewTicker(100 * time.Millisecond)
@@ -462,6 +649,10 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 		select {
 		case <-ctx.Done():
 			fail(ctx.Err())
+		case <-auditC:
+			midAudit()
+		case <-h.auditNow:
+			midAudit()
 		case now := <-ticker.C:
 			for time.Duration(len(pendingAt)+1)*time.Second <= now.Sub(start) {
 				pendingAt = append(pendingAt, len(arr))
@@ -481,9 +672,14 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 	ticker.Stop()
 	halt()
 	wg.Wait()
+	if e.disp.calls != nil {
+		close(e.disp.calls)
+	}
+	dispWG.Wait()
 	arrWG.Wait()
-	close(confirm)
-	ierr := <-informerDone
+	readWG.Wait()
+	close(flush)
+	ierr := <-apiDone
 	if err, _ := schedErr.Load().(error); err != nil {
 		return nil, err
 	}
@@ -514,27 +710,39 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 	rep.Windows = windowsOf(win.sched, rep.Elapsed, time.Second)
 	rep.Series = win.series(rep.Elapsed, pendingAt)
 	rep.Scheduled, rep.Forgotten, rep.FailedBindings = scheduled.Load(), forgotten.Load(), failed.Load()
+	rep.RefusedBindings = refused.Load()
 	rep.Conflicts, rep.Unschedulable = conflicts.Load(), unsched.Load()
-	rep.Adds, rep.Removes, rep.NodeUpdates = adds, removes, nodeUpdates
-	ha, hr, ht, hq := hist.New(), hist.New(), hist.New(), hist.New()
+	ha, hr, ht, hq, hrd := hist.New(), hist.New(), hist.New(), hist.New(), hist.New()
 	for s := range hAssume {
 		ha.Merge(hAssume[s])
 		hr.Merge(hRead[s])
 		ht.Merge(hAttempt[s])
 		hq.Merge(hQueue[s])
 	}
+	for i := range hReader {
+		hrd.Merge(hReader[i])
+		rep.Reads += reads[i]
+	}
 	rep.Assume, rep.Read, rep.Attempt, rep.QueueDelay = summarise(ha), summarise(hr), summarise(ht), summarise(hq)
+	rep.ReaderLatency, rep.FullSnapshot, rep.FullSnapshots = summarise(hrd), summarise(hFull), fulls
 	if err := e.finish(cfg, rep, h, prog); err != nil {
 		return nil, err
 	}
 	return rep, nil
 }
 
-// nodeHeartbeat returns a copy of n with a fresh Ready condition.
-func nodeHeartbeat(n *v1.Node, at int64) *v1.Node {
-	nn := n.DeepCopy()
-	nn.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, LastHeartbeatTime: metav1.NewTime(time.Unix(at, 0))}}
-	return nn
+// unschedulable says whether a node takes no new pod: cordoned, or
+// tainted NoSchedule or NoExecute (NotReady, draining).
+func unschedulable(n *v1.Node) bool {
+	if n.Spec.Unschedulable {
+		return true
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute {
+			return true
+		}
+	}
+	return false
 }
 
 func overcommitted(ni *framework.NodeInfo) bool {
@@ -553,6 +761,9 @@ func pick(r *rand.Rand, snap *schedcache.Snapshot, info *framework.PodInfo, samp
 	best, bestScore := "", -1.0
 	for i := 0; i < sample; i++ {
 		ni := snap.At(r.IntN(n))
+		if unschedulable(ni.Node()) {
+			continue
+		}
 		req, alloc := ni.Requested(), ni.Allocatable()
 		freeCPU := alloc.MilliCPU - req.MilliCPU - want.MilliCPU
 		freeMem := alloc.Memory - req.Memory - want.Memory

@@ -4,6 +4,7 @@
 // against the simulated API server and reports (text, JSON, CSV, SVG).
 //
 // With no flags it runs the standard 5,000-node cluster for 5 seconds.
+// SIGUSR1 makes a real-time run audit the cache at once.
 // The simulator is package github.com/schedcache/schedcache/sim; its doc and
 // docs/loadgen.md describe every flag, scenario field and exit code.
 package main
@@ -12,13 +13,28 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"syscall"
 
 	"github.com/schedcache/schedcache/sim"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := sim.Main(ctx, os.Args[1:], os.Stdout, os.Stderr, isTerminal(os.Stderr))
+	// SIGUSR1 asks a real-time run for an audit now (see docs/loadgen.md).
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	audits := make(chan struct{}, 1) // one asked for during the load waits for the run
+	go func() {                      // owned by main: ends when usr1 is closed below
+		for range usr1 {
+			select {
+			case audits <- struct{}{}:
+			default: // the run is busy or over: an audit is already under way
+			}
+		}
+	}()
+	code := sim.MainWithAudits(ctx, os.Args[1:], os.Stdout, os.Stderr, isTerminal(os.Stderr), audits)
+	signal.Stop(usr1)
+	close(usr1)
 	stop()
 	os.Exit(code)
 }
