@@ -107,6 +107,11 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 	}
 	defer e.c.Close()
 	c := e.c
+	pickers, err := newPickers(ctx, h.picker, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer pickers.close()
 	// rec records one call with its result err and returns err (or the
 	// write's error).
 	rec := func(r trace.Record, err error) error { return err }
@@ -250,7 +255,10 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 				return nil, err
 			}
 			tr := time.Now()
-			best := pick(r, c.Snapshot(), info, cfg.Sample)
+			best, err := pickers.pickers[ev.worker].Pick(ctx, c.Snapshot(), info, r, pickers.rejected[ev.worker])
+			if err != nil {
+				return nil, fmt.Errorf("pick %s: %w", pod.Name, err)
+			}
 			hr.Record(time.Since(tr))
 			if best == "" {
 				rep.Unschedulable++
@@ -331,6 +339,7 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 	rep.Assume, rep.Read, rep.Attempt = summarise(ha), summarise(hr), summarise(ht)
 	rep.Arrived, rep.PendingAtEnd = int64(arrived), len(queue)-head
 	rep.QueueDelay = summarise(hq)
+	pickers.report(rep)
 	for _, p := range queue[head:] {
 		e.truth.Pending(p.pod) // arrived, never scheduled: pending in the API server
 	}

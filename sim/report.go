@@ -53,6 +53,10 @@ type Report struct {
 	// was reached) or "stalled" (no pod scheduled for stallLimit).
 	Stopped string
 	Series  []SeriesRow // one row per 1 s window (-csv)
+	// Picker labels the node choice; Rejections are its per-plugin
+	// rejection counts, in the picker's order (nil when it counts none).
+	Picker     string
+	Rejections []PluginCount
 }
 
 // MidAudits is a plain value: the audits made during a deterministic run
@@ -111,6 +115,7 @@ type JSONReport struct {
 	Scenario string       `json:"scenario,omitempty"`
 	Arrivals JSONArrivals `json:"arrivals"`
 	Stopped  string       `json:"stopped"`
+	Picker   string       `json:"picker,omitempty"`
 }
 
 // JSONArrivals is a plain value: how pods arrived and queued. Open-loop
@@ -237,10 +242,14 @@ func (r *Report) JSON() *JSONReport {
 	if c.openLoop() {
 		items = append(items, latencyItem("QueueingDelay", r.QueueDelay))
 	}
+	if it, ok := r.rejectionsItem(); ok {
+		items = append(items, it)
+	}
 	return &JSONReport{
 		Scenario:    c.Scenario,
 		Arrivals:    JSONArrivals{c.Arrival, c.Rate, c.BurstSize, c.BurstInterval.Seconds(), r.Arrived, r.PendingAtEnd, r.MaxPending},
 		Stopped:     r.Stopped,
+		Picker:      r.Picker,
 		Version:     "v1",
 		Mode:        mode,
 		Config:      jc,
@@ -301,6 +310,7 @@ func (r *Report) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "scheduled: %d pods (%.0f pods/s; %s); forgotten %d (failed bindings %d, conflicts %d); unschedulable decisions %d\n",
 		r.Scheduled, r.PodsPerSec, perWindow, r.Forgotten, r.FailedBindings, r.Conflicts, r.Unschedulable)
+	r.printPicker(w)
 	fmt.Fprintf(w, "events:    %d informer events (%.0f events/s): %d adds, %d removes, %d node updates\n",
 		r.Events, r.EventsPerSec, r.Adds, r.Removes, r.NodeUpdates)
 	fmt.Fprintf(w, "assume latency:        p50 %v  p99 %v  p99.9 %v  max %v\n", r.Assume.P50, r.Assume.P99, r.Assume.P999, r.Assume.Max)

@@ -20,8 +20,11 @@ import (
 	"github.com/schedcache/schedcache/workload"
 )
 
-// hooks let tests reach into a run. The zero value does nothing.
+// hooks carry what a caller injects into a run: the picker (MainWith's
+// Options) and tests' reach into it. The zero value does nothing.
 type hooks struct {
+	// picker chooses nodes; nil: LeastAllocated.
+	picker Picker
 	// beforeAudit runs once the simulation has stopped, before the audit.
 	beforeAudit func(c *schedcache.Cache, truth *Truth)
 }
@@ -245,6 +248,11 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 	}
 	defer e.c.Close()
 	c := e.c
+	pickers, err := newPickers(ctx, h.picker, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer pickers.close()
 	prog.printf("scheduling for %v with %d schedulers\n", cfg.Duration, cfg.Schedulers)
 
 	confirm := make(chan confirmation, 4096)
@@ -353,7 +361,11 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 				}
 				tr := time.Now()
 				snap := c.Snapshot()
-				best := pick(r, snap, info, cfg.Sample)
+				best, err := pickers.pickers[s].Pick(ctx, snap, info, r, pickers.rejected[s])
+				if err != nil {
+					fail(fmt.Errorf("pick %s: %w", pod.Name, err))
+					return
+				}
 				hRead[s].Record(time.Since(tr))
 				if best == "" {
 					unsched.Add(1)
@@ -524,6 +536,7 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 		hq.Merge(hQueue[s])
 	}
 	rep.Assume, rep.Read, rep.Attempt, rep.QueueDelay = summarise(ha), summarise(hr), summarise(ht), summarise(hq)
+	pickers.report(rep)
 	if err := e.finish(cfg, rep, h, prog); err != nil {
 		return nil, err
 	}

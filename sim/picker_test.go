@@ -1,0 +1,145 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/framework"
+)
+
+// firstFit is a test picker: the first node in snapshot order with room
+// for the pod's pod count, counting every node it passes over under
+// "Full" and, for odd-numbered nodes it skips on purpose, "Odd".
+type firstFit struct {
+	mu      sync.Mutex
+	made    []*firstFitNode // guarded by mu
+	failAt  int             // immutable; >0: Pick fails on that call
+	badMake bool            // immutable; NewNodePicker fails for scheduler 1
+}
+
+type firstFitNode struct {
+	p      *firstFit
+	calls  int  // owned by the node picker's scheduler
+	closed bool // owned by the run's main goroutine (Close)
+}
+
+func (p *firstFit) Name() string      { return "first-fit" }
+func (p *firstFit) Plugins() []string { return []string{"Full", "Odd"} }
+func (p *firstFit) NewNodePicker(_ context.Context, cfg PickerConfig) (NodePicker, error) {
+	if p.badMake && cfg.Scheduler == 1 {
+		return nil, errors.New("no picker for scheduler 1")
+	}
+	np := &firstFitNode{p: p}
+	p.mu.Lock()
+	p.made = append(p.made, np)
+	p.mu.Unlock()
+	return np, nil
+}
+
+func (np *firstFitNode) Pick(_ context.Context, snap *schedcache.Snapshot, pod *framework.PodInfo, _ *rand.Rand, rej []int64) (string, error) {
+	np.calls++
+	if np.p.failAt > 0 && np.calls == np.p.failAt {
+		return "", errors.New("picker broke")
+	}
+	for i := 0; i < snap.NumNodes(); i++ {
+		ni := snap.At(i)
+		if i%2 == 1 {
+			rej[1]++
+			continue
+		}
+		if int64(ni.NumPods()) >= ni.Allocatable().AllowedPodNumber {
+			rej[0]++
+			continue
+		}
+		return ni.Node().Name, nil
+	}
+	return "", nil
+}
+
+func (np *firstFitNode) Close() error { np.closed = true; return nil }
+
+// The seam: MainWith's picker makes every decision (every pod lands on an
+// even-numbered node in snapshot order), its rejections are summed over
+// the schedulers into the JSON data item and the text line, and every node
+// picker is closed; the default picker's label is least-allocated and it
+// adds no data item.
+func TestPickerSeam(t *testing.T) {
+	for _, det := range []bool{false, true} {
+		p := &firstFit{}
+		args := []string{"-nodes", "20", "-pods-per-node", "2", "-duration", "150ms", "-schedulers", "3", "-keep-pods", "-fail-rate", "0", "-json", "-"}
+		if det {
+			args = append(args, "-deterministic")
+		}
+		code, rep, stderr := runJSON(t, args, hooks{picker: p})
+		require.Equal(t, exitOK, code, stderr)
+		require.Equal(t, "first-fit", rep.Picker)
+		require.Positive(t, rep.Counts.Scheduled)
+		var item *DataItem
+		for i := range rep.DataItems {
+			if rep.DataItems[i].Labels["Metric"] == "PluginRejections" {
+				item = &rep.DataItems[i]
+			}
+		}
+		require.NotNil(t, item, "no PluginRejections item")
+		require.Equal(t, "first-fit", item.Labels["Picker"])
+		require.Len(t, p.made, 3)
+		calls := 0
+		for _, np := range p.made {
+			require.True(t, np.closed, "a node picker was not closed")
+			calls += np.calls
+		}
+		// Every call passed over exactly the odd nodes before its choice:
+		// at least one per call (node 1 precedes node 2, ...) unless it
+		// chose node 0, which holds at most its allocatable pods.
+		require.Positive(t, item.Data["Odd"])
+		require.Positive(t, item.Data["Full"], "the first nodes fill up")
+		decisions := rep.Counts.Scheduled + rep.Counts.Unschedulable + rep.Counts.FailedBindings + rep.Counts.Conflicts
+		require.Equal(t, int64(calls), decisions)
+	}
+	code, rep, stderr := runJSON(t, detArgs("3"), hooks{})
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "least-allocated", rep.Picker)
+	for _, it := range rep.DataItems {
+		require.NotEqual(t, "PluginRejections", it.Labels["Metric"])
+	}
+}
+
+// The text report names the picker and its counts in its order.
+func TestPickerText(t *testing.T) {
+	var out bytes.Buffer
+	r := &Report{Picker: "x", Rejections: []PluginCount{{"B", 2}, {"A", 0}}}
+	r.printPicker(&out)
+	require.Equal(t, "picker:    x; nodes rejected by plugin: B 2, A 0\n", out.String())
+}
+
+// A picker that fails stops the run with its error (exit 1), in both
+// modes; a picker that cannot be made fails the run before scheduling,
+// closing those already made.
+func TestPickerErrors(t *testing.T) {
+	for _, det := range []bool{false, true} {
+		args := []string{"-nodes", "20", "-pods-per-node", "2", "-duration", "150ms", "-schedulers", "2"}
+		if det {
+			args = append(args, "-deterministic")
+		}
+		var stderr bytes.Buffer
+		code := realMain(context.Background(), args, &bytes.Buffer{}, &stderr, false, hooks{picker: &firstFit{failAt: 3}})
+		require.Equal(t, exitFailed, code)
+		require.Contains(t, stderr.String(), "picker broke")
+
+		stderr.Reset()
+		p := &firstFit{badMake: true}
+		code = realMain(context.Background(), args, &bytes.Buffer{}, &stderr, false, hooks{picker: p})
+		require.Equal(t, exitFailed, code)
+		require.True(t, strings.Contains(stderr.String(), "no picker for scheduler 1"), stderr.String())
+		require.Len(t, p.made, 1)
+		require.True(t, p.made[0].closed)
+	}
+}
