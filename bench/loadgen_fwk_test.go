@@ -358,9 +358,9 @@ func TestFwkPickerRejections(t *testing.T) {
 
 // fwkSimRun runs the simulator through sim.MainWith with the plugin
 // picker and returns its JSON report.
-func fwkSimRun(t *testing.T, args ...string) *sim.JSONReport {
+func fwkSimRun(t *testing.T, cfg fwkpick.Config, args ...string) *sim.JSONReport {
 	t.Helper()
-	picker, err := fwkpick.New(fwkpick.Config{})
+	picker, err := fwkpick.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,16 +390,20 @@ func rejections(rep *sim.JSONReport) map[string]float64 {
 // TestFwkPickerDeterministic: the simulator's deterministic mode with the
 // plugin picker gives the same digest, counts and rejections twice; the
 // least-allocated picker on the same seed another digest (the plugins
-// decided); a real-time run schedules and stays consistent.
+// decided); filtering on one goroutine (parallelism 1) gives the same run
+// as on the parallelizer; a real-time run schedules and stays consistent.
 func TestFwkPickerDeterministic(t *testing.T) {
 	args := []string{"-deterministic", "-duration", "100ms", "-seed", "4"}
-	a := fwkSimRun(t, args...)
-	b := fwkSimRun(t, args...)
-	if a.Digest == "" || a.Digest != b.Digest {
-		t.Fatalf("digests %q and %q", a.Digest, b.Digest)
-	}
-	if a.Counts != b.Counts || !mapsEqualF(rejections(a), rejections(b)) {
-		t.Fatalf("counts or rejections differ: %+v %v vs %+v %v", a.Counts, rejections(a), b.Counts, rejections(b))
+	a := fwkSimRun(t, fwkpick.Config{}, args...)
+	b := fwkSimRun(t, fwkpick.Config{}, args...)
+	seq := fwkSimRun(t, fwkpick.Config{Parallelism: 1}, args...)
+	for _, o := range []*sim.JSONReport{b, seq} {
+		if a.Digest == "" || a.Digest != o.Digest {
+			t.Fatalf("digests %q and %q", a.Digest, o.Digest)
+		}
+		if a.Counts != o.Counts || !mapsEqualF(rejections(a), rejections(o)) {
+			t.Fatalf("counts or rejections differ: %+v %v vs %+v %v", a.Counts, rejections(a), o.Counts, rejections(o))
+		}
 	}
 	if a.Picker != fwkpick.Name || a.Counts.Scheduled == 0 || !a.Consistent {
 		t.Fatalf("picker %q, %d scheduled, consistent %v", a.Picker, a.Counts.Scheduled, a.Consistent)
@@ -419,7 +423,7 @@ func TestFwkPickerDeterministic(t *testing.T) {
 	if la.Digest == a.Digest || la.Picker != "least-allocated" {
 		t.Fatalf("least-allocated run: digest %q picker %q", la.Digest, la.Picker)
 	}
-	rt := fwkSimRun(t, "-duration", "200ms")
+	rt := fwkSimRun(t, fwkpick.Config{}, "-duration", "200ms")
 	if rt.Counts.Scheduled == 0 || !rt.Consistent || len(rejections(rt)) != len(fwkpick.DefaultPlugins) {
 		t.Fatalf("real time: %+v, rejections %v", rt.Counts, rejections(rt))
 	}
@@ -440,4 +444,94 @@ func mapsEqualF(a, b map[string]float64) bool {
 		}
 	}
 	return true
+}
+
+// BenchmarkSchedulingBasic is scheduler_perf's SchedulingBasic
+// 5000Nodes_10000Pods with its own templates, in process: 5,000 nodes of
+// makeBaseNode's shape (4 CPUs, 32 Gi, 110 pods, no labels but the
+// hostname), 1,000 pods scheduled first (untimed), then one measured pod
+// of pod-default.yaml's shape (pause, 100m CPU, 500 Mi, container port
+// 80) per iteration: NewPodInfo, a scheduling cycle on the cache's latest
+// snapshot, AssumePod, FinishBinding and AddPod (the informer's
+// confirmation, at once). Run it with -benchtime=10000x for the case's
+// 10,000 pods. pods/s is the figure to set against scheduler_perf's
+// SchedulingThroughput (see docs/loadgen.md for what differs).
+func BenchmarkSchedulingBasic(b *testing.B) {
+	mk := map[string]func(ctx context.Context) (sim.NodePicker, func(), error){
+		"least-allocated": func(ctx context.Context) (sim.NodePicker, func(), error) {
+			np, err := sim.LeastAllocated{}.NewNodePicker(ctx, sim.PickerConfig{Sample: 50})
+			return np, func() {}, err
+		},
+		fwkpick.Name: func(ctx context.Context) (sim.NodePicker, func(), error) {
+			p, err := fwkpick.New(fwkpick.Config{})
+			if err != nil {
+				return nil, nil, err
+			}
+			np, err := p.NewNodePicker(ctx, sim.PickerConfig{})
+			return np, func() { p.Close() }, err
+		},
+	}
+	for _, name := range []string{"least-allocated", fwkpick.Name} {
+		b.Run("picker="+name+"/nodes=5000", func(b *testing.B) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			logger := klog.Background()
+			c, err := schedcache.New(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			for i := range 5000 {
+				n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%04d", i), Labels: map[string]string{v1.LabelHostname: fmt.Sprintf("node-%04d", i)}},
+					Status: v1.NodeStatus{
+						Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("32Gi"), v1.ResourcePods: resource.MustParse("110")},
+						Conditions:  []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}}}
+				if _, err := c.AddNode(logger, n); err != nil {
+					b.Fatal(err)
+				}
+			}
+			np, done, err := mk[name](ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer done()
+			defer np.Close()
+			r := rand.New(rand.NewPCG(1, 1))
+			rej := make([]int64, len(fwkpick.DefaultPlugins))
+			seq := 0
+			schedule := func() {
+				pod := basicPod(fmt.Sprintf("pod-%06d", seq), "", "100m")
+				pod.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 80}}
+				seq++
+				info, err := scfw.NewPodInfo(pod)
+				if err != nil {
+					b.Fatal(err)
+				}
+				best, err := np.Pick(ctx, c.Snapshot(), info, r, rej)
+				if err != nil || best == "" {
+					b.Fatalf("pick: %q, %v", best, err)
+				}
+				pod.Spec.NodeName = best
+				if err := c.AssumePod(logger, pod); err != nil {
+					b.Fatal(err)
+				}
+				if err := c.FinishBinding(logger, pod); err != nil {
+					b.Fatal(err)
+				}
+				if err := c.AddPod(logger, pod); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for range 1000 {
+				schedule()
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			for range b.N {
+				schedule()
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "pods/s")
+		})
+	}
 }

@@ -11,11 +11,14 @@
 // numFeasibleNodesToFind feasible nodes are found (upstream's adaptive
 // percentageOfNodesToScore: 10% of 5,000 nodes, never fewer than 100),
 // then PreScore and Score on those, and the highest total wins. Upstream
-// filters nodes on 16 goroutines and breaks score ties with a random
-// number; here filters run in order on the scheduler's goroutine (so the
-// nodes examined are exactly those up to the last feasible one found) and
-// ties go to the scheduler's random source, so a deterministic sim run
-// stays deterministic. Scoring keeps upstream's parallelism.
+// filters every node on 16 goroutines, stops when it has enough (so the
+// nodes examined vary run to run) and breaks score ties with a random
+// number. Here filters run in chunks on the same parallelizer, but the
+// verdicts are taken in order and only up to the last feasible node
+// needed, so the nodes examined are exactly those a one-at-a-time filter
+// would examine; and ties go to the scheduler's random source. A
+// deterministic sim run therefore stays deterministic, at any
+// parallelism.
 //
 // Omitted from the default profile (see docs/loadgen.md): the queue
 // (SchedulingGates, PrioritySort), PostFilter (DefaultPreemption), the
@@ -77,6 +80,8 @@ var DefaultPlugins = []string{
 const (
 	minFeasibleNodesToFind           = 100
 	minFeasibleNodesPercentageToFind = 5
+	// minChunk is the fewest nodes filtered in one parallel step.
+	minChunk = 32
 	// DefaultParallelism is upstream's default parallelism.
 	DefaultParallelism = 16
 )
@@ -97,7 +102,8 @@ type Config struct {
 	// minus 1% per 125 nodes, at least 5%), 1…100 fixed; never fewer
 	// than 100 nodes.
 	PercentageOfNodesToScore int32
-	// Parallelism is the framework's parallelism (scoring); 0: 16.
+	// Parallelism is the framework's parallelism (filters and scores);
+	// 0: 16; 1 runs the filters on the calling goroutine.
 	Parallelism int
 }
 
@@ -365,6 +371,7 @@ type NodePicker struct {
 	cycles   uint64                       // owned by the owner goroutine
 	feasible []fwk.NodeInfo               // owned by the owner goroutine: reused
 	subset   []fwk.NodeInfo               // owned by the owner goroutine: reused
+	statuses []*fwk.Status                // owned by the owner goroutine: a chunk's verdicts, reused
 	// Record keeps the last Decision (tests); set before Pick.
 	Record   bool     // owned by the owner goroutine
 	Last     Decision // owned by the owner goroutine
@@ -492,22 +499,46 @@ func (np *NodePicker) Pick(ctx context.Context, published *schedcache.Snapshot, 
 	if np.Record {
 		np.Last.Start = start
 	}
-	for i := 0; i < len(nodes) && len(feasible) < toFind; i++ {
-		ni := nodes[(start+i)%len(nodes)]
-		st := np.fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
-		processed++
-		if st.Code() == fwk.Error {
-			return "", st.AsError()
+	// Filter in chunks, each on the framework's parallelizer (upstream
+	// filters every node in parallel and cancels once it has enough);
+	// then take the chunk's verdicts in order up to the last feasible
+	// node needed, so the outcome is that of filtering one node at a
+	// time, whatever the parallelism. Verdicts past that point are
+	// discarded (upstream's overshoot, without its randomness).
+	for processed < len(nodes) && len(feasible) < toFind {
+		n := min(max(toFind-len(feasible), minChunk), len(nodes)-processed)
+		if cap(np.statuses) < n {
+			np.statuses = make([]*fwk.Status, n)
 		}
-		if np.Record {
-			np.Last.Processed = append(np.Last.Processed, ni.Node().Name)
-			np.Last.Statuses = append(np.Last.Statuses, StatusString(st))
+		statuses, base := np.statuses[:n], processed
+		check := func(i int) {
+			statuses[i] = np.fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, nodes[(start+base+i)%len(nodes)])
 		}
-		if st.IsSuccess() {
-			feasible = append(feasible, ni)
-		} else if err := np.reject(rej, st.Plugin(), 1); err != nil {
-			return "", err
+		if np.p.par == 1 || n == 1 {
+			for i := range n {
+				check(i)
+			}
+		} else {
+			np.fw.Parallelizer().Until(ctx, n, check, metrics.Filter)
 		}
+		for i := 0; i < n && len(feasible) < toFind; i++ {
+			ni, st := nodes[(start+base+i)%len(nodes)], statuses[i]
+			statuses[i] = nil
+			processed++
+			if st.Code() == fwk.Error {
+				return "", st.AsError()
+			}
+			if np.Record {
+				np.Last.Processed = append(np.Last.Processed, ni.Node().Name)
+				np.Last.Statuses = append(np.Last.Statuses, StatusString(st))
+			}
+			if st.IsSuccess() {
+				feasible = append(feasible, ni)
+			} else if err := np.reject(rej, st.Plugin(), 1); err != nil {
+				return "", err
+			}
+		}
+		clear(statuses)
 	}
 	np.feasible = feasible[:0]
 	np.next = (np.next + processed) % len(all)
