@@ -476,6 +476,12 @@ func BenchmarkSchedulingBasic(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			logger := klog.Background()
+			np, done, err := mk[name](ctx) // before the nodes: fwkpick.New enables fwkadapter's views
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer done()
+			defer np.Close()
 			c, err := schedcache.New(ctx)
 			if err != nil {
 				b.Fatal(err)
@@ -490,12 +496,6 @@ func BenchmarkSchedulingBasic(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			np, done, err := mk[name](ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer done()
-			defer np.Close()
 			r := rand.New(rand.NewPCG(1, 1))
 			rej := make([]int64, len(fwkpick.DefaultPlugins))
 			seq := 0

@@ -212,6 +212,10 @@ func New(cfg Config) (*Picker, error) {
 		PluginConfig:  pcs,
 	}
 	p.factory = workloadInformers()
+	// NodeInfos made from now on carry their fwk views, built once on the
+	// shards; the simulator loads its cluster after New, so none is left
+	// to build views on every read.
+	fwkadapter.Enable()
 	registerMetrics.Do(metrics.Register) // as kube-scheduler: the framework records into its metrics
 	return p, nil
 }
