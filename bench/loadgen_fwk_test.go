@@ -53,7 +53,7 @@ func (noNominator) NominatedPodsForNode(string) []fwk.PodInfo                   
 // cordoned nodes; pods from fwkPod (tolerations, affinities, spread, GPUs,
 // ports, volumes).
 func TestFwkPickerMatchesUpstream(t *testing.T) {
-	spec, pods := workload.ClusterSpec{Nodes: 150, PodsPerNode: 30, Seed: 2}, 300
+	spec, pods := workload.ClusterSpec{Nodes: 120, PodsPerNode: 30, Seed: 2}, 200
 	if !testing.Short() {
 		spec, pods = workload.ClusterSpec{Nodes: 1000, PodsPerNode: 30, Seed: 2}, 1000
 	}
@@ -366,7 +366,7 @@ func fwkSimRun(t *testing.T, cfg fwkpick.Config, args ...string) *sim.JSONReport
 	}
 	defer picker.Close()
 	var stdout, stderr bytes.Buffer
-	base := []string{"-nodes", "120", "-pods-per-node", "20", "-schedulers", "2", "-json", "-", "-quiet"}
+	base := []string{"-nodes", "100", "-pods-per-node", "10", "-schedulers", "2", "-json", "-", "-quiet"}
 	code := sim.MainWith(context.Background(), append(base, args...), &stdout, &stderr, false, sim.Options{Picker: picker})
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
@@ -393,7 +393,7 @@ func rejections(rep *sim.JSONReport) map[string]float64 {
 // decided); filtering on one goroutine (parallelism 1) gives the same run
 // as on the parallelizer; a real-time run schedules and stays consistent.
 func TestFwkPickerDeterministic(t *testing.T) {
-	args := []string{"-deterministic", "-duration", "100ms", "-seed", "4"}
+	args := []string{"-deterministic", "-duration", "60ms", "-seed", "4"}
 	a := fwkSimRun(t, fwkpick.Config{}, args...)
 	b := fwkSimRun(t, fwkpick.Config{}, args...)
 	seq := fwkSimRun(t, fwkpick.Config{Parallelism: 1}, args...)
@@ -412,7 +412,7 @@ func TestFwkPickerDeterministic(t *testing.T) {
 		t.Fatalf("no InterPodAffinity rejection in %v", rejections(a))
 	}
 	var stdout bytes.Buffer
-	base := []string{"-nodes", "120", "-pods-per-node", "20", "-schedulers", "2", "-json", "-", "-quiet"}
+	base := []string{"-nodes", "100", "-pods-per-node", "10", "-schedulers", "2", "-json", "-", "-quiet"}
 	if code := sim.Main(context.Background(), append(base, args...), &stdout, &bytes.Buffer{}, false); code != 0 {
 		t.Fatalf("least-allocated: exit %d", code)
 	}
@@ -423,7 +423,7 @@ func TestFwkPickerDeterministic(t *testing.T) {
 	if la.Digest == a.Digest || la.Picker != "least-allocated" {
 		t.Fatalf("least-allocated run: digest %q picker %q", la.Digest, la.Picker)
 	}
-	rt := fwkSimRun(t, fwkpick.Config{}, "-duration", "200ms")
+	rt := fwkSimRun(t, fwkpick.Config{}, "-duration", "100ms")
 	if rt.Counts.Scheduled == 0 || !rt.Consistent || len(rejections(rt)) != len(fwkpick.DefaultPlugins) {
 		t.Fatalf("real time: %+v, rejections %v", rt.Counts, rejections(rt))
 	}
