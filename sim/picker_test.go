@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
 	"github.com/schedcache/schedcache/framework"
@@ -148,4 +150,50 @@ func TestPickerErrors(t *testing.T) {
 		require.Len(t, p.made, 1)
 		require.True(t, p.made[0].closed)
 	}
+}
+
+// imageStates is every node's image summaries in c's latest snapshot.
+func imageStates(c *schedcache.Cache) map[string]string {
+	out := map[string]string{}
+	c.Snapshot().Range(func(_ int, ni *framework.NodeInfo) bool {
+		out[ni.Node().Name] = fmt.Sprint(ni.ImageStates())
+		return true
+	})
+	return out
+}
+
+// A deterministic run starts from a cache state that does not depend on
+// timing, image summaries included (a picker running ImageLocality reads
+// them): the same state as adding the cluster one synchronous call at a
+// time. The asynchronous load's summaries depend on how the coordinator
+// happened to batch the adds, so deterministic runs load synchronously.
+func TestDeterministicSetupImages(t *testing.T) {
+	cfg := defaultConfig()
+	// Most nodes get no pod, so they keep the summaries of the load.
+	cfg.Nodes, cfg.InitialPods, cfg.Deterministic = 2000, 200, true
+	e, err := setup(context.Background(), cfg, &virtualClock{}, &progress{}, &Report{})
+	require.NoError(t, err)
+	defer e.c.Close()
+	got := imageStates(e.c)
+
+	ref, err := schedcache.New(context.Background())
+	require.NoError(t, err)
+	defer ref.Close()
+	cl := buildCluster(cfg)
+	for _, n := range cl.Nodes {
+		_, err := ref.AddNode(klog.Background(), n)
+		require.NoError(t, err)
+	}
+	for _, p := range cl.Pods {
+		require.NoError(t, ref.AddPod(klog.Background(), p))
+	}
+	want := imageStates(ref)
+	require.Len(t, got, len(want))
+	diff := 0
+	for k := range want {
+		if got[k] != want[k] {
+			diff++
+		}
+	}
+	require.Zero(t, diff, "nodes whose image summaries differ from the synchronous load's")
 }
