@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -537,5 +538,57 @@ func BenchmarkSchedulingBasic(b *testing.B) {
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "pods/s")
 			cpu.report(b, b.N)
 		})
+	}
+}
+
+// Misuse gives typed errors, never a panic: a zero NodePicker, Pick after
+// Close, nil arguments, a counter slice of the wrong length, a node
+// picker from a closed Picker, and New with bad settings.
+func TestFwkPickerErrors(t *testing.T) {
+	ctx := context.Background()
+	info, err := scfw.NewPodInfo(basicPod("e", "", "100m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := schedcache.NewEmptySnapshot()
+	r := rand.New(rand.NewPCG(1, 1))
+	var zero fwkpick.NodePicker
+	if _, err := zero.Pick(ctx, snap, info, r, nil); !errors.Is(err, fwkpick.ErrConfig) {
+		t.Fatalf("zero NodePicker: %v", err)
+	}
+	if err := zero.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := fwkpick.New(fwkpick.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	np, err := p.NewFramework(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rej := make([]int64, len(p.Plugins()))
+	if _, err := np.Pick(ctx, nil, info, r, rej); err == nil {
+		t.Fatal("nil snapshot accepted")
+	}
+	if _, err := np.Pick(ctx, snap, info, r, rej[:1]); err == nil {
+		t.Fatal("short counter slice accepted")
+	}
+	if best, err := np.Pick(ctx, snap, info, r, rej); err != nil || best != "" {
+		t.Fatalf("empty snapshot: %q, %v", best, err)
+	}
+	if err := p.Close(); err != nil { // closes np too
+		t.Fatal(err)
+	}
+	if _, err := np.Pick(ctx, snap, info, r, rej); !errors.Is(err, fwkpick.ErrClosed) {
+		t.Fatalf("Pick after Close: %v", err)
+	}
+	if _, err := p.NewFramework(ctx); !errors.Is(err, fwkpick.ErrClosed) {
+		t.Fatalf("NewFramework after Close: %v", err)
+	}
+	for _, cfg := range []fwkpick.Config{{Plugins: []string{"Nope"}}, {Plugins: []string{}}, {PercentageOfNodesToScore: 101}, {Parallelism: -1}} {
+		if _, err := fwkpick.New(cfg); !errors.Is(err, fwkpick.ErrConfig) {
+			t.Errorf("New(%+v): %v", cfg, err)
+		}
 	}
 }

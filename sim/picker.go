@@ -74,9 +74,10 @@ func MainWith(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 	return realMain(ctx, args, stdout, stderr, tty, hooks{picker: opts.Picker})
 }
 
-// LeastAllocated is the default picker: the least-allocated node among
+// LeastAllocated is stateless and safe for concurrent use, as are its
+// node pickers: the default picker, the least-allocated node among
 // -sample random nodes that fit the pod's CPU, memory and pod count. It
-// counts no rejections. Stateless: safe for concurrent use.
+// counts no rejections.
 type LeastAllocated struct{}
 
 func (LeastAllocated) Name() string      { return "least-allocated" }
@@ -107,10 +108,10 @@ type PluginCount struct {
 // rejection counters (rejected[s] owned by scheduler s until the run
 // joins them).
 type schedPickers struct {
-	name     string
-	plugins  []string
-	pickers  []NodePicker
-	rejected [][]int64
+	name     string       // immutable
+	plugins  []string     // immutable
+	pickers  []NodePicker // pickers[s] used by scheduler s; closed by the run's main goroutine
+	rejected [][]int64    // rejected[s] owned by scheduler s until the schedulers stop
 }
 
 // newPickers makes the node pickers of a run of cfg with p (nil:

@@ -42,6 +42,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -89,7 +90,8 @@ const (
 // Errors. Every error New returns wraps ErrConfig.
 var (
 	ErrConfig = errors.New("fwkpick: invalid configuration")
-	// ErrClosed: NewNodePicker after Close.
+	// ErrClosed: NewNodePicker after Picker.Close, Pick after
+	// NodePicker.Close.
 	ErrClosed = errors.New("fwkpick: picker closed")
 )
 
@@ -380,11 +382,16 @@ type NodePicker struct {
 	Record   bool     // owned by the owner goroutine
 	Last     Decision // owned by the owner goroutine
 	closeOne sync.Once
+	done     atomic.Bool // atomic: set by Close
 }
 
 // Close stops the framework's metrics recorder and waits for it.
 func (np *NodePicker) Close() error {
+	if np == nil || np.stop == nil {
+		return nil
+	}
 	np.closeOne.Do(func() {
+		np.done.Store(true)
 		close(np.stop)
 		<-np.rec.IsStoppedCh
 		np.p.mu.Lock()
@@ -430,6 +437,12 @@ func (np *NodePicker) reject(rej []int64, plugin string, n int) error {
 // Pick implements sim.NodePicker: one scheduling cycle of info's pod on
 // published (see the package doc).
 func (np *NodePicker) Pick(ctx context.Context, published *schedcache.Snapshot, info *scfw.PodInfo, r *rand.Rand, rej []int64) (string, error) {
+	if np == nil || np.fw == nil {
+		return "", fmt.Errorf("%w: Pick on a NodePicker not made by NewFramework", ErrConfig)
+	}
+	if np.done.Load() {
+		return "", ErrClosed
+	}
 	if published == nil || info == nil || info.Pod() == nil {
 		return "", fmt.Errorf("fwkpick: Pick: nil snapshot or pod")
 	}
