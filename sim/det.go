@@ -123,8 +123,9 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 			}
 			return err
 		}
-		// The initial cluster went in through setup's synchronous calls;
-		// the trace holds them.
+		// The initial cluster went in through setup (its pods through the
+		// asynchronous path); the trace holds it as the synchronous calls
+		// that replay it.
 		if e.asyncErrs.Load() != 0 {
 			return nil, fmt.Errorf("-record: %d asynchronous load errors (first: %v)", e.asyncErrs.Load(), e.firstErr.Load())
 		}

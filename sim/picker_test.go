@@ -166,7 +166,8 @@ func imageStates(c *schedcache.Cache) map[string]string {
 // timing, image summaries included (a picker running ImageLocality reads
 // them): the same state as adding the cluster one synchronous call at a
 // time. The asynchronous load's summaries depend on how the coordinator
-// happened to batch the adds, so deterministic runs load synchronously.
+// happened to batch the node adds, so deterministic runs add nodes with
+// synchronous calls.
 func TestDeterministicSetupImages(t *testing.T) {
 	cfg := defaultConfig()
 	// Most nodes get no pod, so they keep the summaries of the load.

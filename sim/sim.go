@@ -70,8 +70,8 @@ type env struct {
 func refuseOverfull(over, nodes int) bool { return over*100 > nodes }
 
 // setup builds the cluster, starts the cache (with clk when not nil) and
-// loads the cluster through the asynchronous path (the synchronous calls in
-// deterministic mode), recording every pod in
+// loads the cluster through the asynchronous path (the nodes with
+// synchronous calls in deterministic mode), recording every pod in
 // the ground truth. It refuses an over-capacity cluster with a *UsageError.
 // The caller closes env.c.
 func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress, rep *Report) (*env, error) {
@@ -97,14 +97,14 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 	e.c = c
 	t0 := time.Now()
 	total := len(e.cl.Nodes) + len(e.cl.Pods)
-	addNode, addPod := c.AddNodeAsync, c.AddPodAsync
+	addNode := c.AddNodeAsync
 	if cfg.Deterministic {
-		// One synchronous call at a time: the image summaries of a node
-		// that gets no pod are those of the publication that added it,
-		// and the asynchronous path batches adds as timing allows.
+		// Nodes one synchronous call at a time: the image summaries of a
+		// node that gets no pod are those of the publication that added
+		// it, and the asynchronous path batches adds as timing allows.
+		// Pods change no image, so they keep the asynchronous path.
 		logger := klog.Background()
 		addNode = func(n *v1.Node) error { _, err := c.AddNode(logger, n); return err }
-		addPod = func(p *v1.Pod) error { return c.AddPod(logger, p) }
 	}
 	for i, n := range e.cl.Nodes {
 		if err := addNode(n); err != nil {
@@ -116,7 +116,7 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 		}
 	}
 	for i, p := range e.cl.Pods {
-		if err := addPod(p); err != nil {
+		if err := c.AddPodAsync(p); err != nil {
 			c.Close()
 			return nil, err
 		}
