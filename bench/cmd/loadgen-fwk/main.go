@@ -48,7 +48,7 @@ const usage = `loadgen-fwk flags (besides loadgen's, below):
   -percentage-of-nodes-to-score int
     	upstream's percentageOfNodesToScore: 0 adaptive, 1-100 fixed (default 0)
   -parallelism int
-    	the framework's parallelism (scoring) (default 16)
+    	the framework's parallelism (filters and scores) (default 16)
 `
 
 // ourFlags are the flags loadgen-fwk takes out of the arguments.
