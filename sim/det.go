@@ -124,6 +124,11 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 		}
 	}()
 	c := e.c
+	pickers, err := newPickers(ctx, h.picker, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer pickers.close()
 	// rec records one call with its result err and returns err (or the
 	// write's error).
 	rec := func(r trace.Record, err error) error { return err }
@@ -135,8 +140,9 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 			}
 			return err
 		}
-		// The initial cluster went in through the asynchronous path; the
-		// trace holds it as the synchronous calls that replay it.
+		// The initial cluster went in through setup (its pods through the
+		// asynchronous path); the trace holds it as the synchronous calls
+		// that replay it.
 		if e.asyncErrs.Load() != 0 {
 			return nil, fmt.Errorf("-record: %d asynchronous load errors (first: %v)", e.asyncErrs.Load(), e.firstErr.Load())
 		}
@@ -344,7 +350,10 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 				return nil, err
 			}
 			tr := time.Now()
-			best := pick(r, c.Snapshot(), info, cfg.Sample)
+			best, err := pickers.pickers[ev.worker].Pick(ctx, c.Snapshot(), info, r, pickers.rejected[ev.worker])
+			if err != nil {
+				return nil, fmt.Errorf("pick %s: %w", pod.Name, err)
+			}
 			hr.Record(time.Since(tr))
 			if best == "" {
 				rep.Unschedulable++
@@ -407,6 +416,7 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 	rep.Assume, rep.Read, rep.Attempt = summarise(ha), summarise(hr), summarise(ht)
 	rep.Arrived, rep.PendingAtEnd = int64(arrived), len(queue)-head
 	rep.QueueDelay = summarise(hq)
+	pickers.report(rep)
 	for _, p := range queue[head:] {
 		e.truth.Pending(p.pod) // arrived, never scheduled: pending in the API server
 	}

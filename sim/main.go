@@ -1,8 +1,10 @@
 // Package sim is the cluster simulator behind cmd/loadgen. It simulates a
-// large cluster against schedcache: it builds
-// the standard cluster of the workload package from a seed, loads it through
-// the asynchronous (informer-style) event path, then runs schedulers that
-// schedule new pods on snapshots (least-allocated among sampled nodes,
+// large cluster against schedcache: it builds the standard cluster of the
+// workload package from a seed, loads it through the asynchronous
+// (informer-style) event path (the nodes synchronously in deterministic
+// mode), then runs schedulers that schedule new pods on snapshots (a
+// Picker: least-allocated among sampled nodes by default, or any other
+// through MainWith, such as the bench module's upstream plugins),
 // AssumePod, BindPod through a simulated dispatcher, FinishBinding) while
 // an informer confirms them with AddPod after a delay and deletes old pods
 // to keep the cluster at a steady size. The simulated API server can churn

@@ -71,6 +71,10 @@ type Report struct {
 	// first published snapshot) added: the cache's own memory, the pod and
 	// node objects it shares with the informer not counted.
 	ObjectsHeap, TruthHeap, CacheHeap uint64
+	// Picker labels the node choice; Rejections are its per-plugin
+	// rejection counts, in the picker's order (nil when it counts none).
+	Picker     string
+	Rejections []PluginCount
 }
 
 // readRSS reads the resident set size and its peak from /proc (Linux).
@@ -160,6 +164,7 @@ type JSONReport struct {
 	// informer delivered it.
 	Churn    ChurnCounts    `json:"churn"`
 	Informer InformerCounts `json:"informer"`
+	Picker   string         `json:"picker,omitempty"`
 }
 
 // JSONArrivals is a plain value: how pods arrived and queued. Open-loop
@@ -301,10 +306,14 @@ func (r *Report) JSON() *JSONReport {
 	if c.FullSnapshotEvery > 0 {
 		items = append(items, latencyItem("FirstFullSnapshot", r.FullSnapshot))
 	}
+	if it, ok := r.rejectionsItem(); ok {
+		items = append(items, it)
+	}
 	return &JSONReport{
 		Scenario:    c.Scenario,
 		Arrivals:    JSONArrivals{c.Arrival, c.Rate, c.BurstSize, c.BurstInterval.Seconds(), r.Arrived, r.PendingAtEnd, r.MaxPending},
 		Stopped:     r.Stopped,
+		Picker:      r.Picker,
 		Version:     "v1",
 		Mode:        mode,
 		Config:      jc,
@@ -368,6 +377,7 @@ func (r *Report) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "scheduled: %d pods (%.0f pods/s; %s); forgotten %d (failed bindings %d, conflicts %d); unschedulable decisions %d\n",
 		r.Scheduled, r.PodsPerSec, perWindow, r.Forgotten, r.FailedBindings, r.Conflicts, r.Unschedulable)
+	r.printPicker(w)
 	fmt.Fprintf(w, "events:    %d informer events (%.0f events/s): %d adds, %d removes, %d node updates\n",
 		r.Events, r.EventsPerSec, r.Adds, r.Removes, r.NodeUpdates)
 	fmt.Fprintf(w, "assume latency:        p50 %v  p99 %v  p99.9 %v  max %v\n", r.Assume.P50, r.Assume.P99, r.Assume.P999, r.Assume.Max)

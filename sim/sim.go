@@ -20,8 +20,11 @@ import (
 	"github.com/schedcache/schedcache/workload"
 )
 
-// hooks let tests reach into a run. The zero value does nothing.
+// hooks carry what a caller injects into a run: the picker (MainWith's
+// Options) and tests' reach into it. The zero value does nothing.
 type hooks struct {
+	// picker chooses nodes; nil: LeastAllocated.
+	picker Picker
 	// beforeAudit runs once the simulation has stopped, before the audit.
 	beforeAudit func(c *schedcache.Cache, truth *Truth)
 	// auditNow asks a real-time run for an audit (SIGUSR1 in cmd/loadgen).
@@ -73,7 +76,8 @@ type env struct {
 func refuseOverfull(over, nodes int) bool { return over*100 > nodes }
 
 // setup builds the cluster, starts the cache (with clk when not nil) and
-// loads the cluster through the asynchronous path, recording every pod in
+// loads the cluster through the asynchronous path (the nodes with
+// synchronous calls in deterministic mode), recording every pod in
 // the ground truth. It refuses an over-capacity cluster with a *UsageError.
 // The caller closes env.c.
 func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress, rep *Report) (*env, error) {
@@ -116,8 +120,17 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 	e.c = c
 	t0 := time.Now()
 	total := len(e.cl.Nodes) + len(e.cl.Pods)
+	addNode := c.AddNodeAsync
+	if cfg.Deterministic {
+		// Nodes one synchronous call at a time: the image summaries of a
+		// node that gets no pod are those of the publication that added
+		// it, and the asynchronous path batches adds as timing allows.
+		// Pods change no image, so they keep the asynchronous path.
+		logger := klog.Background()
+		addNode = func(n *v1.Node) error { _, err := c.AddNode(logger, n); return err }
+	}
 	for i, n := range e.cl.Nodes {
-		if err := c.AddNodeAsync(n); err != nil {
+		if err := addNode(n); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -285,6 +298,11 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 	}
 	defer e.c.Close()
 	c := e.c
+	pickers, err := newPickers(ctx, h.picker, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer pickers.close()
 	prog.printf("scheduling for %v with %d schedulers\n", cfg.Duration, cfg.Schedulers)
 
 	var world sync.RWMutex
@@ -407,7 +425,11 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 		}
 		tr := time.Now()
 		snap := c.Snapshot()
-		best := pick(r, snap, info, cfg.Sample)
+		best, err := pickers.pickers[s].Pick(ctx, snap, info, r, pickers.rejected[s])
+		if err != nil {
+			fail(fmt.Errorf("pick %s: %w", pod.Name, err))
+			return false
+		}
 		hRead[s].Record(time.Since(tr))
 		if best == "" {
 			unsched.Add(1)
@@ -725,6 +747,7 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 	}
 	rep.Assume, rep.Read, rep.Attempt, rep.QueueDelay = summarise(ha), summarise(hr), summarise(ht), summarise(hq)
 	rep.ReaderLatency, rep.FullSnapshot, rep.FullSnapshots = summarise(hrd), summarise(hFull), fulls
+	pickers.report(rep)
 	if err := e.finish(cfg, rep, h, prog); err != nil {
 		return nil, err
 	}

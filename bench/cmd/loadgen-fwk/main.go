@@ -1,0 +1,147 @@
+// Command loadgen-fwk is cmd/loadgen with the node choice made by
+// upstream's real scheduling framework: the in-tree Filter and Score
+// plugins of kube-scheduler v1.35.4's default profile, run by upstream's
+// framework runtime over schedcache snapshots (package fwkpick). It lives
+// in the bench module because it imports k8s.io/kubernetes.
+//
+//	cd bench && go run ./cmd/loadgen-fwk -preset scheduling-basic-5000 -plugins default
+//
+// It takes every loadgen flag (docs/loadgen.md) and three of its own:
+//
+//	-plugins default|P1,P2,...   the plugins to run (default: default)
+//	-percentage-of-nodes-to-score N   upstream's setting; 0 adaptive (default 0)
+//	-parallelism N               the framework's parallelism (default 16)
+//
+// The report gains the picker's label and the nodes each plugin rejected.
+// Exit codes are loadgen's: 2 for an invalid flag, its own included.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+
+	"github.com/schedcache/schedcache/bench/fwkpick"
+	"github.com/schedcache/schedcache/sim"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, isTerminal(os.Stderr))
+	stop()
+	os.Exit(code)
+}
+
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+const usage = `loadgen-fwk flags (besides loadgen's, below):
+  -plugins string
+    	"default" or a comma-separated subset of: %s (default "default")
+  -percentage-of-nodes-to-score int
+    	upstream's percentageOfNodesToScore: 0 adaptive, 1-100 fixed (default 0)
+  -parallelism int
+    	the framework's parallelism (filters and scores) (default 16)
+`
+
+// ourFlags are the flags loadgen-fwk takes out of the arguments.
+var ourFlags = []string{"plugins", "percentage-of-nodes-to-score", "parallelism"}
+
+// splitArgs takes loadgen-fwk's own flags (-name value, -name=value, one
+// or two dashes) out of args; the rest goes to loadgen. A flag given twice
+// keeps its last value, as the flag package does.
+func splitArgs(args []string) (ours map[string]string, rest []string, err error) {
+	ours = map[string]string{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			rest = append(rest, args[i:]...)
+			break
+		}
+		name, val, hasVal := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if !strings.HasPrefix(a, "-") || !contains(ourFlags, name) {
+			rest = append(rest, a)
+			continue
+		}
+		if !hasVal {
+			if i+1 >= len(args) {
+				return nil, nil, fmt.Errorf("flag needs an argument: -%s", name)
+			}
+			i++
+			val = args[i]
+		}
+		ours[name] = val
+	}
+	return ours, rest, nil
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// parse turns loadgen-fwk's flags into the picker's configuration.
+func parse(ours map[string]string) (fwkpick.Config, error) {
+	var cfg fwkpick.Config
+	pl := "default"
+	if v, ok := ours["plugins"]; ok {
+		pl = v
+	}
+	var err error
+	if cfg.Plugins, err = fwkpick.ParsePlugins(pl); err != nil {
+		return cfg, err
+	}
+	if v, ok := ours["percentage-of-nodes-to-score"]; ok {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n < 0 || n > 100 {
+			return cfg, fmt.Errorf("-percentage-of-nodes-to-score: want 0 to 100, got %q", v)
+		}
+		cfg.PercentageOfNodesToScore = int32(n)
+	}
+	if v, ok := ours["parallelism"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1024 {
+			return cfg, fmt.Errorf("-parallelism: want 1 to 1024, got %q", v)
+		}
+		cfg.Parallelism = n
+	}
+	return cfg, nil
+}
+
+// run is the whole command; it returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
+	ours, rest, err := splitArgs(args)
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen-fwk:", err)
+		return 2
+	}
+	for _, a := range rest {
+		if a == "-h" || a == "-help" || a == "--help" || a == "--h" {
+			fmt.Fprintf(stderr, usage, strings.Join(fwkpick.DefaultPlugins, ","))
+			break
+		}
+	}
+	cfg, err := parse(ours)
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen-fwk:", err)
+		return 2
+	}
+	p, err := fwkpick.New(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen-fwk:", err)
+		return 2
+	}
+	defer p.Close()
+	return sim.MainWith(ctx, rest, stdout, stderr, tty, sim.Options{Picker: p})
+}

@@ -1,0 +1,595 @@
+// Package fwkpick is a sim.Picker that chooses nodes with upstream's own
+// scheduling framework: the real in-tree Filter and Score plugins of
+// kube-scheduler v1.35.4's default profile (with its default arguments and
+// weights), run by upstream's framework runtime (frameworkruntime.NewFramework,
+// RunPreFilterPlugins, RunFilterPluginsWithNominatedPods, RunPreScorePlugins,
+// RunScorePlugins) over schedcache snapshots served through kube/fwkadapter.
+//
+// One scheduling cycle is upstream's schedulePod without extenders: refresh
+// the scheduler's snapshot from the published one, PreFilter, then Filter
+// the nodes in the snapshot's order from where the last cycle stopped until
+// numFeasibleNodesToFind feasible nodes are found (upstream's adaptive
+// percentageOfNodesToScore: 10% of 5,000 nodes, never fewer than 100),
+// then PreScore and Score on those, and the highest total wins. Upstream
+// filters every node on 16 goroutines, stops when it has enough (so the
+// nodes examined vary run to run) and breaks score ties with a random
+// number. Here filters run in chunks on the same parallelizer, but the
+// verdicts are taken in order and only up to the last feasible node
+// needed, so the nodes examined are exactly those a one-at-a-time filter
+// would examine; and ties go to the scheduler's random source. A
+// deterministic sim run therefore stays deterministic, at any
+// parallelism.
+//
+// Omitted from the default profile (see docs/loadgen.md): the queue
+// (SchedulingGates, PrioritySort), PostFilter (DefaultPreemption), the
+// binding cycle (Reserve, Permit, PreBind, DefaultBinder: the simulator's
+// cache calls stand for them), and the plugins that need objects the
+// simulator does not model: VolumeBinding, VolumeZone, NodeVolumeLimits
+// (PersistentVolumes, StorageClasses, CSINodes) and DynamicResources.
+//
+// Rejections are counted per plugin: each node a Filter plugin rejects
+// counts one for that plugin (the first plugin that rejects it, in the
+// profile's order, as RunFilterPlugins stops there); a PreFilter
+// rejection counts every node of the snapshot for its plugin, as upstream's
+// diagnosis gives every node that status.
+package fwkpick
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/metrics"
+
+	"github.com/schedcache/schedcache"
+	scfw "github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/kube/fwkadapter"
+	"github.com/schedcache/schedcache/sim"
+	"github.com/schedcache/schedcache/workload"
+)
+
+// Name is the picker's label in sim's reports.
+const Name = "upstream-plugins"
+
+// DefaultPlugins are the default profile's Filter and Score plugins this
+// picker runs, in the profile's order.
+var DefaultPlugins = []string{
+	names.NodeUnschedulable, names.NodeName, names.TaintToleration, names.NodeAffinity,
+	names.NodePorts, names.NodeResourcesFit, names.VolumeRestrictions, names.PodTopologySpread,
+	names.InterPodAffinity, names.NodeResourcesBalancedAllocation, names.ImageLocality,
+}
+
+// Upstream's numFeasibleNodesToFind constants (pkg/scheduler/schedule_one.go).
+const (
+	minFeasibleNodesToFind           = 100
+	minFeasibleNodesPercentageToFind = 5
+	// minChunk is the fewest nodes filtered in one parallel step.
+	minChunk = 32
+	// DefaultParallelism is upstream's default parallelism.
+	DefaultParallelism = 16
+)
+
+// Errors. Every error New returns wraps ErrConfig.
+var (
+	ErrConfig = errors.New("fwkpick: invalid configuration")
+	// ErrClosed: NewNodePicker after Picker.Close, Pick after
+	// NodePicker.Close.
+	ErrClosed = errors.New("fwkpick: picker closed")
+)
+
+// Config is a plain value: what New builds.
+type Config struct {
+	// Plugins are the plugins to run, a subset of DefaultPlugins (in
+	// any order; they run in the profile's); nil: all of them.
+	Plugins []string
+	// PercentageOfNodesToScore is upstream's setting: 0 adaptive (50%
+	// minus 1% per 125 nodes, at least 5%), 1…100 fixed; never fewer
+	// than 100 nodes.
+	PercentageOfNodesToScore int32
+	// Parallelism is the framework's parallelism (filters and scores);
+	// 0: 16; 1 runs the filters on the calling goroutine.
+	Parallelism int
+}
+
+// ParsePlugins parses -plugins: "default" (every plugin of
+// DefaultPlugins) or a comma-separated subset of them.
+func ParsePlugins(s string) ([]string, error) {
+	if s == "default" {
+		return slices.Clone(DefaultPlugins), nil
+	}
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if !slices.Contains(DefaultPlugins, p) {
+			return nil, fmt.Errorf("%w: unknown plugin %q in -plugins %q: want \"default\" or a comma-separated subset of %s",
+				ErrConfig, p, s, strings.Join(DefaultPlugins, ","))
+		}
+		if slices.Contains(out, p) {
+			return nil, fmt.Errorf("%w: plugin %q twice in -plugins %q", ErrConfig, p, s)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// Picker is a sim.Picker running upstream's plugins. Contract: safe for
+// concurrent use; each NodePicker it makes has its own framework, plugin
+// instances and snapshot, and is used by one goroutine at a time. Close
+// closes the node pickers not yet closed.
+type Picker struct {
+	plugins  []string                        // immutable: the profile's order
+	index    map[string]int                  // immutable: plugin -> rejection slot
+	profile  *config.KubeSchedulerProfile    // immutable
+	registry frameworkruntime.Registry       // immutable
+	factory  informers.SharedInformerFactory // immutable after New: listers only, never started
+	pct      int32                           // immutable
+	par      int                             // immutable
+	mu       sync.Mutex                      // guards open, closed
+	open     map[*NodePicker]struct{}        // guarded by mu
+	closed   bool                            // guarded by mu
+}
+
+var _ sim.Picker = (*Picker)(nil)
+
+var registerMetrics sync.Once
+
+// New returns a Picker for cfg: upstream's default profile (latest.Default:
+// the v1 defaults, feature gates applied) restricted to cfg.Plugins.
+func New(cfg Config) (*Picker, error) {
+	want := cfg.Plugins
+	if want == nil {
+		want = DefaultPlugins
+	}
+	if len(want) == 0 {
+		return nil, fmt.Errorf("%w: no plugin", ErrConfig)
+	}
+	for _, p := range want {
+		if !slices.Contains(DefaultPlugins, p) {
+			return nil, fmt.Errorf("%w: unknown plugin %q (have %s)", ErrConfig, p, strings.Join(DefaultPlugins, ","))
+		}
+	}
+	if cfg.PercentageOfNodesToScore < 0 || cfg.PercentageOfNodesToScore > 100 {
+		return nil, fmt.Errorf("%w: percentage of nodes to score %d not in 0…100", ErrConfig, cfg.PercentageOfNodesToScore)
+	}
+	if cfg.Parallelism < 0 {
+		return nil, fmt.Errorf("%w: parallelism %d < 0", ErrConfig, cfg.Parallelism)
+	}
+	def, err := latest.Default()
+	if err != nil {
+		return nil, fmt.Errorf("%w: upstream defaults: %v", ErrConfig, err)
+	}
+	up := def.Profiles[0]
+	p := &Picker{index: map[string]int{}, registry: frameworkruntime.Registry{}, pct: cfg.PercentageOfNodesToScore,
+		par: cfg.Parallelism, open: map[*NodePicker]struct{}{}}
+	if p.par == 0 {
+		p.par = DefaultParallelism
+	}
+	inTree := plugins.NewInTreeRegistry()
+	var enabled []config.Plugin
+	for _, pl := range up.Plugins.MultiPoint.Enabled {
+		if pl.Name == names.PrioritySort || pl.Name == names.DefaultBinder {
+			// The framework wants a queue sort and a binder; the picker
+			// calls neither.
+			enabled = append(enabled, pl)
+			p.registry[pl.Name] = inTree[pl.Name]
+			continue
+		}
+		if slices.Contains(want, pl.Name) {
+			enabled = append(enabled, pl)
+			p.index[pl.Name] = len(p.plugins)
+			p.plugins = append(p.plugins, pl.Name)
+			p.registry[pl.Name] = inTree[pl.Name]
+		}
+	}
+	if len(p.plugins) != len(want) {
+		return nil, fmt.Errorf("%w: upstream's default profile lacks some of %v", ErrConfig, want)
+	}
+	var pcs []config.PluginConfig
+	for _, pc := range up.PluginConfig {
+		if _, ok := p.registry[pc.Name]; ok {
+			pcs = append(pcs, pc)
+		}
+	}
+	p.profile = &config.KubeSchedulerProfile{
+		SchedulerName: v1.DefaultSchedulerName,
+		Plugins:       &config.Plugins{MultiPoint: config.PluginSet{Enabled: enabled}},
+		PluginConfig:  pcs,
+	}
+	p.factory = workloadInformers()
+	// NodeInfos made from now on carry their fwk views, built once on the
+	// shards; the simulator loads its cluster after New, so none is left
+	// to build views on every read.
+	fwkadapter.Enable()
+	registerMetrics.Do(metrics.Register) // as kube-scheduler: the framework records into its metrics
+	return p, nil
+}
+
+// workloadInformers returns listers holding what the plugins read of the
+// workload package's pods: the namespaces and every claim of every
+// namespace (ReadWriteOnce, so VolumeRestrictions finds them and admits
+// the pod). The factory is never started: its indexers are filled here.
+func workloadInformers() informers.SharedInformerFactory {
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	claims := factory.Core().V1().PersistentVolumeClaims().Informer().GetIndexer()
+	nss := factory.Core().V1().Namespaces().Informer().GetIndexer()
+	// The other listers the plugins ask for (services, controllers for
+	// PodTopologySpread's system defaults) are made here, empty, as a
+	// scheduler's would be before it starts.
+	factory.Core().V1().Services().Informer()
+	factory.Core().V1().ReplicationControllers().Informer()
+	factory.Apps().V1().ReplicaSets().Informer()
+	factory.Apps().V1().StatefulSets().Informer()
+	for ns := range workload.NumNamespaces {
+		name := fmt.Sprintf("ns-%d", ns)
+		_ = nss.Add(&v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}) // a fresh indexer: no error
+		for c := range workload.NumClaims {
+			_ = claims.Add(&v1.PersistentVolumeClaim{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pvc-%03d", c), Namespace: name},
+				Spec:       v1.PersistentVolumeClaimSpec{AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}},
+			})
+		}
+	}
+	return factory
+}
+
+// Name implements sim.Picker.
+func (p *Picker) Name() string { return Name }
+
+// Plugins implements sim.Picker: the plugins, in the profile's order.
+func (p *Picker) Plugins() []string { return p.plugins }
+
+// Profile returns a copy of the profile the node pickers run (for tests
+// that build a reference framework).
+func (p *Picker) Profile() (*config.KubeSchedulerProfile, frameworkruntime.Registry) {
+	return p.profile.DeepCopy(), p.registry
+}
+
+// Informers returns the informer factory the frameworks read (never
+// started; for reference frameworks in tests).
+func (p *Picker) Informers() informers.SharedInformerFactory { return p.factory }
+
+// Close closes every node picker not yet closed; later NewNodePicker
+// calls fail with ErrClosed.
+func (p *Picker) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	open := make([]*NodePicker, 0, len(p.open))
+	for np := range p.open {
+		open = append(open, np)
+	}
+	p.mu.Unlock()
+	var first error
+	for _, np := range open {
+		if err := np.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// NewNodePicker implements sim.Picker: a framework of its own over a
+// snapshot of its own.
+func (p *Picker) NewNodePicker(ctx context.Context, _ sim.PickerConfig) (sim.NodePicker, error) {
+	return p.NewFramework(ctx)
+}
+
+// NewFramework is NewNodePicker with its concrete type.
+func (p *Picker) NewFramework(ctx context.Context) (*NodePicker, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, ErrClosed
+	}
+	snap := schedcache.NewEmptySnapshot()
+	lister, err := fwkadapter.NewLister(snap)
+	if err != nil {
+		return nil, err
+	}
+	stop := make(chan struct{})
+	// upstream's recorder flushes every second; a shorter interval only
+	// makes Close quicker.
+	rec := metrics.NewMetricsAsyncRecorder(1000, 50*time.Millisecond, stop)
+	np := &NodePicker{p: p, snap: snap, lister: lister, stop: stop, rec: rec}
+	// NewFramework's context only stops the metrics recorder it starts
+	// by default, which WithMetricsRecorder then replaces (the plugins
+	// this picker builds keep no context): a context already done stops
+	// that goroutine at once, and Close stops the picker's own.
+	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	cancel()
+	np.fw, err = frameworkruntime.NewFramework(fctx, p.registry, p.profile.DeepCopy(),
+		frameworkruntime.WithSnapshotSharedLister(lister),
+		frameworkruntime.WithInformerFactory(p.factory),
+		frameworkruntime.WithClientSet(fake.NewClientset()),
+		frameworkruntime.WithPodNominator(noNominated{}),
+		frameworkruntime.WithMetricsRecorder(rec),
+		frameworkruntime.WithParallelism(p.par),
+		frameworkruntime.WithLogger(klog.Background()),
+	)
+	if err != nil {
+		close(stop)
+		<-rec.IsStoppedCh
+		return nil, fmt.Errorf("%w: NewFramework: %v", ErrConfig, err)
+	}
+	p.open[np] = struct{}{}
+	return np, nil
+}
+
+// noNominated is a PodNominator with no nominated pods (the simulator
+// does not preempt). Stateless.
+type noNominated struct{}
+
+func (noNominated) AddNominatedPod(klog.Logger, fwk.PodInfo, *fwk.NominatingInfo) {}
+func (noNominated) DeleteNominatedPodIfExists(*v1.Pod)                            {}
+func (noNominated) UpdateNominatedPod(klog.Logger, *v1.Pod, fwk.PodInfo)          {}
+func (noNominated) NominatedPodsForNode(string) []fwk.PodInfo                     { return nil }
+
+// Decision is a plain value: what one Pick did (recorded when
+// NodePicker.Record is on, for tests).
+type Decision struct {
+	Pod       string
+	PreFilter string   // "" success, else the status (see StatusString)
+	Start     int      // the index in the filtered node list where filtering began
+	Processed []string // the nodes filtered, in order
+	Statuses  []string // their filter statuses ("" feasible)
+	Best      string
+	BestScore int64
+}
+
+// StatusString renders a status as Decision does: "" for success, else
+// "plugin/code/reasons".
+func StatusString(st *fwk.Status) string {
+	if st.IsSuccess() {
+		return ""
+	}
+	return fmt.Sprintf("%s/%d/%s", st.Plugin(), st.Code(), strings.Join(st.Reasons(), "|"))
+}
+
+// NodePicker runs scheduling cycles for one simulated scheduler.
+//
+// Contract: used by one goroutine at a time (sim's NodePicker contract);
+// Close may be called from any goroutine once, later calls do nothing.
+type NodePicker struct {
+	p        *Picker                      // immutable
+	fw       framework.Framework          // immutable; used by the owner goroutine
+	snap     *schedcache.Snapshot         // owned by the owner goroutine: the framework's snapshot
+	lister   *fwkadapter.Lister           // immutable; reads snap
+	stop     chan struct{}                // closed by Close
+	rec      *metrics.MetricAsyncRecorder // immutable
+	next     int                          // owned by the owner goroutine: upstream's nextStartNodeIndex
+	cycles   uint64                       // owned by the owner goroutine
+	feasible []fwk.NodeInfo               // owned by the owner goroutine: reused
+	subset   []fwk.NodeInfo               // owned by the owner goroutine: reused
+	statuses []*fwk.Status                // owned by the owner goroutine: a chunk's verdicts, reused
+	// Record keeps the last Decision (tests); set before Pick.
+	Record   bool     // owned by the owner goroutine
+	Last     Decision // owned by the owner goroutine
+	closeOne sync.Once
+	done     atomic.Bool // atomic: set by Close
+}
+
+// Close stops the framework's metrics recorder and waits for it.
+func (np *NodePicker) Close() error {
+	if np == nil || np.stop == nil {
+		return nil
+	}
+	np.closeOne.Do(func() {
+		np.done.Store(true)
+		close(np.stop)
+		<-np.rec.IsStoppedCh
+		np.p.mu.Lock()
+		delete(np.p.open, np)
+		np.p.mu.Unlock()
+	})
+	return nil
+}
+
+// numFeasibleNodesToFind is upstream's.
+func numFeasibleNodesToFind(percentage int32, numAllNodes int32) int32 {
+	if numAllNodes < minFeasibleNodesToFind {
+		return numAllNodes
+	}
+	if percentage == 0 {
+		percentage = int32(50) - numAllNodes/125
+		if percentage < minFeasibleNodesPercentageToFind {
+			percentage = minFeasibleNodesPercentageToFind
+		}
+	}
+	numNodes := numAllNodes * percentage / 100
+	if numNodes < minFeasibleNodesToFind {
+		return minFeasibleNodesToFind
+	}
+	return numNodes
+}
+
+// NumFeasibleNodesToFind is upstream's numFeasibleNodesToFind with the
+// picker's percentage: how many feasible nodes a cycle over n nodes seeks.
+func (p *Picker) NumFeasibleNodesToFind(n int) int {
+	return int(numFeasibleNodesToFind(p.pct, int32(n)))
+}
+
+func (np *NodePicker) reject(rej []int64, plugin string, n int) error {
+	i, ok := np.p.index[plugin]
+	if !ok {
+		return fmt.Errorf("fwkpick: rejection by plugin %q, not in the profile", plugin)
+	}
+	rej[i] += int64(n)
+	return nil
+}
+
+// Pick implements sim.NodePicker: one scheduling cycle of info's pod on
+// published (see the package doc).
+func (np *NodePicker) Pick(ctx context.Context, published *schedcache.Snapshot, info *scfw.PodInfo, r *rand.Rand, rej []int64) (string, error) {
+	if np == nil || np.fw == nil {
+		return "", fmt.Errorf("%w: Pick on a NodePicker not made by NewFramework", ErrConfig)
+	}
+	if np.done.Load() {
+		return "", ErrClosed
+	}
+	if published == nil || info == nil || info.Pod() == nil {
+		return "", fmt.Errorf("fwkpick: Pick: nil snapshot or pod")
+	}
+	if len(rej) != len(np.p.plugins) {
+		return "", fmt.Errorf("fwkpick: Pick: %d rejection counters for %d plugins", len(rej), len(np.p.plugins))
+	}
+	pod := info.Pod()
+	if np.Record {
+		np.Last = Decision{Pod: pod.Name}
+	}
+	if err := np.snap.CopyFrom(published); err != nil {
+		return "", err
+	}
+	all, err := np.lister.NodeInfos().List()
+	if err != nil {
+		return "", err
+	}
+	if len(all) == 0 {
+		return "", nil
+	}
+	state := framework.NewCycleState()
+	np.cycles++
+	state.SetRecordPluginMetrics(np.cycles%10 == 0) // upstream samples 10% of cycles, at random
+	pre, st, unsched := np.fw.RunPreFilterPlugins(ctx, state, pod)
+	if !st.IsSuccess() {
+		if !st.IsRejected() {
+			return "", st.AsError()
+		}
+		if np.Record {
+			np.Last.PreFilter = StatusString(st)
+		}
+		plugin := st.Plugin()
+		if plugin == "" && unsched.Len() > 0 {
+			// PreFilterResults that leave no node: the status names
+			// no plugin, the set names them.
+			ps := unsched.UnsortedList()
+			slices.Sort(ps)
+			plugin = ps[0]
+		}
+		return "", np.reject(rej, plugin, len(all))
+	}
+	nodes := all
+	if !pre.AllNodes() {
+		// In the snapshot's order (upstream ranges over the set, a map).
+		np.subset = np.subset[:0]
+		for _, ni := range all {
+			if pre.NodeNames.Has(ni.Node().Name) {
+				np.subset = append(np.subset, ni)
+			}
+		}
+		nodes = np.subset
+		if out := len(all) - len(nodes); out > 0 {
+			ps := unsched.UnsortedList()
+			slices.Sort(ps)
+			if len(ps) > 0 {
+				if err := np.reject(rej, ps[0], out); err != nil {
+					return "", err
+				}
+			}
+		}
+		if len(nodes) == 0 {
+			return "", nil
+		}
+	}
+	toFind := int(numFeasibleNodesToFind(np.p.pct, int32(len(nodes))))
+	if !np.fw.HasScorePlugins() {
+		toFind = 1
+	}
+	feasible := np.feasible[:0]
+	start, processed := np.next%len(nodes), 0
+	if np.Record {
+		np.Last.Start = start
+	}
+	// Filter in chunks, each on the framework's parallelizer (upstream
+	// filters every node in parallel and cancels once it has enough);
+	// then take the chunk's verdicts in order up to the last feasible
+	// node needed, so the outcome is that of filtering one node at a
+	// time, whatever the parallelism. Verdicts past that point are
+	// discarded (upstream's overshoot, without its randomness).
+	for processed < len(nodes) && len(feasible) < toFind {
+		n := min(max(toFind-len(feasible), minChunk), len(nodes)-processed)
+		if cap(np.statuses) < n {
+			np.statuses = make([]*fwk.Status, n)
+		}
+		statuses, base := np.statuses[:n], processed
+		check := func(i int) {
+			statuses[i] = np.fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, nodes[(start+base+i)%len(nodes)])
+		}
+		if np.p.par == 1 || n == 1 {
+			for i := range n {
+				check(i)
+			}
+		} else {
+			np.fw.Parallelizer().Until(ctx, n, check, metrics.Filter)
+		}
+		for i := 0; i < n && len(feasible) < toFind; i++ {
+			ni, st := nodes[(start+base+i)%len(nodes)], statuses[i]
+			statuses[i] = nil
+			processed++
+			if st.Code() == fwk.Error {
+				return "", st.AsError()
+			}
+			if np.Record {
+				np.Last.Processed = append(np.Last.Processed, ni.Node().Name)
+				np.Last.Statuses = append(np.Last.Statuses, StatusString(st))
+			}
+			if st.IsSuccess() {
+				feasible = append(feasible, ni)
+			} else if err := np.reject(rej, st.Plugin(), 1); err != nil {
+				return "", err
+			}
+		}
+		clear(statuses)
+	}
+	np.feasible = feasible[:0]
+	np.next = (np.next + processed) % len(all)
+	switch len(feasible) {
+	case 0:
+		return "", nil
+	case 1:
+		return np.record(feasible[0].Node().Name, 0), nil
+	}
+	if st := np.fw.RunPreScorePlugins(ctx, state, pod, feasible); !st.IsSuccess() {
+		return "", st.AsError()
+	}
+	scores, st := np.fw.RunScorePlugins(ctx, state, pod, feasible)
+	if !st.IsSuccess() {
+		return "", st.AsError()
+	}
+	best, bestScore, ties := "", int64(0), 0
+	for _, ns := range scores {
+		switch {
+		case best == "" || ns.TotalScore > bestScore:
+			best, bestScore, ties = ns.Name, ns.TotalScore, 1
+		case ns.TotalScore == bestScore:
+			ties++
+			if r.IntN(ties) == 0 { // uniformly among the ties, as upstream's random tie-break
+				best = ns.Name
+			}
+		}
+	}
+	return np.record(best, bestScore), nil
+}
+
+func (np *NodePicker) record(best string, score int64) string {
+	if np.Record {
+		np.Last.Best, np.Last.BestScore = best, score
+	}
+	return best
+}
