@@ -83,7 +83,8 @@ type Snapshot struct {
 	images    *framework.ImageTable               // the image registry at this epoch; entries show their node's counts as of its last change
 	treeNodes int                                 // nodes in the zone tree
 	treeNames []string                            // the tree's list by name when it names nodes order lacks (a name without a node entry); nil otherwise; shared, never written
-	published bool                                // true for snapshots handed out by the cache
+	published bool                                // true for snapshots handed out by the cache, and for a fork's (fork.go)
+	over      persist.Map[podOver]                // a fork's pod changes over pods and podLog (fork.go); empty in the cache's snapshots
 	ll        *longLived                          // nil unless refreshed by UpdateFrom; owned with the snapshot
 }
 
@@ -225,6 +226,16 @@ func podHash(key string) uint64 { return maphash.String(podSeed, key) }
 
 // Pod returns the entry for pod key (the UID).
 func (s *Snapshot) Pod(key string) (PodEntry, bool) {
+	if s.over.Len() > 0 {
+		if o, ok := s.over.Get(key); ok {
+			return o.e, !o.gone
+		}
+	}
+	return s.podUnder(key)
+}
+
+// podUnder is Pod without a fork's changes: the pod log, then the trie.
+func (s *Snapshot) podUnder(key string) (PodEntry, bool) {
 	if len(s.podSum) > 0 {
 		h := podHash(key)
 		for i := len(s.podSum) - 1; i >= 0; i-- {
@@ -244,8 +255,19 @@ func (s *Snapshot) PodCount() int { return s.podCount }
 // RangePods calls fn for each pod until fn returns false, in no set order.
 func (s *Snapshot) RangePods(fn func(key string, e PodEntry) bool) {
 	var seen map[string]struct{}
-	if len(s.podLog) > 0 {
-		seen = make(map[string]struct{}, len(s.podLog))
+	if n := len(s.podLog) + s.over.Len(); n > 0 {
+		seen = make(map[string]struct{}, n)
+	}
+	stopped := false
+	s.over.Range(func(k string, o podOver) bool {
+		seen[k] = struct{}{}
+		if !o.gone && !fn(k, o.e) {
+			stopped = true
+		}
+		return !stopped
+	})
+	if stopped {
+		return
 	}
 	for i := len(s.podLog) - 1; i >= 0; i-- {
 		c := &s.podLog[i]

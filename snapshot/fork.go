@@ -1,0 +1,926 @@
+package snapshot
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/internal/errs"
+	"github.com/schedcache/schedcache/internal/persist"
+	"github.com/schedcache/schedcache/nodetree"
+)
+
+var (
+	// ErrNoForkPoint is returned by Fork.Revert and Fork.Commit when the
+	// fork has no fork point (Fork.Fork was not called, or every point
+	// was reverted or committed since).
+	ErrNoForkPoint = errors.New("schedcache: fork has no fork point")
+	// ErrStaleForkPoint is returned by Fork.RevertTo for a point of
+	// another fork, or one reverted or committed since.
+	ErrStaleForkPoint = errors.New("schedcache: fork point is not on this fork's stack")
+	// ErrForkListInconsistent is returned (wrapped in a *NodeError) by a
+	// fork's node operations when the fork's node list does not match its
+	// zone tree (the snapshot's Err is an *InconsistentListError, or the
+	// cache's tree listed names without entries): the zone order cannot
+	// be recovered from such a list. Pod operations still work.
+	ErrForkListInconsistent = errors.New("schedcache: fork's node list is inconsistent; node operations refused")
+)
+
+// podOver is a fork's change of one pod key: its entry from then on, or
+// its removal. Immutable.
+type podOver struct {
+	e    PodEntry
+	gone bool
+}
+
+// forkGenBase is the first generation a fork gives a changed node: far
+// above any cache's counter (which starts at 1 and counts operations), so
+// a fork's NodeInfo never shows the generation of a live one.
+const forkGenBase = 1 << 62
+
+var forkGen atomic.Int64 // atomic; generations of forks' node changes, process-wide
+
+func forkNextGen() int64 { return forkGenBase + forkGen.Add(1) }
+
+// forkLevel is one state of a fork. Immutable once made: the current state
+// and the saved fork points are all forkLevels.
+type forkLevel struct {
+	s       *Snapshot          // immutable, published
+	ghosts  persist.Map[int32] // nodeless entries the fork made (RemoveNode of a node holding pods): name -> slot
+	listTok uint64             // identifies the zone tree s.order was listed from; 0: the base's
+	nodeOps int                // node operations applied since the base (Cache.Commit refuses a fork with any)
+	seq     uint64             // unique within the fork: what a ForkPoint names
+}
+
+// Fork is a private, mutable what-if copy of a snapshot: made in O(1) by
+// Snapshot.Fork, sharing all structure with it, changed by the cache's pod
+// and node operations with the cache's rules (the same framework.NodeState
+// aggregation, nodetree zone order and persistent structures), read as an
+// immutable *Snapshot at any time (Snapshot), with nested fork points
+// (Fork, Point) that Revert, RevertTo and Commit return to or fold in O(1).
+// Cache.Commit applies a fork's pod changes to the cache.
+//
+// Contract: a Fork is owned by one goroutine at a time: its methods are
+// not safe for concurrent use (hand it over with a channel or a mutex).
+// No method blocks. Any number of forks, on any goroutines, may share one
+// base snapshot; nothing a fork does changes its base, another fork, or a
+// Snapshot it returned earlier (every Snapshot it returns is immutable and
+// may be read by any goroutine). Errors are the cache's typed errors
+// (*PodError, *NodeError, *CorruptionError) and leave the fork unchanged,
+// except where the cache's own operation changes state before it reports
+// (RemoveNode of a node missing from its zone).
+//
+// Costs (n nodes): Fork, Point, Revert, RevertTo, Commit and Base O(1);
+// a pod operation O(log n + pods of the node); Snapshot O(1) if nothing
+// changed since the last call, else O(nodes changed x (log n + their
+// pods)); a node operation O(n) (the zone order is rebuilt, as the cache
+// does when a node joins or leaves its list); a pod operation that makes a
+// node gain its first or lose its last (anti-)affinity pod, or its last
+// user of a PVC claim, reads the node list once, O(n).
+//
+// Differences from the cache: a fork holds pods only on nodes it knows:
+// nodes with an object, and the ghosts it made itself. A pod operation
+// naming another node (one without an object, "" included, or a nodeless
+// entry of the base, which snapshots do not name) returns a *PodError
+// wrapping ErrNodeNotFound. Image summaries count the nodes listing each
+// name (the size of the first node to list it), without the cache's
+// ghost bookkeeping.
+type Fork struct {
+	base    *Snapshot   // immutable
+	cur     forkLevel   // the state when no edit is open; owned by the owner goroutine
+	stack   []forkLevel // fork points, innermost last; owned by the owner goroutine
+	seq     uint64      // last seq or token handed out
+	editing bool        // ed is open: cur is its starting state
+	ed      forkEdit    // the open edit; its memory is reused
+	tree    *nodetree.Tree
+	treeTok uint64 // the listTok of the state tree lists (valid when tree != nil)
+	pos     []int32
+	posTok  uint64 // the listTok of the state pos was built for (valid when pos != nil)
+}
+
+// forkEdit is an edit of the fork's current state, opened by the first
+// change after a Snapshot, Fork or Revert call and closed by the next.
+// Editors edit in place what they copied, so a batch of changes shares
+// its path copies.
+type forkEdit struct {
+	s       Snapshot // the state edited; nodes, index, pvc and over are read through the editors
+	nodes   persist.VectorEditor[*framework.NodeInfo]
+	index   persist.MapEditor[int32]
+	pvc     persist.MapEditor[struct{}]
+	over    persist.MapEditor[podOver]
+	ghosts  persist.MapEditor[int32]
+	touched map[int32]touchedNode // slot -> its thawed state
+	changed bool
+	nodeOps int
+}
+
+// touchedNode is a node entry an edit changes: its mutable aggregate and
+// the frozen entry it started from (nil for an entry the edit created).
+type touchedNode struct {
+	st   *framework.NodeState
+	init *framework.NodeInfo
+}
+
+// ForkPoint names a fork point of one Fork (Point). The zero value names
+// none.
+type ForkPoint struct {
+	f   *Fork
+	seq uint64
+}
+
+// Fork returns a new fork of s in O(1). s is never changed by the fork;
+// a snapshot the caller owns (refreshed by UpdateSnapshot) is copied in
+// O(1) first, so later refreshes do not reach the fork.
+func (s *Snapshot) Fork() *Fork {
+	b := s
+	if !s.published || s.ll != nil {
+		c := *s
+		c.published, c.ll = true, nil
+		b = &c
+	}
+	return &Fork{base: b, cur: forkLevel{s: b}}
+}
+
+// Base returns the snapshot the fork was made from (a copy of it if the
+// caller owns it), immutable.
+func (f *Fork) Base() *Snapshot { return f.base }
+
+// Snapshot returns the fork's current state as an immutable snapshot,
+// readable with every Snapshot method (and the kube/fwkadapter adapter),
+// with the base's epoch. Later changes to the fork do not change it.
+func (f *Fork) Snapshot() *Snapshot {
+	f.close()
+	return f.cur.s
+}
+
+// Depth returns the number of fork points.
+func (f *Fork) Depth() int { return len(f.stack) }
+
+// Fork saves the current state as a fork point, in O(1): Revert returns to
+// it, Commit drops it and keeps the changes made since.
+func (f *Fork) Fork() {
+	f.close()
+	f.seq++
+	f.cur.seq = f.seq
+	f.stack = append(f.stack, f.cur)
+}
+
+// Point is Fork, returning a name for the fork point it saves (RevertTo).
+func (f *Fork) Point() ForkPoint {
+	f.Fork()
+	return ForkPoint{f: f, seq: f.seq}
+}
+
+// Revert returns the fork to its last fork point and drops that point,
+// in O(1). Without one it returns ErrNoForkPoint.
+func (f *Fork) Revert() error {
+	if len(f.stack) == 0 {
+		return ErrNoForkPoint
+	}
+	f.discard()
+	n := len(f.stack) - 1
+	f.cur = f.stack[n]
+	f.stack[n] = forkLevel{}
+	f.stack = f.stack[:n]
+	return nil
+}
+
+// RevertTo returns the fork to the state saved at p and drops p and every
+// later fork point, in O(1). p must be on the fork's stack, else
+// ErrStaleForkPoint and nothing changes.
+func (f *Fork) RevertTo(p ForkPoint) error {
+	if p.f != f {
+		return ErrStaleForkPoint
+	}
+	i, ok := slices.BinarySearchFunc(f.stack, p.seq, func(l forkLevel, seq uint64) int { return cmp.Compare(l.seq, seq) })
+	if !ok {
+		return ErrStaleForkPoint
+	}
+	f.discard()
+	f.cur = f.stack[i]
+	clear(f.stack[i:])
+	f.stack = f.stack[:i]
+	return nil
+}
+
+// Commit drops the last fork point and keeps the current state (the
+// changes since the point now belong to the level below), in O(1).
+// Without one it returns ErrNoForkPoint. Cache.Commit applies a fork to
+// the cache.
+func (f *Fork) Commit() error {
+	if len(f.stack) == 0 {
+		return ErrNoForkPoint
+	}
+	f.close()
+	n := len(f.stack) - 1
+	f.stack[n] = forkLevel{}
+	f.stack = f.stack[:n]
+	return nil
+}
+
+// ---- the edit ----
+
+// begin opens the edit of the current state if it is not open.
+func (f *Fork) begin() *forkEdit {
+	e := &f.ed
+	if f.editing {
+		return e
+	}
+	f.editing = true
+	e.s = *f.cur.s
+	e.s.nodes.EditInto(&e.nodes)
+	e.s.index.EditInto(&e.index)
+	e.s.pvc.EditInto(&e.pvc)
+	e.s.over.EditInto(&e.over)
+	f.cur.ghosts.EditInto(&e.ghosts)
+	if e.touched == nil {
+		e.touched = make(map[int32]touchedNode)
+	}
+	e.changed, e.nodeOps = false, 0
+	return e
+}
+
+// discard drops the open edit, if any.
+func (f *Fork) discard() {
+	if f.editing {
+		f.editing = false
+		clear(f.ed.touched)
+		f.ed.s = Snapshot{}
+	}
+}
+
+// close ends the open edit: the touched entries are frozen and the lists,
+// the used-PVC set and the pods become the new current state.
+func (f *Fork) close() {
+	if !f.editing {
+		return
+	}
+	e := &f.ed
+	if !e.changed {
+		f.discard()
+		return
+	}
+	f.editing = false
+	for slot, t := range e.touched {
+		e.nodes.Set(int(slot), t.st.Freeze())
+	}
+	s := e.s
+	s.nodes = e.nodes.Done()
+	s.index = e.index.Done()
+	s.over = e.over.Done()
+	lvl := forkLevel{s: &s, ghosts: e.ghosts.Done(), listTok: f.cur.listTok, nodeOps: f.cur.nodeOps + e.nodeOps}
+	if e.nodeOps > 0 {
+		// The tree changed: list it again, with the affinity lists and
+		// the used-PVC set of the new list.
+		f.seq++
+		lvl.listTok = f.seq
+		s.pvc = e.pvc.Done()
+		f.relist(&s)
+		f.treeTok = lvl.listTok
+	} else {
+		f.editLists(&s, e)
+		s.pvc = e.pvc.Done()
+	}
+	clear(e.touched)
+	e.s = Snapshot{}
+	f.cur = lvl
+}
+
+// relist rebuilds s's node list from the fork's tree (which is current),
+// as the cache's buildLists: names of entries without a node object are
+// skipped, and a list of another length than the tree's count is reported
+// as an *InconsistentListError. The affinity lists and the used-PVC set
+// are derived from the new list.
+func (f *Fork) relist(s *Snapshot) {
+	ids, _ := f.tree.AppendIDs(make([]int32, 0, f.tree.NumNodes()))
+	order := ids[:0]
+	var aff, anti []int32
+	pvc := persist.Map[struct{}]{}.Edit()
+	for _, slot := range ids {
+		if slot < 0 || int(slot) >= s.nodes.Len() {
+			continue
+		}
+		ni := s.nodes.Get(int(slot))
+		if ni.Node() == nil {
+			continue
+		}
+		order = append(order, slot)
+		if ni.NumPodsWithAffinity() > 0 {
+			aff = append(aff, slot)
+		}
+		if ni.NumPodsWithRequiredAntiAffinity() > 0 {
+			anti = append(anti, slot)
+		}
+		ni.RangePVCRefCounts(func(k string, _ int) bool {
+			pvc.Set(k, struct{}{})
+			return true
+		})
+	}
+	var err error
+	if len(order) != f.tree.NumNodes() {
+		err = &InconsistentListError{ListLen: len(order), TreeNodes: f.tree.NumNodes(), MapLen: s.index.Len(), CacheEntries: s.nodeCount}
+	}
+	s.order, s.aff, s.anti, s.err = order, persist.SeqOf(aff), persist.SeqOf(anti), err
+	s.pvc = pvc.Done()
+	s.treeNodes, s.treeNames = f.tree.NumNodes(), nil
+	f.pos = nil
+}
+
+// editLists brings the affinity lists and the used-PVC set of s (whose
+// node list did not change) up to date with the touched entries.
+func (f *Fork) editLists(s *Snapshot, e *forkEdit) {
+	var affEd, antiEd []persist.SeqEdit[int32]
+	var gone []string
+	for slot, t := range e.touched {
+		if !f.listed(slot) {
+			continue
+		}
+		now := s.nodes.Get(int(slot))
+		if a, b := t.init.NumPodsWithAffinity() > 0, now.NumPodsWithAffinity() > 0; a != b {
+			affEd = append(affEd, persist.SeqEdit[int32]{X: slot, Insert: b})
+		}
+		if a, b := t.init.NumPodsWithRequiredAntiAffinity() > 0, now.NumPodsWithRequiredAntiAffinity() > 0; a != b {
+			antiEd = append(antiEd, persist.SeqEdit[int32]{X: slot, Insert: b})
+		}
+		now.RangePVCRefCounts(func(k string, _ int) bool {
+			if t.init.PVCRefCount(k) == 0 {
+				e.pvc.Set(k, struct{}{})
+			}
+			return true
+		})
+		t.init.RangePVCRefCounts(func(k string, _ int) bool {
+			if now.PVCRefCount(k) == 0 {
+				gone = append(gone, k)
+			}
+			return true
+		})
+	}
+	if len(affEd) > 0 || len(antiEd) > 0 {
+		byPos := func(a, b int32) int { return cmp.Compare(f.pos[a], f.pos[b]) }
+		aff, ok := s.aff.Edit(affEd, byPos)
+		anti, ok2 := s.anti.Edit(antiEd, byPos)
+		if ok && ok2 {
+			s.aff, s.anti = aff, anti
+		} else { // a list seen twice: derive both from the list
+			var a, b []int32
+			for _, slot := range s.order {
+				ni := s.nodes.Get(int(slot))
+				if ni.NumPodsWithAffinity() > 0 {
+					a = append(a, slot)
+				}
+				if ni.NumPodsWithRequiredAntiAffinity() > 0 {
+					b = append(b, slot)
+				}
+			}
+			s.aff, s.anti = persist.SeqOf(a), persist.SeqOf(b)
+		}
+	}
+	for _, k := range gone {
+		if !f.pvcUsed(s, k) {
+			e.pvc.Delete(k)
+		}
+	}
+}
+
+// pvcUsed reports whether a listed node of s references claim k: O(n).
+func (f *Fork) pvcUsed(s *Snapshot, k string) bool {
+	for _, slot := range s.order {
+		if s.nodes.Get(int(slot)).PVCRefCount(k) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// listed reports whether slot is in the current state's node list. The
+// first call for a list builds a slot -> position table, O(n).
+func (f *Fork) listed(slot int32) bool {
+	if f.pos == nil || f.posTok != f.cur.listTok {
+		order := f.cur.s.order
+		n := f.cur.s.nodes.Len()
+		if f.editing {
+			n = max(n, f.ed.nodes.Len())
+		}
+		pos := make([]int32, n)
+		for i := range pos {
+			pos[i] = -1
+		}
+		for i, sl := range order {
+			pos[sl] = int32(i)
+		}
+		f.pos, f.posTok = pos, f.cur.listTok
+	}
+	return int(slot) < len(f.pos) && f.pos[slot] >= 0
+}
+
+// ensureTree makes f.tree the zone tree of the current state, rebuilding
+// it from the node list (O(n)) if it was made for another state. A list
+// the tree cannot reproduce is refused with ErrForkListInconsistent.
+func (f *Fork) ensureTree() error {
+	if f.tree != nil && f.treeTok == f.cur.listTok {
+		return nil
+	}
+	s := f.cur.s
+	if s.err != nil || s.treeNames != nil || s.treeNodes != len(s.order) {
+		return ErrForkListInconsistent
+	}
+	t := nodetree.New()
+	for _, slot := range s.order {
+		node := s.nodes.Get(int(slot)).Node()
+		t.AddID(node, slot)
+	}
+	ids, _ := t.AppendIDs(make([]int32, 0, len(s.order)))
+	if !slices.Equal(ids, s.order) {
+		return ErrForkListInconsistent
+	}
+	f.tree, f.treeTok = t, f.cur.listTok
+	return nil
+}
+
+// slotOf returns the slot of the entry named name: a node with an object,
+// or a ghost the fork made.
+func (e *forkEdit) slotOf(name string) (int32, bool) {
+	if slot, ok := e.index.Get(name); ok {
+		return slot, true
+	}
+	return e.ghosts.Get(name)
+}
+
+// state returns the mutable aggregate of slot, thawing its entry first.
+func (e *forkEdit) state(slot int32) *framework.NodeState {
+	if t, ok := e.touched[slot]; ok {
+		return t.st
+	}
+	ni := e.nodes.Get(int(slot))
+	t := touchedNode{st: ni.Thaw(forkNextGen), init: ni}
+	e.touched[slot] = t
+	return t.st
+}
+
+// numPods returns the pod count of slot's entry.
+func (e *forkEdit) numPods(slot int32) int {
+	if t, ok := e.touched[slot]; ok {
+		return t.st.NumPods()
+	}
+	return e.nodes.Get(int(slot)).NumPods()
+}
+
+// pod returns the current entry of pod key.
+func (e *forkEdit) pod(key string) (PodEntry, bool) {
+	if o, ok := e.over.Get(key); ok {
+		return o.e, !o.gone
+	}
+	return e.s.podUnder(key)
+}
+
+// setPod records pod key's entry; dropPod its removal.
+func (e *forkEdit) setPod(key string, pe PodEntry) {
+	e.over.Set(key, podOver{e: pe})
+}
+
+func (e *forkEdit) dropPod(key string) {
+	if _, under := e.s.podUnder(key); under {
+		e.over.Set(key, podOver{gone: true})
+	} else {
+		e.over.Delete(key)
+	}
+}
+
+// ---- pods ----
+
+func forkPodError(op string, pod *v1.Pod, err error) error {
+	var pe *errs.PodError
+	if errors.As(err, &pe) {
+		return err
+	}
+	name := "<nil>"
+	if pod != nil {
+		name = pod.Namespace + "/" + pod.Name
+	}
+	return &errs.PodError{Op: op, Key: name, Err: err}
+}
+
+// attach aggregates info into slot's entry.
+func (e *forkEdit) attach(slot int32, info *framework.PodInfo) {
+	e.state(slot).AddPod(info)
+	e.changed = true
+}
+
+// detach removes the stored pod key from slot's entry (affinity sub-lists
+// searched as aff and anti say, as the cache), deleting an entry left
+// without pods and node object unless keep.
+func (e *forkEdit) detach(name string, slot int32, key string, aff, anti, keep bool) error {
+	st := e.state(slot)
+	if err := st.RemovePod(key, aff, anti); err != nil {
+		return err
+	}
+	e.changed = true
+	if !keep && st.NumPods() == 0 && st.Node() == nil {
+		e.deleteEntry(name, slot)
+	}
+	return nil
+}
+
+// deleteEntry frees the nodeless entry name (at slot) without pods.
+func (e *forkEdit) deleteEntry(name string, slot int32) {
+	delete(e.touched, slot)
+	e.nodes.Set(int(slot), nil)
+	e.s.nodeCount--
+	e.ghosts.Delete(name)
+}
+
+// target finds the entry a pod operation names, or a *PodError wrapping
+// ErrNodeNotFound.
+func (e *forkEdit) target(op, key, node string) (int32, error) {
+	slot, ok := e.slotOf(node)
+	if !ok {
+		return 0, &errs.PodError{Op: op, Key: key, Node: node, Err: errs.ErrNodeNotFound}
+	}
+	return slot, nil
+}
+
+// AssumePod assumes pod on pod.Spec.NodeName, as Cache.AssumePod: the pod
+// must not be in the fork (ErrPodAlreadyCached); the node must be known
+// to the fork (ErrNodeNotFound) and hold fewer than
+// framework.MaxPodsPerNode pods (ErrTooManyPods).
+func (f *Fork) AssumePod(pod *v1.Pod) error {
+	const op = "AssumePod"
+	info, err := framework.NewPodInfo(pod)
+	if err != nil {
+		return forkPodError(op, pod, err)
+	}
+	e := f.begin()
+	key, node := info.Key(), info.NodeName()
+	if _, ok := e.pod(key); ok {
+		return &errs.PodError{Op: op, Key: key, Node: node, Err: errs.ErrPodAlreadyCached}
+	}
+	slot, err := e.target(op, key, node)
+	if err != nil {
+		return err
+	}
+	if e.numPods(slot) >= framework.MaxPodsPerNode {
+		return &errs.PodError{Op: op, Key: key, Node: node, Err: errs.ErrTooManyPods}
+	}
+	e.attach(slot, info)
+	e.setPod(key, PodEntry{Pod: pod, Assumed: true})
+	e.s.podCount++
+	return nil
+}
+
+// ForgetPod removes an assumed pod, as Cache.ForgetPod: a pod not in the
+// fork is a no-op; pod must name the stored pod's node
+// (ErrPodNodeMismatch) and the pod must be assumed (ErrPodNotAssumed).
+func (f *Fork) ForgetPod(pod *v1.Pod) error {
+	const op = "ForgetPod"
+	key, err := framework.PodKey(pod)
+	if err != nil {
+		return forkPodError(op, pod, err)
+	}
+	e := f.begin()
+	cur, ok := e.pod(key)
+	if !ok {
+		return nil
+	}
+	stored := cur.Pod.Spec.NodeName
+	if pod.Spec.NodeName != stored {
+		return &errs.PodError{Op: op, Key: key, Node: pod.Spec.NodeName, Err: errs.ErrPodNodeMismatch}
+	}
+	if !cur.Assumed {
+		return &errs.PodError{Op: op, Key: key, Node: pod.Spec.NodeName, Err: errs.ErrPodNotAssumed}
+	}
+	slot, err := e.target(op, key, stored)
+	if err != nil {
+		return err
+	}
+	if err := e.detach(stored, slot, key, framework.PodHasAffinity(pod), framework.PodHasRequiredAntiAffinity(pod), false); err != nil {
+		return &errs.PodError{Op: op, Key: key, Node: stored, Err: err}
+	}
+	e.dropPod(key)
+	e.s.podCount--
+	return nil
+}
+
+// AddPod confirms an assumed pod (possibly on another node) or adds a new
+// one, as Cache.AddPod: an added pod is refused (ErrPodAlreadyAdded), and
+// so is one more pod on a full node (ErrTooManyPods) or on a node the
+// fork does not know (ErrNodeNotFound).
+func (f *Fork) AddPod(pod *v1.Pod) error {
+	const op = "AddPod"
+	info, err := framework.NewPodInfo(pod)
+	if err != nil {
+		return forkPodError(op, pod, err)
+	}
+	e := f.begin()
+	key, node := info.Key(), info.NodeName()
+	cur, ok := e.pod(key)
+	if ok && !cur.Assumed {
+		return &errs.PodError{Op: op, Key: key, Node: node, Err: errs.ErrPodAlreadyAdded}
+	}
+	slot, err := e.target(op, key, node)
+	if err != nil {
+		return err
+	}
+	if (!ok || cur.Pod.Spec.NodeName != node) && e.numPods(slot) >= framework.MaxPodsPerNode {
+		return &errs.PodError{Op: op, Key: key, Node: node, Err: errs.ErrTooManyPods}
+	}
+	if ok {
+		from, err := e.target(op, key, cur.Pod.Spec.NodeName)
+		if err != nil {
+			return err
+		}
+		if err := e.detach(cur.Pod.Spec.NodeName, from, key, framework.PodHasAffinity(cur.Pod), framework.PodHasRequiredAntiAffinity(cur.Pod), from == slot); err != nil {
+			return &errs.PodError{Op: op, Key: key, Node: node, Err: err}
+		}
+	} else {
+		e.s.podCount++
+	}
+	e.attach(slot, info)
+	e.setPod(key, PodEntry{Pod: pod})
+	return nil
+}
+
+// UpdatePod replaces an added pod, as Cache.UpdatePod: refused with
+// nothing changed are a pod not in the fork (ErrPodNotFound), an assumed
+// pod (ErrPodAssumed), a new pod on another node than the stored one
+// (*CorruptionError), an old pod naming another node (ErrPodNodeMismatch)
+// and a new UID held by another pod (ErrUIDMismatch). A new, free UID
+// renames the pod.
+func (f *Fork) UpdatePod(oldPod, newPod *v1.Pod) error {
+	const op = "UpdatePod"
+	key, err := framework.PodKey(oldPod)
+	if err != nil {
+		return forkPodError(op, oldPod, err)
+	}
+	info, err := framework.NewPodInfo(newPod)
+	if err != nil {
+		return forkPodError(op, newPod, err)
+	}
+	e := f.begin()
+	cur, ok := e.pod(key)
+	if !ok {
+		return &errs.PodError{Op: op, Key: key, Err: errs.ErrPodNotFound}
+	}
+	if cur.Assumed {
+		return &errs.PodError{Op: op, Key: key, Err: errs.ErrPodAssumed}
+	}
+	stored := cur.Pod.Spec.NodeName
+	if info.NodeName() != stored {
+		return &errs.CorruptionError{Op: op, Key: key, CachedNode: stored, GivenNode: info.NodeName()}
+	}
+	if oldPod.Spec.NodeName != stored {
+		return &errs.PodError{Op: op, Key: key, Node: oldPod.Spec.NodeName, Err: errs.ErrPodNodeMismatch}
+	}
+	newKey := info.Key()
+	if newKey != key {
+		if _, taken := e.pod(newKey); taken {
+			return &errs.PodError{Op: op, Key: key, Node: stored, Err: errs.ErrUIDMismatch}
+		}
+	}
+	slot, err := e.target(op, key, stored)
+	if err != nil {
+		return err
+	}
+	if err := e.detach(stored, slot, key, framework.PodHasAffinity(oldPod), framework.PodHasRequiredAntiAffinity(oldPod), true); err != nil {
+		return &errs.PodError{Op: op, Key: key, Node: stored, Err: err}
+	}
+	e.attach(slot, info)
+	if newKey != key {
+		e.dropPod(key)
+	}
+	e.setPod(newKey, PodEntry{Pod: newPod})
+	return nil
+}
+
+// RemovePod removes a pod (assumed or added), as Cache.RemovePod: a pod not
+// in the fork is ErrPodNotFound; a non-empty node name other than the
+// stored pod's is a *CorruptionError.
+func (f *Fork) RemovePod(pod *v1.Pod) error {
+	const op = "RemovePod"
+	key, err := framework.PodKey(pod)
+	if err != nil {
+		return forkPodError(op, pod, err)
+	}
+	e := f.begin()
+	cur, ok := e.pod(key)
+	if !ok {
+		return &errs.PodError{Op: op, Key: key, Err: errs.ErrPodNotFound}
+	}
+	stored := cur.Pod.Spec.NodeName
+	if pod.Spec.NodeName != stored && pod.Spec.NodeName != "" {
+		return &errs.CorruptionError{Op: op, Key: key, CachedNode: stored, GivenNode: pod.Spec.NodeName}
+	}
+	slot, err := e.target(op, key, stored)
+	if err != nil {
+		return err
+	}
+	if err := e.detach(stored, slot, key, framework.PodHasAffinity(cur.Pod), framework.PodHasRequiredAntiAffinity(cur.Pod), false); err != nil {
+		return &errs.PodError{Op: op, Key: key, Node: stored, Err: err}
+	}
+	e.dropPod(key)
+	e.s.podCount--
+	return nil
+}
+
+// ---- nodes ----
+
+// nodeOp prepares a node operation: the pending edit is closed (a node
+// operation relists, which reads every entry) and the zone tree made
+// current.
+func (f *Fork) nodeOp(op, name string) (*forkEdit, error) {
+	f.close()
+	if err := f.ensureTree(); err != nil {
+		return nil, &errs.NodeError{Op: op, Name: name, Err: err}
+	}
+	e := f.begin()
+	return e, nil
+}
+
+// newEntry makes a nodeless entry named name at a new slot.
+func (e *forkEdit) newEntry() int32 {
+	slot := int32(e.nodes.Len())
+	e.nodes.Append(nil)
+	st := framework.NewNodeState(forkNextGen)
+	e.touched[slot] = touchedNode{st: st}
+	e.s.nodeCount++
+	return slot
+}
+
+// setNode makes node the object of slot's entry, with its image summaries
+// read from the fork's registry after replacing old's names (may be nil)
+// with node's.
+func (e *forkEdit) setNode(slot int32, old, node *v1.Node) {
+	st := e.state(slot)
+	if old != nil {
+		e.s.images = imagesWithout(e.s.images, old)
+	}
+	e.s.images = imagesWith(e.s.images, node)
+	st.SetNode(node)
+	st.SetImages(&framework.ImageView{Names: framework.ImageNames(node), Table: e.s.images})
+	e.index.Set(node.Name, slot)
+	e.ghosts.Delete(node.Name)
+	e.changed = true
+	e.nodeOps++
+}
+
+// imagesWith returns t with one more node listing each of node's image
+// names (a new name gets the size node lists first).
+func imagesWith(t *framework.ImageTable, node *v1.Node) *framework.ImageTable {
+	names := framework.ImageNames(node)
+	if len(names) == 0 {
+		return t
+	}
+	ed := t.Map().Edit()
+	for i := range node.Status.Images {
+		img := &node.Status.Images[i]
+		for _, name := range img.Names {
+			if _, ok := ed.Get(name); !ok {
+				ed.Set(name, framework.ImageStateSummary{Size: img.SizeBytes})
+			}
+		}
+	}
+	for _, name := range names {
+		v, _ := ed.Get(name)
+		v.NumNodes++
+		ed.Set(name, v)
+	}
+	return framework.NewImageTable(ed.Done())
+}
+
+// imagesWithout returns t with one node fewer listing each of node's image
+// names; a name no node lists any more leaves.
+func imagesWithout(t *framework.ImageTable, node *v1.Node) *framework.ImageTable {
+	names := framework.ImageNames(node)
+	if len(names) == 0 {
+		return t
+	}
+	ed := t.Map().Edit()
+	for _, name := range names {
+		v, ok := ed.Get(name)
+		switch {
+		case !ok:
+		case v.NumNodes <= 1:
+			ed.Delete(name)
+		default:
+			v.NumNodes--
+			ed.Set(name, v)
+		}
+	}
+	return framework.NewImageTable(ed.Done())
+}
+
+// nodeObj returns the node object of slot's entry.
+func (e *forkEdit) nodeObj(slot int32) *v1.Node {
+	if t, ok := e.touched[slot]; ok {
+		return t.st.Node()
+	}
+	return e.nodes.Get(int(slot)).Node()
+}
+
+// AddNode adds node or replaces the object of its entry (a ghost's
+// included), as Cache.AddNode, and lists it in its zone. A nil node is
+// refused with framework.ErrNilNode.
+func (f *Fork) AddNode(node *v1.Node) error {
+	if node == nil {
+		return framework.ErrNilNode
+	}
+	e, err := f.nodeOp("AddNode", node.Name)
+	if err != nil {
+		return err
+	}
+	slot, ok := e.slotOf(node.Name)
+	var old *v1.Node
+	if !ok {
+		slot = e.newEntry()
+	} else {
+		old = e.nodeObj(slot)
+	}
+	f.tree.AddID(node, slot)
+	e.setNode(slot, old, node)
+	f.close()
+	return nil
+}
+
+// UpdateNode replaces the object of newNode.Name (adding the node if it
+// has no entry), moving it in the zone order when the zone keys of oldNode
+// and newNode differ, as Cache.UpdateNode, with the same refusals
+// (framework.ErrNilNode, ErrNodeNameMismatch).
+func (f *Fork) UpdateNode(oldNode, newNode *v1.Node) error {
+	const op = "UpdateNode"
+	if newNode == nil {
+		return framework.ErrNilNode
+	}
+	newZone := nodetree.ZoneKey(newNode)
+	if oldNode == nil && newZone != "" {
+		return &errs.NodeError{Op: op, Name: newNode.Name, Err: framework.ErrNilNode}
+	}
+	e, err := f.nodeOp(op, newNode.Name)
+	if err != nil {
+		return err
+	}
+	if oldNode != nil && oldNode.Name != newNode.Name {
+		if oldZone := nodetree.ZoneKey(oldNode); oldZone != newZone && f.tree.InZone(oldNode.Name, oldZone) {
+			if _, live := e.index.Get(oldNode.Name); live {
+				f.discard()
+				return &errs.NodeError{Op: op, Name: newNode.Name, Err: errs.ErrNodeNameMismatch}
+			}
+		}
+	}
+	slot, ok := e.slotOf(newNode.Name)
+	var old *v1.Node
+	if !ok {
+		slot = e.newEntry()
+		f.tree.AddID(newNode, slot)
+	} else {
+		old = e.nodeObj(slot)
+	}
+	f.tree.UpdateID(oldNode, newNode, slot)
+	e.setNode(slot, old, newNode)
+	f.close()
+	return nil
+}
+
+// RemoveNode removes node's object, as Cache.RemoveNode: an entry that
+// holds pods stays as a ghost (not listed, not found by Get) until its
+// last pod leaves. A node without an entry is ErrNodeNotFound; a node
+// missing from the zone its labels name is a *NodeError wrapping
+// ErrNodeNotFound and nodetree.ErrNodeNotInZone, after the entry changed.
+func (f *Fork) RemoveNode(node *v1.Node) error {
+	const op = "RemoveNode"
+	if node == nil {
+		return framework.ErrNilNode
+	}
+	e, err := f.nodeOp(op, node.Name)
+	if err != nil {
+		return err
+	}
+	slot, ok := e.slotOf(node.Name)
+	if !ok {
+		f.discard()
+		return &errs.NodeError{Op: op, Name: node.Name, Err: errs.ErrNodeNotFound}
+	}
+	st := e.state(slot)
+	had := st.Node() != nil
+	st.ClearNode()
+	e.changed = true
+	e.nodeOps++
+	e.index.Delete(node.Name)
+	if st.NumPods() == 0 {
+		e.deleteEntry(node.Name, slot)
+	} else if had {
+		e.ghosts.Set(node.Name, slot)
+	}
+	terr := f.tree.Remove(node)
+	if terr == nil {
+		e.s.images = imagesWithout(e.s.images, node)
+	}
+	f.close()
+	if terr != nil {
+		return &errs.NodeError{Op: op, Name: node.Name, Err: fmt.Errorf("%w: %w", errs.ErrNodeNotFound, terr)}
+	}
+	return nil
+}

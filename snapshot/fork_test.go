@@ -1,0 +1,765 @@
+package snapshot_test
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedcache/schedcache/actor"
+	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/internal/zonemodel"
+	"github.com/schedcache/schedcache/nodetree"
+	"github.com/schedcache/schedcache/snapshot"
+)
+
+// ---- a deliberately simple model of a fork: maps, totals recomputed ----
+
+type fmEntry struct {
+	node *v1.Node // nil: a ghost
+	pods map[string]bool
+}
+
+type fmodel struct {
+	pods    map[string]*v1.Pod // key -> stored object
+	assumed map[string]bool
+	entries map[string]*fmEntry
+	tree    *zonemodel.Model
+}
+
+func newFModel() *fmodel {
+	return &fmodel{pods: map[string]*v1.Pod{}, assumed: map[string]bool{}, entries: map[string]*fmEntry{}, tree: zonemodel.New()}
+}
+
+func (m *fmodel) clone() *fmodel {
+	c := &fmodel{pods: maps.Clone(m.pods), assumed: maps.Clone(m.assumed), entries: map[string]*fmEntry{}, tree: zonemodel.New()}
+	for n, e := range m.entries {
+		c.entries[n] = &fmEntry{node: e.node, pods: maps.Clone(e.pods)}
+	}
+	// Rebuild the tree: zones in order, each zone's names in order.
+	for _, name := range m.tree.List() {
+		c.tree.Add(name, nodetree.ZoneKey(m.entries[name].node))
+	}
+	return c
+}
+
+func (m *fmodel) put(p *v1.Pod, assumed bool) {
+	k := string(p.UID)
+	m.pods[k], m.assumed[k] = p, assumed
+	m.entries[p.Spec.NodeName].pods[k] = true
+}
+
+func (m *fmodel) drop(k string) {
+	name := m.pods[k].Spec.NodeName
+	e := m.entries[name]
+	delete(e.pods, k)
+	if len(e.pods) == 0 && e.node == nil {
+		delete(m.entries, name)
+	}
+	delete(m.pods, k)
+	delete(m.assumed, k)
+}
+
+func (m *fmodel) assume(p *v1.Pod) error {
+	if _, ok := m.pods[string(p.UID)]; ok {
+		return actor.ErrPodAlreadyCached
+	}
+	if m.entries[p.Spec.NodeName] == nil {
+		return actor.ErrNodeNotFound
+	}
+	m.put(p, true)
+	return nil
+}
+
+func (m *fmodel) forget(k string) error {
+	if _, ok := m.pods[k]; !ok {
+		return nil
+	}
+	if !m.assumed[k] {
+		return actor.ErrPodNotAssumed
+	}
+	m.drop(k)
+	return nil
+}
+
+func (m *fmodel) add(p *v1.Pod) error {
+	k := string(p.UID)
+	if _, ok := m.pods[k]; ok && !m.assumed[k] {
+		return actor.ErrPodAlreadyAdded
+	}
+	if m.entries[p.Spec.NodeName] == nil {
+		return actor.ErrNodeNotFound
+	}
+	if _, ok := m.pods[k]; ok {
+		delete(m.entries[m.pods[k].Spec.NodeName].pods, k)
+		if e := m.entries[m.pods[k].Spec.NodeName]; len(e.pods) == 0 && e.node == nil && m.pods[k].Spec.NodeName != p.Spec.NodeName {
+			delete(m.entries, m.pods[k].Spec.NodeName)
+		}
+	}
+	m.put(p, false)
+	return nil
+}
+
+func (m *fmodel) update(p *v1.Pod) error {
+	k := string(p.UID)
+	if _, ok := m.pods[k]; !ok {
+		return actor.ErrPodNotFound
+	}
+	if m.assumed[k] {
+		return actor.ErrPodAssumed
+	}
+	m.put(p, false)
+	return nil
+}
+
+func (m *fmodel) remove(k string) error {
+	if _, ok := m.pods[k]; !ok {
+		return actor.ErrPodNotFound
+	}
+	m.drop(k)
+	return nil
+}
+
+func (m *fmodel) addNode(n *v1.Node) {
+	e := m.entries[n.Name]
+	if e == nil {
+		e = &fmEntry{pods: map[string]bool{}}
+		m.entries[n.Name] = e
+	}
+	e.node = n
+	m.tree.Add(n.Name, nodetree.ZoneKey(n))
+}
+
+func (m *fmodel) updateNode(old, n *v1.Node) {
+	m.entries[n.Name].node = n
+	if ok, nk := nodetree.ZoneKey(old), nodetree.ZoneKey(n); ok != nk {
+		m.tree.Remove(old.Name, ok)
+		m.tree.Add(n.Name, nk)
+	}
+}
+
+func (m *fmodel) removeNode(n *v1.Node) error {
+	e := m.entries[n.Name]
+	if e == nil {
+		return actor.ErrNodeNotFound
+	}
+	e.node = nil
+	if len(e.pods) == 0 {
+		delete(m.entries, n.Name)
+	}
+	m.tree.Remove(n.Name, nodetree.ZoneKey(n))
+	return nil
+}
+
+// check compares every observable of s with the model.
+func (m *fmodel) check(t *testing.T, s *snapshot.Snapshot, step string) {
+	t.Helper()
+	require.Equal(t, len(m.pods), s.PodCount(), step)
+	require.Equal(t, len(m.entries), s.NodeCount(), step)
+	for k, p := range m.pods {
+		e, ok := s.Pod(k)
+		require.True(t, ok, "%s: pod %s", step, k)
+		require.Same(t, p, e.Pod, "%s: pod %s", step, k)
+		require.Equal(t, m.assumed[k], e.Assumed, "%s: pod %s", step, k)
+	}
+	seen := 0
+	s.RangePods(func(k string, e snapshot.PodEntry) bool {
+		seen++
+		require.Same(t, m.pods[k], e.Pod, "%s: RangePods %s", step, k)
+		return true
+	})
+	require.Equal(t, len(m.pods), seen, step)
+
+	var list []string
+	for _, name := range m.tree.List() {
+		if e := m.entries[name]; e != nil && e.node != nil {
+			list = append(list, name)
+		}
+	}
+	require.Equal(t, len(list), s.NumNodes(), step)
+	var aff, anti []string
+	used := map[string]bool{}
+	for i, name := range list {
+		ni := s.At(i)
+		require.Equal(t, name, ni.NodeName(), "%s: list[%d]", step, i)
+		got, err := s.Get(name)
+		require.NoError(t, err)
+		require.Same(t, ni, got)
+		e := m.entries[name]
+		require.Same(t, e.node, ni.Node(), step)
+		var cpu, mem int64
+		var na, nr int
+		var keys []string
+		for k := range e.pods {
+			pi, err := framework.NewPodInfo(m.pods[k])
+			require.NoError(t, err)
+			cpu += pi.Requests().MilliCPU
+			mem += pi.Requests().Memory
+			keys = append(keys, k)
+			if pi.HasAffinity() {
+				na++
+			}
+			if pi.HasRequiredAntiAffinity() {
+				nr++
+			}
+			for _, c := range pi.PVCKeys() {
+				used[c] = true
+			}
+		}
+		var gotKeys []string
+		for _, pi := range ni.Pods() {
+			gotKeys = append(gotKeys, pi.Key())
+		}
+		sort.Strings(keys)
+		sort.Strings(gotKeys)
+		require.Equal(t, keys, gotKeys, "%s: pods of %s", step, name)
+		require.Equal(t, cpu, ni.Requested().MilliCPU, "%s: cpu of %s", step, name)
+		require.Equal(t, mem, ni.Requested().Memory, "%s: memory of %s", step, name)
+		require.Equal(t, na, ni.NumPodsWithAffinity(), step)
+		require.Equal(t, nr, ni.NumPodsWithRequiredAntiAffinity(), step)
+		if na > 0 {
+			aff = append(aff, name)
+		}
+		if nr > 0 {
+			anti = append(anti, name)
+		}
+	}
+	names := func(l []*framework.NodeInfo, _ error) []string {
+		var out []string
+		for _, ni := range l {
+			out = append(out, ni.NodeName())
+		}
+		return out
+	}
+	require.Equal(t, aff, names(s.HavePodsWithAffinityList()), step)
+	require.Equal(t, anti, names(s.HavePodsWithRequiredAntiAffinityList()), step)
+	require.Equal(t, len(used), s.NumUsedPVCs(), step)
+	for k := range used {
+		require.True(t, s.IsPVCUsedByPods(k), "%s: pvc %s", step, k)
+	}
+	for name, e := range m.entries {
+		if e.node == nil {
+			_, err := s.Get(name)
+			require.ErrorIs(t, err, snapshot.ErrNodeInfoNotFound, step)
+		}
+	}
+	require.NoError(t, s.Err(), step)
+}
+
+// ---- generators ----
+
+var forkZones = []map[string]string{
+	{v1.LabelTopologyZone: "a"}, {v1.LabelTopologyZone: "b"}, {v1.LabelTopologyZone: "c"}, nil,
+}
+
+func forkNode(r *rand.Rand, name string) *v1.Node {
+	n := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: forkZones[r.Intn(len(forkZones))], ResourceVersion: fmt.Sprint(r.Int())},
+		Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+			v1.ResourceCPU:    *resource.NewQuantity(int64(4+r.Intn(4)), resource.DecimalSI),
+			v1.ResourceMemory: *resource.NewQuantity(int64(8+r.Intn(8))<<30, resource.BinarySI),
+		}},
+	}
+	if r.Intn(2) == 0 {
+		n.Status.Images = []v1.ContainerImage{{Names: []string{"img"}, SizeBytes: 100}}
+	}
+	return n
+}
+
+func forkPod(r *rand.Rand, uid, node string) *v1.Pod {
+	c := v1.Container{Name: "c", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+		v1.ResourceCPU:    *resource.NewMilliQuantity(int64(50+r.Intn(500)), resource.DecimalSI),
+		v1.ResourceMemory: *resource.NewQuantity(int64(1+r.Intn(64))<<20, resource.BinarySI),
+	}}}
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p-" + uid, Namespace: "ns", UID: types.UID(uid), ResourceVersion: fmt.Sprint(r.Int())},
+		Spec:       v1.PodSpec{NodeName: node, Containers: []v1.Container{c}},
+	}
+	if r.Intn(4) == 0 {
+		p.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: fmt.Sprintf("claim-%d", r.Intn(4))}}}}
+	}
+	switch r.Intn(6) {
+	case 0:
+		p.Spec.Affinity = &v1.Affinity{PodAffinity: &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{TopologyKey: "zone"}}}}
+	case 1:
+		p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname"}}}}
+	}
+	return p
+}
+
+// baseCluster builds a cache state with nodes and pods through the real
+// coordinator core (actor.Local) and its model.
+func baseCluster(t testing.TB, r *rand.Rand, nodes, pods int) (*actor.Local, *snapshot.Snapshot, *fmodel) {
+	l := actor.NewLocal(2, 0)
+	m := newFModel()
+	for i := 0; i < nodes; i++ {
+		n := forkNode(r, fmt.Sprintf("n%d", i))
+		l.Core.AddNode(n)
+		m.addNode(n)
+	}
+	for i := 0; i < pods; i++ {
+		p := forkPod(r, fmt.Sprintf("b%d", i), fmt.Sprintf("n%d", r.Intn(nodes)))
+		info, err := framework.NewPodInfo(p)
+		require.NoError(t, err)
+		if i%3 == 0 {
+			require.NoError(t, l.Core.AssumePod(info))
+			require.NoError(t, m.assume(p))
+		} else {
+			require.NoError(t, l.Core.AddPod(info))
+			require.NoError(t, m.add(p))
+		}
+	}
+	s, err := l.Publish()
+	require.NoError(t, err)
+	return l, s, m
+}
+
+// fingerprint renders everything a snapshot shows, to check it never
+// changes.
+func fingerprint(s *snapshot.Snapshot) string {
+	out := fmt.Sprint(s.Epoch(), s.NumNodes(), s.NodeCount(), s.PodCount(), s.NumUsedPVCs(), s.NumNodesWithAffinity(), s.NumNodesWithRequiredAntiAffinity(), "|")
+	s.Range(func(i int, ni *framework.NodeInfo) bool {
+		out += fmt.Sprint(ni.NodeName(), ni.Generation(), ni.NumPods(), ni.Requested().MilliCPU, ni.Requested().Memory, ni.Node().ResourceVersion, ";")
+		return true
+	})
+	var keys []string
+	s.RangePods(func(k string, e snapshot.PodEntry) bool {
+		keys = append(keys, fmt.Sprint(k, e.Assumed, e.Pod.Spec.NodeName, e.Pod.ResourceVersion))
+		return true
+	})
+	sort.Strings(keys)
+	return out + fmt.Sprint(keys)
+}
+
+func errSentinel(err error) error {
+	for _, s := range []error{actor.ErrPodAlreadyCached, actor.ErrPodAlreadyAdded, actor.ErrPodNotFound, actor.ErrPodAssumed,
+		actor.ErrPodNotAssumed, actor.ErrNodeNotFound, snapshot.ErrNoForkPoint, snapshot.ErrStaleForkPoint} {
+		if errors.Is(err, s) {
+			return s
+		}
+	}
+	return err
+}
+
+// TestForkModel runs random fork operations (pods, nodes, nested forks,
+// reverts to any point, commits of a level) against the simple model,
+// comparing every observable after every step; snapshots taken on the way
+// and the base are checked unchanged at the end.
+func TestForkModel(t *testing.T) {
+	seeds, steps := 20, 400
+	if testing.Short() {
+		seeds, steps = 6, 250
+	}
+	for seed := int64(1); seed <= int64(seeds); seed++ {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { runForkModel(t, seed, steps) })
+	}
+}
+
+type heldSnap struct {
+	s  *snapshot.Snapshot
+	fp string
+}
+
+func runForkModel(t *testing.T, seed int64, steps int) {
+	r := rand.New(rand.NewSource(seed))
+	_, base, m := baseCluster(t, r, 8, 30)
+	baseFP := fingerprint(base)
+	f := base.Fork()
+	require.Same(t, base, f.Base())
+	m.check(t, f.Snapshot(), "start")
+	type level struct {
+		m     *fmodel
+		point snapshot.ForkPoint // zero when made by Fork()
+	}
+	var stack []level
+	var held []heldSnap
+	var points []snapshot.ForkPoint // every point handed out, stale ones too
+	uid := 0
+	podKeys := func() []string { return slices.Sorted(maps.Keys(m.pods)) }
+	nodeNames := func(withObj bool) []string {
+		var out []string
+		for n, e := range m.entries {
+			if !withObj || e.node != nil {
+				out = append(out, n)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	someNode := func() string {
+		if r.Intn(10) == 0 {
+			return fmt.Sprintf("n%d", 8+r.Intn(4)) // maybe unknown
+		}
+		ns := nodeNames(false)
+		if len(ns) == 0 {
+			return "n0"
+		}
+		return ns[r.Intn(len(ns))]
+	}
+	for step := 0; step < steps; step++ {
+		var name string
+		var err, want error
+		switch op := r.Intn(16); {
+		case op < 3: // AssumePod
+			uid++
+			p := forkPod(r, fmt.Sprintf("f%d", uid), someNode())
+			if ks := podKeys(); r.Intn(8) == 0 && len(ks) > 0 {
+				p.UID = types.UID(ks[r.Intn(len(ks))])
+			}
+			name = "AssumePod " + string(p.UID) + " on " + p.Spec.NodeName
+			err, want = f.AssumePod(p), m.assume(p)
+		case op < 5: // AddPod: confirm an assumed pod or add a new one
+			uid++
+			p := forkPod(r, fmt.Sprintf("f%d", uid), someNode())
+			if ks := podKeys(); r.Intn(2) == 0 && len(ks) > 0 {
+				p.UID = types.UID(ks[r.Intn(len(ks))])
+			}
+			name = "AddPod " + string(p.UID) + " on " + p.Spec.NodeName
+			err, want = f.AddPod(p), m.add(p)
+		case op < 6: // ForgetPod
+			ks := podKeys()
+			if len(ks) == 0 {
+				continue
+			}
+			k := ks[r.Intn(len(ks))]
+			name = "ForgetPod " + k
+			err, want = f.ForgetPod(m.pods[k]), m.forget(k)
+		case op < 7: // UpdatePod (same node)
+			ks := podKeys()
+			if len(ks) == 0 {
+				continue
+			}
+			k := ks[r.Intn(len(ks))]
+			old := m.pods[k]
+			p := forkPod(r, k, old.Spec.NodeName)
+			name = "UpdatePod " + k
+			err, want = f.UpdatePod(old, p), m.update(p)
+		case op < 8: // RemovePod
+			ks := podKeys()
+			if len(ks) == 0 {
+				continue
+			}
+			k := ks[r.Intn(len(ks))]
+			name = "RemovePod " + k
+			err, want = f.RemovePod(m.pods[k]), m.remove(k)
+		case op < 9: // AddNode (new, re-added ghost, or replaced)
+			n := forkNode(r, fmt.Sprintf("n%d", r.Intn(12)))
+			if e := m.entries[n.Name]; e != nil && e.node != nil {
+				n.Labels = e.node.Labels // AddNode over a live node keeps its zone here
+			}
+			name = "AddNode " + n.Name
+			err = f.AddNode(n)
+			m.addNode(n)
+		case op < 10: // UpdateNode (maybe moving zones)
+			ns := nodeNames(true)
+			if len(ns) == 0 {
+				continue
+			}
+			old := m.entries[ns[r.Intn(len(ns))]].node
+			n := forkNode(r, old.Name)
+			name = "UpdateNode " + n.Name
+			err = f.UpdateNode(old, n)
+			m.updateNode(old, n)
+		case op < 11: // RemoveNode
+			ns := nodeNames(true)
+			if len(ns) == 0 {
+				continue
+			}
+			n := m.entries[ns[r.Intn(len(ns))]].node
+			name = "RemoveNode " + n.Name
+			err, want = f.RemoveNode(n), m.removeNode(n)
+		case op < 12: // Fork or Point
+			if r.Intn(2) == 0 {
+				f.Fork()
+				stack = append(stack, level{m: m.clone()})
+				name = "Fork"
+			} else {
+				p := f.Point()
+				stack = append(stack, level{m: m.clone(), point: p})
+				points = append(points, p)
+				name = "Point"
+			}
+		case op < 13: // Revert
+			name = "Revert"
+			err = f.Revert()
+			if len(stack) == 0 {
+				want = snapshot.ErrNoForkPoint
+			} else {
+				m = stack[len(stack)-1].m
+				stack = stack[:len(stack)-1]
+			}
+		case op < 14: // RevertTo any point handed out (maybe stale)
+			if len(points) == 0 {
+				continue
+			}
+			p := points[r.Intn(len(points))]
+			if len(stack) > 0 && r.Intn(2) == 0 {
+				p = stack[r.Intn(len(stack))].point // zero for a Fork() level: stale
+			}
+			name = "RevertTo"
+			err = f.RevertTo(p)
+			i := slices.IndexFunc(stack, func(l level) bool { return l.point == p && p != (snapshot.ForkPoint{}) })
+			if i < 0 {
+				want = snapshot.ErrStaleForkPoint
+			} else {
+				m = stack[i].m
+				stack = stack[:i]
+			}
+		case op < 15: // Commit of a level
+			name = "Commit"
+			err = f.Commit()
+			if len(stack) == 0 {
+				want = snapshot.ErrNoForkPoint
+			} else {
+				stack = stack[:len(stack)-1]
+			}
+		default: // hold a snapshot
+			s := f.Snapshot()
+			require.Same(t, s, f.Snapshot(), "Snapshot without changes is the same value")
+			held = append(held, heldSnap{s, fingerprint(s)})
+			continue
+		}
+		step := fmt.Sprintf("step %d: %s", step, name)
+		require.Equal(t, want, errSentinel(err), "%s: %v", step, err)
+		require.Equal(t, len(stack), f.Depth(), step)
+		m.check(t, f.Snapshot(), step)
+	}
+	for i, h := range held {
+		require.Equal(t, h.fp, fingerprint(h.s), "held snapshot %d changed", i)
+	}
+	require.Equal(t, baseFP, fingerprint(base), "base changed")
+}
+
+// view renders what a snapshot shows (generations and image counts aside)
+// for comparing a fork with the real coordinator core.
+func view(s *snapshot.Snapshot) string {
+	out := fmt.Sprint(s.NumNodes(), s.NodeCount(), s.PodCount(), s.Err(), "|")
+	s.Range(func(i int, ni *framework.NodeInfo) bool {
+		var keys []string
+		for _, pi := range ni.Pods() {
+			keys = append(keys, pi.Key())
+		}
+		sort.Strings(keys)
+		out += fmt.Sprint(ni.NodeName(), ni.Node().ResourceVersion, keys, ni.Requested().MilliCPU, ni.Requested().Memory,
+			ni.NonZeroRequested().MilliCPU, ni.NumPodsWithAffinity(), ni.NumPodsWithRequiredAntiAffinity(), ni.NumUsedPorts(), ni.PVCRefCounts(), ";")
+		return true
+	})
+	names := func(l []*framework.NodeInfo, _ error) (out []string) {
+		for _, ni := range l {
+			out = append(out, ni.NodeName())
+		}
+		return out
+	}
+	out += fmt.Sprint(names(s.HavePodsWithAffinityList()), names(s.HavePodsWithRequiredAntiAffinityList()), "|")
+	var pvcs, pods []string
+	s.RangeUsedPVCs(func(k string) bool { pvcs = append(pvcs, k); return true })
+	s.RangePods(func(k string, e snapshot.PodEntry) bool {
+		pods = append(pods, fmt.Sprint(k, e.Assumed, e.Pod.ResourceVersion))
+		return true
+	})
+	sort.Strings(pvcs)
+	sort.Strings(pods)
+	return out + fmt.Sprint(pvcs, pods)
+}
+
+// TestForkMatchesCore applies the same random operations to a fork and to
+// the coordinator's own core (actor.Local, the cache's state machine and
+// publication) and compares what their snapshots show after every step:
+// one implementation of the rules, zone order and aggregation.
+func TestForkMatchesCore(t *testing.T) {
+	seeds, steps := 10, 300
+	if testing.Short() {
+		seeds, steps = 3, 200
+	}
+	for seed := int64(1); seed <= int64(seeds); seed++ {
+		r := rand.New(rand.NewSource(seed))
+		l, base, m := baseCluster(t, r, 6, 20)
+		f := base.Fork()
+		uid := 0
+		for step := 0; step < steps; step++ {
+			keys := slices.Sorted(maps.Keys(m.pods))
+			var live []string
+			for n, e := range m.entries {
+				if e.node != nil {
+					live = append(live, n)
+				}
+			}
+			sort.Strings(live)
+			anyKey := func() string {
+				if len(keys) == 0 {
+					return "none"
+				}
+				return keys[r.Intn(len(keys))]
+			}
+			node := "n0"
+			if len(live) > 0 {
+				node = live[r.Intn(len(live))]
+			}
+			var ef, ec error
+			switch op := r.Intn(8); op {
+			case 0, 1:
+				if m.entries[node] == nil {
+					continue // the fork refuses unknown nodes; the cache makes a nodeless entry
+				}
+				uid++
+				p := forkPod(r, fmt.Sprintf("f%d", uid), node)
+				if r.Intn(4) == 0 {
+					p.UID = types.UID(anyKey())
+				}
+				info, _ := framework.NewPodInfo(p)
+				if op == 0 {
+					ef, ec = f.AssumePod(p), l.Core.AssumePod(info)
+					_ = m.assume(p)
+				} else {
+					ef, ec = f.AddPod(p), l.Core.AddPod(info)
+					_ = m.add(p)
+				}
+			case 2, 3:
+				k := anyKey()
+				p := m.pods[k]
+				if p == nil {
+					continue
+				}
+				if op == 2 {
+					ef, ec = f.ForgetPod(p), l.Core.ForgetPod(k, p)
+					_ = m.forget(k)
+				} else {
+					ef, ec = f.RemovePod(p), l.Core.RemovePod(k, p)
+					_ = m.remove(k)
+				}
+			case 4:
+				k := anyKey()
+				old := m.pods[k]
+				if old == nil {
+					continue
+				}
+				p := forkPod(r, k, old.Spec.NodeName)
+				info, _ := framework.NewPodInfo(p)
+				ef, ec = f.UpdatePod(old, p), l.Core.UpdatePod(old, info)
+				_ = m.update(p)
+			case 5:
+				n := forkNode(r, fmt.Sprintf("n%d", r.Intn(9)))
+				if e := m.entries[n.Name]; e != nil && e.node != nil {
+					n.Labels = e.node.Labels
+				}
+				ef = f.AddNode(n)
+				l.Core.AddNode(n)
+				m.addNode(n)
+			case 6:
+				if len(live) == 0 {
+					continue
+				}
+				old := m.entries[node].node
+				n := forkNode(r, node)
+				ef, ec = f.UpdateNode(old, n), l.Core.UpdateNode(old, n)
+				m.updateNode(old, n)
+			case 7:
+				if len(live) == 0 {
+					continue
+				}
+				n := m.entries[node].node
+				ef, ec = f.RemoveNode(n), l.Core.RemoveNode(n)
+				_ = m.removeNode(n)
+			}
+			require.Equal(t, errSentinel(ec), errSentinel(ef), "seed %d step %d: %v / %v", seed, step, ec, ef)
+			cs, err := l.Publish()
+			require.NoError(t, err)
+			require.Equal(t, view(cs), view(f.Snapshot()), "seed %d step %d", seed, step)
+		}
+	}
+}
+
+// Bad input gets typed errors and changes nothing; fork points of another
+// fork, or dropped ones, are refused.
+func TestForkRefusals(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	_, base, _ := baseCluster(t, r, 3, 5)
+	f := base.Fork()
+	before := f.Snapshot()
+	var pe *actor.PodError
+	require.ErrorAs(t, f.AssumePod(nil), &pe)
+	require.ErrorIs(t, f.AssumePod(nil), framework.ErrNilPod)
+	require.ErrorIs(t, f.AddPod(&v1.Pod{}), framework.ErrEmptyUID)
+	require.ErrorIs(t, f.ForgetPod(nil), framework.ErrNilPod)
+	require.ErrorIs(t, f.RemovePod(nil), framework.ErrNilPod)
+	require.ErrorIs(t, f.UpdatePod(nil, nil), framework.ErrNilPod)
+	require.ErrorIs(t, f.AddNode(nil), framework.ErrNilNode)
+	require.ErrorIs(t, f.UpdateNode(nil, nil), framework.ErrNilNode)
+	require.ErrorIs(t, f.RemoveNode(nil), framework.ErrNilNode)
+	require.ErrorIs(t, f.RemoveNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "nope"}}), actor.ErrNodeNotFound)
+	require.ErrorIs(t, f.AssumePod(forkPod(r, "x", "nope")), actor.ErrNodeNotFound)
+	require.ErrorIs(t, f.Revert(), snapshot.ErrNoForkPoint)
+	require.ErrorIs(t, f.Commit(), snapshot.ErrNoForkPoint)
+	require.ErrorIs(t, f.RevertTo(snapshot.ForkPoint{}), snapshot.ErrStaleForkPoint)
+	require.ErrorIs(t, f.RevertTo(base.Fork().Point()), snapshot.ErrStaleForkPoint)
+	require.Same(t, before, f.Snapshot(), "refusals changed nothing")
+
+	p := f.Point()
+	require.NoError(t, f.AssumePod(forkPod(r, "x", "n0")))
+	q := f.Point()
+	require.NoError(t, f.RevertTo(p))
+	require.ErrorIs(t, f.RevertTo(q), snapshot.ErrStaleForkPoint, "a point after the one reverted to is dropped")
+	require.ErrorIs(t, f.RevertTo(p), snapshot.ErrStaleForkPoint, "the point reverted to is dropped")
+	require.Same(t, before, f.Snapshot())
+
+	// A fork of a snapshot made by NewSnapshot (its list is by name, not
+	// by zone) refuses node operations but takes pod operations.
+	ns := snapshot.NewSnapshot(nil, []*v1.Node{forkNode(r, "a")})
+	g := ns.Fork()
+	require.ErrorIs(t, g.AddNode(forkNode(r, "b")), snapshot.ErrForkListInconsistent)
+	require.NoError(t, g.AssumePod(forkPod(r, "y", "a")))
+	require.Equal(t, 1, g.Snapshot().PodCount())
+	require.Equal(t, 0, ns.PodCount())
+}
+
+// Many goroutines fork one snapshot at once and change their forks; the
+// base and every other fork stay as they were (run with -race).
+func TestForkConcurrent(t *testing.T) {
+	r := rand.New(rand.NewSource(2))
+	_, base, _ := baseCluster(t, r, 20, 100)
+	fp := fingerprint(base)
+	const workers, forks = 8, 25
+	errc := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		go func(w int) {
+			r := rand.New(rand.NewSource(int64(w)))
+			for i := 0; i < forks; i++ {
+				f := base.Fork()
+				for j := 0; j < 10; j++ {
+					p := forkPod(r, fmt.Sprintf("w%d-%d-%d", w, i, j), fmt.Sprintf("n%d", r.Intn(20)))
+					if err := f.AssumePod(p); err != nil {
+						errc <- err
+						return
+					}
+				}
+				f.Fork()
+				if err := f.AddNode(forkNode(r, fmt.Sprintf("new%d", w))); err != nil {
+					errc <- err
+					return
+				}
+				if got := f.Snapshot().PodCount(); got != base.PodCount()+10 {
+					errc <- fmt.Errorf("fork has %d pods, want %d", got, base.PodCount()+10)
+					return
+				}
+				if err := f.Revert(); err != nil {
+					errc <- err
+					return
+				}
+			}
+			errc <- nil
+		}(w)
+	}
+	for w := 0; w < workers; w++ {
+		require.NoError(t, <-errc)
+	}
+	require.Equal(t, fp, fingerprint(base))
+}
