@@ -96,7 +96,7 @@ type Fork struct {
 	stack   []forkLevel // fork points, innermost last; owned by the owner goroutine
 	seq     uint64      // last seq or token handed out
 	editing bool        // ed is open: cur is its starting state
-	ed      forkEdit    // the open edit; its memory is reused
+	ed      *forkEdit   // the open edit; allocated by the first, reused by later ones
 	tree    *nodetree.Tree
 	treeTok uint64 // the listTok of the state tree lists (valid when tree != nil)
 	pos     []int32
@@ -227,10 +227,13 @@ func (f *Fork) Commit() error {
 
 // begin opens the edit of the current state if it is not open.
 func (f *Fork) begin() *forkEdit {
-	e := &f.ed
 	if f.editing {
-		return e
+		return f.ed
 	}
+	if f.ed == nil {
+		f.ed = &forkEdit{touched: make(map[int32]touchedNode)}
+	}
+	e := f.ed
 	f.editing = true
 	e.s = *f.cur.s
 	e.s.nodes.EditInto(&e.nodes)
@@ -238,9 +241,6 @@ func (f *Fork) begin() *forkEdit {
 	e.s.pvc.EditInto(&e.pvc)
 	e.s.over.EditInto(&e.over)
 	f.cur.ghosts.EditInto(&e.ghosts)
-	if e.touched == nil {
-		e.touched = make(map[int32]touchedNode)
-	}
 	e.changed, e.nodeOps = false, 0
 	return e
 }
@@ -260,7 +260,7 @@ func (f *Fork) close() {
 	if !f.editing {
 		return
 	}
-	e := &f.ed
+	e := f.ed
 	if !e.changed {
 		f.discard()
 		return
