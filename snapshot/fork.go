@@ -924,3 +924,31 @@ func (f *Fork) RemoveNode(node *v1.Node) error {
 	}
 	return nil
 }
+
+// PodChange is one pod's change in a fork since its base: its entry in the
+// base (InBase) and now (InNow). Immutable.
+type PodChange struct {
+	Key           string
+	Base, Now     PodEntry
+	InBase, InNow bool
+}
+
+// PodChanges calls fn for every pod whose entry in the fork differs from
+// its base (pods changed and changed back are included, with equal
+// entries), in no set order, until fn returns false. Cost: O(changed pods
+// x log). Cache.Commit applies them.
+func (f *Fork) PodChanges(fn func(PodChange) bool) {
+	s := f.Snapshot()
+	s.over.Range(func(k string, o podOver) bool {
+		c := PodChange{Key: k, Now: o.e, InNow: !o.gone}
+		c.Base, c.InBase = s.podUnder(k)
+		return fn(c)
+	})
+}
+
+// NodeChanges returns the number of node operations (AddNode, UpdateNode,
+// RemoveNode) that changed the fork's current state since its base.
+func (f *Fork) NodeChanges() int {
+	f.close()
+	return f.cur.nodeOps
+}
