@@ -186,6 +186,7 @@ func (b *Builder) Commit(epoch uint64, nodeCount, podCount int) *Snapshot {
 	}
 	if b.lists {
 		s.order, s.aff, s.anti, s.err = b.order, b.aff, b.anti, b.err
+		s.li = new(listIndex) // built by the first fork that needs it
 		b.lists = false
 		b.order, b.aff, b.anti, b.err = nil, persist.Seq[int32]{}, persist.Seq[int32]{}, nil
 	}

@@ -140,7 +140,7 @@ func (s *Snapshot) Fork() *Fork {
 	b := s
 	if !s.published || s.ll != nil {
 		c := *s
-		c.published, c.ll = true, nil
+		c.published, c.ll, c.li = true, nil, new(listIndex)
 		b = &c
 	}
 	return &Fork{base: b, cur: forkLevel{s: b}}
@@ -326,6 +326,7 @@ func (f *Fork) relist(s *Snapshot) {
 		err = &InconsistentListError{ListLen: len(order), TreeNodes: f.tree.NumNodes(), MapLen: s.index.Len(), CacheEntries: s.nodeCount}
 	}
 	s.order, s.aff, s.anti, s.err = order, persist.SeqOf(aff), persist.SeqOf(anti), err
+	s.li = new(listIndex)
 	s.pvc = pvc.Done()
 	s.treeNodes, s.treeNames = f.tree.NumNodes(), nil
 	f.pos = nil
@@ -337,15 +338,20 @@ func (f *Fork) editLists(s *Snapshot, e *forkEdit) {
 	var affEd, antiEd []persist.SeqEdit[int32]
 	var gone []string
 	for slot, t := range e.touched {
+		now := s.nodes.Get(int(slot))
+		aff0, aff1 := t.init.NumPodsWithAffinity() > 0, now.NumPodsWithAffinity() > 0
+		anti0, anti1 := t.init.NumPodsWithRequiredAntiAffinity() > 0, now.NumPodsWithRequiredAntiAffinity() > 0
+		if aff0 == aff1 && anti0 == anti1 && t.init.NumPVCRefCounts() == 0 && now.NumPVCRefCounts() == 0 {
+			continue // in no list it was not in before
+		}
 		if !f.listed(slot) {
 			continue
 		}
-		now := s.nodes.Get(int(slot))
-		if a, b := t.init.NumPodsWithAffinity() > 0, now.NumPodsWithAffinity() > 0; a != b {
-			affEd = append(affEd, persist.SeqEdit[int32]{X: slot, Insert: b})
+		if aff0 != aff1 {
+			affEd = append(affEd, persist.SeqEdit[int32]{X: slot, Insert: aff1})
 		}
-		if a, b := t.init.NumPodsWithRequiredAntiAffinity() > 0, now.NumPodsWithRequiredAntiAffinity() > 0; a != b {
-			antiEd = append(antiEd, persist.SeqEdit[int32]{X: slot, Insert: b})
+		if anti0 != anti1 {
+			antiEd = append(antiEd, persist.SeqEdit[int32]{X: slot, Insert: anti1})
 		}
 		now.RangePVCRefCounts(func(k string, _ int) bool {
 			if t.init.PVCRefCount(k) == 0 {
@@ -401,17 +407,9 @@ func (f *Fork) pvcUsed(s *Snapshot, k string) bool {
 // first call for a list builds a slot -> position table, O(n).
 func (f *Fork) listed(slot int32) bool {
 	if f.pos == nil || f.posTok != f.cur.listTok {
-		order := f.cur.s.order
-		n := f.cur.s.nodes.Len()
-		if f.editing {
-			n = max(n, f.ed.nodes.Len())
-		}
-		pos := make([]int32, n)
-		for i := range pos {
-			pos[i] = -1
-		}
-		for i, sl := range order {
-			pos[sl] = int32(i)
+		pos := f.cur.s.listPos() // shared by the forks of one list
+		if pos == nil {
+			pos = positions(f.cur.s.order)
 		}
 		f.pos, f.posTok = pos, f.cur.listTok
 	}

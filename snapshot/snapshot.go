@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -85,7 +86,43 @@ type Snapshot struct {
 	treeNames []string                            // the tree's list by name when it names nodes order lacks (a name without a node entry); nil otherwise; shared, never written
 	published bool                                // true for snapshots handed out by the cache, and for a fork's (fork.go)
 	over      persist.Map[podOver]                // a fork's pod changes over pods and podLog (fork.go); empty in the cache's snapshots
+	li        *listIndex                          // order's slot -> position table, built on first use (forks); shared by the snapshots with this order; nil in snapshots a caller owns
 	ll        *longLived                          // nil unless refreshed by UpdateFrom; owned with the snapshot
+}
+
+// listIndex maps a node list's slots to their positions in it. It is built
+// once, on first use (listPos), and then immutable; the snapshots that
+// share a list (order) share it.
+type listIndex struct {
+	once sync.Once
+	pos  []int32 // slot -> position in the list, -1 if not listed; written once, in once
+}
+
+// listPos returns the slot -> list position table of s's list, building
+// it (O(n)) on the first call for that list; nil if s has no table.
+func (s *Snapshot) listPos() []int32 {
+	li := s.li
+	if li == nil {
+		return nil
+	}
+	li.once.Do(func() { li.pos = positions(s.order) })
+	return li.pos
+}
+
+// positions returns slot -> position in order (-1 for slots not in it).
+func positions(order []int32) []int32 {
+	n := int32(0)
+	for _, sl := range order {
+		n = max(n, sl+1)
+	}
+	pos := make([]int32, n)
+	for i := range pos {
+		pos[i] = -1
+	}
+	for i, sl := range order {
+		pos[sl] = int32(i)
+	}
+	return pos
 }
 
 // NewEmptySnapshot returns an empty snapshot owned by the caller.
@@ -108,6 +145,7 @@ func (s *Snapshot) CopyFrom(src *Snapshot) error {
 	*s = *src
 	s.published = false
 	s.ll = src.ll.clone()
+	s.li = nil
 	return nil
 }
 
