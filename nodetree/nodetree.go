@@ -12,6 +12,8 @@ package nodetree
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -343,4 +345,18 @@ func (t *Tree) InZone(name, zoneKey string) bool {
 	}
 	_, ok = z.members[name]
 	return ok
+}
+
+// Clone returns an independent copy of t, which it does not change: the
+// zones, their order, names, ids and Version. O(names). Like every method
+// it must be called by t's owner (or, on a Tree no one changes any more,
+// by any number of goroutines: it only reads t).
+func (t *Tree) Clone() *Tree {
+	c := &Tree{byKey: make(map[string]*zone, len(t.zones)), zones: make([]*zone, len(t.zones)), numNodes: t.numNodes, version: t.version}
+	for i, z := range t.zones {
+		cz := &zone{key: z.key, names: slices.Clone(z.names), ids: slices.Clone(z.ids), members: maps.Clone(z.members)}
+		c.zones[i] = cz
+		c.byKey[z.key] = cz
+	}
+	return c
 }

@@ -838,3 +838,29 @@ func TestListUnevenZones(t *testing.T) {
 		}
 	}
 }
+
+// A clone lists what the tree lists, and the two change independently.
+func TestClone(t *testing.T) {
+	tr := New()
+	for i, n := range allNodes {
+		tr.AddID(n, int32(i))
+	}
+	c := tr.Clone()
+	want, _ := tr.List()
+	got, _ := c.List()
+	if !slices.Equal(want, got) || c.NumNodes() != tr.NumNodes() || c.Version() != tr.Version() || !slices.Equal(c.Zones(), tr.Zones()) {
+		t.Fatalf("clone lists %v, tree %v", got, want)
+	}
+	wantIDs, _ := tr.AppendIDs(nil)
+	gotIDs, _ := c.AppendIDs(nil)
+	if !slices.Equal(wantIDs, gotIDs) {
+		t.Fatalf("clone ids %v, tree %v", gotIDs, wantIDs)
+	}
+	if err := c.Remove(allNodes[0]); err != nil {
+		t.Fatal(err)
+	}
+	c.AddID(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "extra"}}, 99)
+	if l, _ := tr.List(); !slices.Equal(l, want) || !tr.Has(allNodes[0].Name) || tr.Has("extra") {
+		t.Fatalf("changing the clone changed the tree: %v", l)
+	}
+}

@@ -279,8 +279,8 @@ func (f *Fork) close() {
 		// the used-PVC set of the new list.
 		f.seq++
 		lvl.listTok = f.seq
+		f.relist(&s, f.cur.s, &e.pvc)
 		s.pvc = e.pvc.Done()
-		f.relist(&s)
 		f.treeTok = lvl.listTok
 	} else {
 		f.editLists(&s, e)
@@ -294,13 +294,14 @@ func (f *Fork) close() {
 // relist rebuilds s's node list from the fork's tree (which is current),
 // as the cache's buildLists: names of entries without a node object are
 // skipped, and a list of another length than the tree's count is reported
-// as an *InconsistentListError. The affinity lists and the used-PVC set
-// are derived from the new list.
-func (f *Fork) relist(s *Snapshot) {
+// as an *InconsistentListError. The affinity lists are derived from the
+// new list; the used-PVC set (pvc, open on the previous state's) gains the
+// claims of nodes that joined the list and loses those of nodes that left
+// it that no listed node uses any more. prev is the previous state.
+func (f *Fork) relist(s, prev *Snapshot, pvc *persist.MapEditor[struct{}]) {
 	ids, _ := f.tree.AppendIDs(make([]int32, 0, f.tree.NumNodes()))
 	order := ids[:0]
 	var aff, anti []int32
-	pvc := persist.Map[struct{}]{}.Edit()
 	for _, slot := range ids {
 		if slot < 0 || int(slot) >= s.nodes.Len() {
 			continue
@@ -316,20 +317,59 @@ func (f *Fork) relist(s *Snapshot) {
 		if ni.NumPodsWithRequiredAntiAffinity() > 0 {
 			anti = append(anti, slot)
 		}
-		ni.RangePVCRefCounts(func(k string, _ int) bool {
-			pvc.Set(k, struct{}{})
-			return true
-		})
+	}
+	oldPos, newPos := prev.listPos(), positions(order)
+	if oldPos == nil {
+		oldPos = positions(prev.order)
+	}
+	in := func(pos []int32, slot int32) bool { return int(slot) < len(pos) && pos[slot] >= 0 }
+	for _, slot := range order {
+		if !in(oldPos, slot) {
+			s.nodes.Get(int(slot)).RangePVCRefCounts(func(k string, _ int) bool {
+				pvc.Set(k, struct{}{})
+				return true
+			})
+		}
+	}
+	var left map[string]bool // claims of nodes that left: still used?
+	for _, slot := range prev.order {
+		if !in(newPos, slot) {
+			prev.nodes.Get(int(slot)).RangePVCRefCounts(func(k string, _ int) bool {
+				if left == nil {
+					left = map[string]bool{}
+				}
+				left[k] = false
+				return true
+			})
+		}
+	}
+	if len(left) > 0 {
+		for _, slot := range order {
+			ni := s.nodes.Get(int(slot))
+			if ni.NumPVCRefCounts() == 0 {
+				continue
+			}
+			for k := range left {
+				if ni.PVCRefCount(k) > 0 {
+					left[k] = true
+				}
+			}
+		}
+		for k, used := range left {
+			if !used {
+				pvc.Delete(k)
+			}
+		}
 	}
 	var err error
 	if len(order) != f.tree.NumNodes() {
 		err = &InconsistentListError{ListLen: len(order), TreeNodes: f.tree.NumNodes(), MapLen: s.index.Len(), CacheEntries: s.nodeCount}
 	}
 	s.order, s.aff, s.anti, s.err = order, persist.SeqOf(aff), persist.SeqOf(anti), err
-	s.li = new(listIndex)
-	s.pvc = pvc.Done()
+	li := new(listIndex)
+	li.once.Do(func() { li.pos = newPos })
+	s.li = li
 	s.treeNodes, s.treeNames = f.tree.NumNodes(), nil
-	f.pos = nil
 }
 
 // editLists brings the affinity lists and the used-PVC set of s (whose
@@ -416,27 +456,18 @@ func (f *Fork) listed(slot int32) bool {
 	return int(slot) < len(f.pos) && f.pos[slot] >= 0
 }
 
-// ensureTree makes f.tree the zone tree of the current state, rebuilding
-// it from the node list (O(n)) if it was made for another state. A list
-// the tree cannot reproduce is refused with ErrForkListInconsistent.
+// ensureTree makes f.tree the zone tree of the current state: a clone of
+// the tree its list was listed from (rebuilt once per list and shared by
+// every fork of it), if f.tree was made for another state. O(n) then.
 func (f *Fork) ensureTree() error {
 	if f.tree != nil && f.treeTok == f.cur.listTok {
 		return nil
 	}
-	s := f.cur.s
-	if s.err != nil || s.treeNames != nil || s.treeNodes != len(s.order) {
-		return ErrForkListInconsistent
+	t, err := f.cur.s.listTree()
+	if err != nil {
+		return err
 	}
-	t := nodetree.New()
-	for _, slot := range s.order {
-		node := s.nodes.Get(int(slot)).Node()
-		t.AddID(node, slot)
-	}
-	ids, _ := t.AppendIDs(make([]int32, 0, len(s.order)))
-	if !slices.Equal(ids, s.order) {
-		return ErrForkListInconsistent
-	}
-	f.tree, f.treeTok = t, f.cur.listTok
+	f.tree, f.treeTok = t.Clone(), f.cur.listTok
 	return nil
 }
 

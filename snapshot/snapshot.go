@@ -11,12 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedcache/schedcache/framework"
 	"github.com/schedcache/schedcache/internal/persist"
+	"github.com/schedcache/schedcache/nodetree"
 )
 
 var (
@@ -94,8 +96,11 @@ type Snapshot struct {
 // once, on first use (listPos), and then immutable; the snapshots that
 // share a list (order) share it.
 type listIndex struct {
-	once sync.Once
-	pos  []int32 // slot -> position in the list, -1 if not listed; written once, in once
+	once     sync.Once
+	pos      []int32 // slot -> position in the list, -1 if not listed; written once, in once
+	treeOnce sync.Once
+	tree     *nodetree.Tree // the zone tree the list was listed from; written once, in treeOnce, then only cloned
+	treeErr  error          // ErrForkListInconsistent if the list cannot be a tree's; written once, in treeOnce
 }
 
 // listPos returns the slot -> list position table of s's list, building
@@ -107,6 +112,37 @@ func (s *Snapshot) listPos() []int32 {
 	}
 	li.once.Do(func() { li.pos = positions(s.order) })
 	return li.pos
+}
+
+// listTree returns the zone tree s's list was listed from, rebuilt on the
+// first call for that list (O(n)): the list is the tree's round-robin
+// interleave of its zones, so adding the listed nodes in list order gives
+// back the zones in their order and each zone's names in theirs. The tree
+// must not be changed (Clone it). A list no tree gives (an
+// *InconsistentListError, names without entries, a name listed twice)
+// returns ErrForkListInconsistent.
+func (s *Snapshot) listTree() (*nodetree.Tree, error) {
+	li := s.li
+	if li == nil {
+		li = new(listIndex)
+	}
+	li.treeOnce.Do(func() {
+		if s.err != nil || s.treeNames != nil || s.treeNodes != len(s.order) {
+			li.treeErr = ErrForkListInconsistent
+			return
+		}
+		t := nodetree.New()
+		for _, slot := range s.order {
+			t.AddID(s.nodes.Get(int(slot)).Node(), slot)
+		}
+		ids, _ := t.AppendIDs(make([]int32, 0, len(s.order)))
+		if !slices.Equal(ids, s.order) {
+			li.treeErr = ErrForkListInconsistent
+			return
+		}
+		li.tree = t
+	})
+	return li.tree, li.treeErr
 }
 
 // positions returns slot -> position in order (-1 for slots not in it).
