@@ -167,6 +167,7 @@ func (b *Builder) Commit(epoch uint64, nodeCount, podCount int) *Snapshot {
 	}
 	s.pods, s.podLog, s.podSum = b.pods, b.podLog, b.podSum
 	s.published = true
+	s.pc = new(pvcIndex) // built by the first fork that needs it
 	if b.nodes != nil {
 		s.nodes = b.nodes.Done()
 		b.nodes = nil

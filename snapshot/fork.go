@@ -54,6 +54,8 @@ type forkLevel struct {
 	ghosts  persist.Map[int32] // nodeless entries the fork made (RemoveNode of a node holding pods): name -> slot
 	listTok uint64             // identifies the zone tree s.order was listed from; 0: the base's
 	nodeOps int                // node operations applied since the base (Cache.Commit refuses a fork with any)
+	pvcN    persist.Map[int32] // claim -> listed nodes referencing it, when pvcLive
+	pvcLive bool               // pvcN is kept; else the counts are the base's (no claim changed since it)
 	seq     uint64             // unique within the fork: what a ForkPoint names
 }
 
@@ -78,10 +80,11 @@ type forkLevel struct {
 // Costs (n nodes): Fork, Point, Revert, RevertTo, Commit and Base O(1);
 // a pod operation O(log n + pods of the node); Snapshot O(1) if nothing
 // changed since the last call, else O(nodes changed x (log n + their
-// pods)); a node operation O(n) (the zone order is rebuilt, as the cache
-// does when a node joins or leaves its list); a pod operation that makes a
-// node gain its first or lose its last (anti-)affinity pod, or its last
-// user of a PVC claim, reads the node list once, O(n).
+// pods)); a node operation O(n) (the zone order is relisted, as the cache
+// does when a node joins or leaves its list). Three tables are built on
+// first use, O(n), and shared by every fork: per node list its slot ->
+// position table and its zone tree, per published snapshot the counts of
+// its used-PVC set.
 //
 // Differences from the cache: a fork holds pods only on nodes it knows:
 // nodes with an object, and the ghosts it made itself. A pod operation
@@ -114,6 +117,8 @@ type forkEdit struct {
 	pvc     persist.MapEditor[struct{}]
 	over    persist.MapEditor[podOver]
 	ghosts  persist.MapEditor[int32]
+	pvcN    persist.MapEditor[int32] // open when pvcOpen
+	pvcOpen bool
 	touched map[int32]touchedNode // slot -> its thawed state
 	changed bool
 	nodeOps int
@@ -140,7 +145,7 @@ func (s *Snapshot) Fork() *Fork {
 	b := s
 	if !s.published || s.ll != nil {
 		c := *s
-		c.published, c.ll, c.li = true, nil, new(listIndex)
+		c.published, c.ll, c.li, c.pc = true, nil, new(listIndex), new(pvcIndex)
 		b = &c
 	}
 	return &Fork{base: b, cur: forkLevel{s: b}}
@@ -241,7 +246,7 @@ func (f *Fork) begin() *forkEdit {
 	e.s.pvc.EditInto(&e.pvc)
 	e.s.over.EditInto(&e.over)
 	f.cur.ghosts.EditInto(&e.ghosts)
-	e.changed, e.nodeOps = false, 0
+	e.changed, e.nodeOps, e.pvcOpen = false, 0, false
 	return e
 }
 
@@ -279,16 +284,50 @@ func (f *Fork) close() {
 		// the used-PVC set of the new list.
 		f.seq++
 		lvl.listTok = f.seq
-		f.relist(&s, f.cur.s, &e.pvc)
+		f.relist(&s, f.cur.s, e)
 		s.pvc = e.pvc.Done()
 		f.treeTok = lvl.listTok
 	} else {
 		f.editLists(&s, e)
 		s.pvc = e.pvc.Done()
 	}
+	if e.pvcOpen {
+		lvl.pvcN, lvl.pvcLive = e.pvcN.Done(), true
+	} else {
+		lvl.pvcN, lvl.pvcLive = f.cur.pvcN, f.cur.pvcLive
+	}
+	s.pc = nil // a fork keeps its counts in its levels
 	clear(e.touched)
 	e.s = Snapshot{}
 	f.cur = lvl
+}
+
+// usePVC counts one more (delta 1) or one fewer (-1) listed node
+// referencing claim k, adding it to or removing it from the used-PVC set
+// when the count leaves or reaches 0. The counts are opened on first use:
+// the current level's, or the base's (shared by its forks) if no claim
+// changed since the base.
+func (f *Fork) usePVC(e *forkEdit, k string, delta int32) {
+	if !e.pvcOpen {
+		base := f.cur.pvcN
+		if !f.cur.pvcLive {
+			base = f.base.pvcCounts()
+		}
+		base.EditInto(&e.pvcN)
+		e.pvcOpen = true
+	}
+	n, _ := e.pvcN.Get(k)
+	n += delta
+	switch {
+	case n <= 0:
+		e.pvcN.Delete(k)
+		e.pvc.Delete(k)
+	case n == 1 && delta > 0:
+		e.pvcN.Set(k, n)
+		e.pvc.Set(k, struct{}{})
+	default:
+		e.pvcN.Set(k, n)
+	}
 }
 
 // relist rebuilds s's node list from the fork's tree (which is current),
@@ -298,7 +337,7 @@ func (f *Fork) close() {
 // new list; the used-PVC set (pvc, open on the previous state's) gains the
 // claims of nodes that joined the list and loses those of nodes that left
 // it that no listed node uses any more. prev is the previous state.
-func (f *Fork) relist(s, prev *Snapshot, pvc *persist.MapEditor[struct{}]) {
+func (f *Fork) relist(s, prev *Snapshot, e *forkEdit) {
 	ids, _ := f.tree.AppendIDs(make([]int32, 0, f.tree.NumNodes()))
 	order := ids[:0]
 	var aff, anti []int32
@@ -326,39 +365,17 @@ func (f *Fork) relist(s, prev *Snapshot, pvc *persist.MapEditor[struct{}]) {
 	for _, slot := range order {
 		if !in(oldPos, slot) {
 			s.nodes.Get(int(slot)).RangePVCRefCounts(func(k string, _ int) bool {
-				pvc.Set(k, struct{}{})
+				f.usePVC(e, k, +1)
 				return true
 			})
 		}
 	}
-	var left map[string]bool // claims of nodes that left: still used?
 	for _, slot := range prev.order {
 		if !in(newPos, slot) {
 			prev.nodes.Get(int(slot)).RangePVCRefCounts(func(k string, _ int) bool {
-				if left == nil {
-					left = map[string]bool{}
-				}
-				left[k] = false
+				f.usePVC(e, k, -1)
 				return true
 			})
-		}
-	}
-	if len(left) > 0 {
-		for _, slot := range order {
-			ni := s.nodes.Get(int(slot))
-			if ni.NumPVCRefCounts() == 0 {
-				continue
-			}
-			for k := range left {
-				if ni.PVCRefCount(k) > 0 {
-					left[k] = true
-				}
-			}
-		}
-		for k, used := range left {
-			if !used {
-				pvc.Delete(k)
-			}
 		}
 	}
 	var err error
@@ -376,7 +393,6 @@ func (f *Fork) relist(s, prev *Snapshot, pvc *persist.MapEditor[struct{}]) {
 // node list did not change) up to date with the touched entries.
 func (f *Fork) editLists(s *Snapshot, e *forkEdit) {
 	var affEd, antiEd []persist.SeqEdit[int32]
-	var gone []string
 	for slot, t := range e.touched {
 		now := s.nodes.Get(int(slot))
 		aff0, aff1 := t.init.NumPodsWithAffinity() > 0, now.NumPodsWithAffinity() > 0
@@ -395,13 +411,13 @@ func (f *Fork) editLists(s *Snapshot, e *forkEdit) {
 		}
 		now.RangePVCRefCounts(func(k string, _ int) bool {
 			if t.init.PVCRefCount(k) == 0 {
-				e.pvc.Set(k, struct{}{})
+				f.usePVC(e, k, +1)
 			}
 			return true
 		})
 		t.init.RangePVCRefCounts(func(k string, _ int) bool {
 			if now.PVCRefCount(k) == 0 {
-				gone = append(gone, k)
+				f.usePVC(e, k, -1)
 			}
 			return true
 		})
@@ -426,21 +442,6 @@ func (f *Fork) editLists(s *Snapshot, e *forkEdit) {
 			s.aff, s.anti = persist.SeqOf(a), persist.SeqOf(b)
 		}
 	}
-	for _, k := range gone {
-		if !f.pvcUsed(s, k) {
-			e.pvc.Delete(k)
-		}
-	}
-}
-
-// pvcUsed reports whether a listed node of s references claim k: O(n).
-func (f *Fork) pvcUsed(s *Snapshot, k string) bool {
-	for _, slot := range s.order {
-		if s.nodes.Get(int(slot)).PVCRefCount(k) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // listed reports whether slot is in the current state's node list. The

@@ -89,6 +89,7 @@ type Snapshot struct {
 	published bool                                // true for snapshots handed out by the cache, and for a fork's (fork.go)
 	over      persist.Map[podOver]                // a fork's pod changes over pods and podLog (fork.go); empty in the cache's snapshots
 	li        *listIndex                          // order's slot -> position table, built on first use (forks); shared by the snapshots with this order; nil in snapshots a caller owns
+	pc        *pvcIndex                           // used-PVC counts, built on first use (forks); one per published snapshot; nil in others
 	ll        *longLived                          // nil unless refreshed by UpdateFrom; owned with the snapshot
 }
 
@@ -145,6 +146,36 @@ func (s *Snapshot) listTree() (*nodetree.Tree, error) {
 	return li.tree, li.treeErr
 }
 
+// pvcIndex counts, for each claim of the used-PVC set, the listed nodes
+// that reference it, built once, on first use (pvcCounts).
+type pvcIndex struct {
+	once   sync.Once
+	counts persist.Map[int32] // written once, in once
+}
+
+// pvcCounts returns claim -> number of listed nodes referencing it,
+// building it (O(listed nodes x their claims)) on the first call for a
+// published snapshot, on every call for others.
+func (s *Snapshot) pvcCounts() persist.Map[int32] {
+	build := func() persist.Map[int32] {
+		e := persist.Map[int32]{}.Edit()
+		for _, slot := range s.order {
+			s.nodes.Get(int(slot)).RangePVCRefCounts(func(k string, _ int) bool {
+				n, _ := e.Get(k)
+				e.Set(k, n+1)
+				return true
+			})
+		}
+		return e.Done()
+	}
+	pc := s.pc
+	if pc == nil {
+		return build()
+	}
+	pc.once.Do(func() { pc.counts = build() })
+	return pc.counts
+}
+
 // positions returns slot -> position in order (-1 for slots not in it).
 func positions(order []int32) []int32 {
 	n := int32(0)
@@ -181,7 +212,7 @@ func (s *Snapshot) CopyFrom(src *Snapshot) error {
 	*s = *src
 	s.published = false
 	s.ll = src.ll.clone()
-	s.li = nil
+	s.li, s.pc = nil, nil
 	return nil
 }
 
