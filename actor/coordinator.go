@@ -44,10 +44,15 @@ const (
 	OpGetNode // barrier: served after the pending epoch is published
 	OpDump    // barrier
 	OpSync    // barrier: no effect; replies once everything before it is published
+	// OpCommit applies a CommitBatch (commit.go) as one operation, after
+	// publishing the pending epoch if it touched the batch's nodes.
+	OpCommit
+	// OpAssumeIfGen is AssumePod if the node's generation is Gen.
+	OpAssumeIfGen
 )
 
 var opNames = [...]string{"", "AssumePod", "FinishBinding", "ForgetPod", "AddPod", "UpdatePod", "RemovePod",
-	"AddNode", "UpdateNode", "RemoveNode", "GetNode", "Dump", "Sync"}
+	"AddNode", "UpdateNode", "RemoveNode", "GetNode", "Dump", "Sync", "Commit", "AssumePodIfGeneration"}
 
 func (k OpKind) String() string {
 	if int(k) < len(opNames) && k > 0 {
@@ -67,6 +72,8 @@ type Op struct {
 	Node    *v1.Node           // AddNode, UpdateNode (new), RemoveNode
 	OldNode *v1.Node           // UpdateNode
 	Name    string             // GetNode
+	Batch   *CommitBatch       // Commit
+	Gen     int64              // AssumeIfGen: the node generation the caller saw
 
 	async bool
 	res   Result
@@ -505,6 +512,13 @@ func (a *Coordinator) handle(op *Op) error {
 		a.finish(op, res)
 		return nil
 	}
+	if op.Kind == OpCommit && a.core.commitNeedsFlush(op.Batch) ||
+		op.Kind == OpAssumeIfGen && a.core.assumeNeedsFlush(op.Info.NodeName()) {
+		// The check reads live NodeInfos from the last publication.
+		if err := a.flush(); err != nil {
+			return a.park(op, err)
+		}
+	}
 	res, err := a.apply(op)
 	if err != nil {
 		return a.park(op, err)
@@ -572,6 +586,10 @@ func (a *Coordinator) apply(op *Op) (res, fault error) {
 			res = c.UpdateNode(op.OldNode, op.Node)
 		case OpRemoveNode:
 			res = c.RemoveNode(op.Node)
+		case OpCommit:
+			res = c.ApplyCommit(op.Batch)
+		case OpAssumeIfGen:
+			res = c.AssumePodIfGeneration(op.Info, op.Gen)
 		default:
 			res = fmt.Errorf("schedcache: unknown operation %v", op.Kind)
 		}

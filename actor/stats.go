@@ -8,7 +8,7 @@ import (
 )
 
 // NumOpKinds bounds OpKind values: Stats arrays are indexed by OpKind.
-const NumOpKinds = int(OpSync) + 1
+const NumOpKinds = int(OpAssumeIfGen) + 1
 
 // BatchBuckets are the upper bounds of Stats.BatchSizes' buckets (a batch
 // of n ops falls in the first bucket whose bound is >= n; the last bucket
@@ -33,6 +33,7 @@ type counters struct {
 	assumed      atomic.Int64                   // atomic; assumed pods as of the last publication
 	expired      atomic.Uint64                  // atomic; assumed pods removed by expiry
 	asyncErrs    atomic.Uint64                  // atomic; async failures recorded for OnAsyncError
+	conflicts    [2]atomic.Uint64               // atomic; optimistic checks failed: Commit, AssumePodIfGeneration
 }
 
 func (s *counters) finished(op *Op, err error) {
@@ -40,6 +41,9 @@ func (s *counters) finished(op *Op, err error) {
 		s.ops[k].Add(1)
 		if err != nil {
 			s.errs[k].Add(1)
+			if _, ok := err.(*CommitConflictError); ok && op.Kind >= OpCommit {
+				s.conflicts[op.Kind-OpCommit].Add(1)
+			}
 		}
 	}
 }
@@ -86,6 +90,11 @@ type Stats struct {
 	Pods         int                     // cached pods, assumed included (upstream's len(podStates))
 	Nodes        int                     // node entries, ghosts included (upstream's len(nodes))
 	Failed       bool                    // the cache has failed (see FailedError)
+	// CommitConflicts and AssumeConflicts count the optimistic checks that
+	// failed (*CommitConflictError) in Commit and AssumePodIfGeneration;
+	// Ops[OpCommit] and Ops[OpAssumeIfGen] count the calls.
+	CommitConflicts uint64
+	AssumeConflicts uint64
 }
 
 // Stats reads the counters. It never blocks and allocates nothing; it
@@ -104,6 +113,7 @@ func (a *Coordinator) Stats() Stats {
 		AssumedPods:  int(s.assumed.Load()),
 		Failed:       a.failed.Load() != nil,
 	}
+	st.CommitConflicts, st.AssumeConflicts = s.conflicts[0].Load(), s.conflicts[1].Load()
 	if ns := s.publishedAt.Load(); ns != 0 {
 		st.PublishedAt = time.Unix(0, ns)
 	}
