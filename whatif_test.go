@@ -2,12 +2,13 @@ package schedcache_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
@@ -129,4 +130,354 @@ func TestForkWhileCachePublishes(t *testing.T) {
 	wg.Wait()
 }
 
-var _ = v1.Pod{}
+// podsOf returns the sorted keys of node's pods in s.
+func podsOf(s *schedcache.Snapshot, node string) []string {
+	ni, err := s.Get(node)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, pi := range ni.Pods() {
+		out = append(out, pi.Key())
+	}
+	sortStrings(out)
+	return out
+}
+
+// A commit applies every kind of pod change of a fork (assume, confirm,
+// update, forget, remove, a pod moved to another node) as one operation
+// published in one snapshot: the cache then shows what the fork showed.
+func TestCommitApplies(t *testing.T) {
+	c := whatifCluster(t, 4, 2)
+	logger := klog.Background()
+	assumed := examplePod("assumed", "n2", "100m")
+	require.NoError(t, c.AssumePod(logger, assumed))
+	moving := examplePod("moving", "n3", "100m")
+	require.NoError(t, c.AssumePod(logger, moving))
+
+	base := c.Snapshot()
+	f := base.Fork()
+	require.NoError(t, f.AssumePod(examplePod("new-a", "n0", "1")))
+	require.NoError(t, f.AddPod(examplePod("new-b", "n1", "1")))
+	require.NoError(t, f.ForgetPod(assumed))
+	require.NoError(t, f.AddPod(examplePod("moving", "n0", "100m"))) // confirmed on another node
+	old, _ := base.Pod("p1-0")
+	require.NoError(t, f.UpdatePod(old.Pod, examplePod("p1-0", "n1", "200m")))
+	gone, _ := base.Pod("p3-1")
+	require.NoError(t, f.RemovePod(gone.Pod))
+	want := f.Snapshot()
+
+	before := c.Stats()
+	require.NoError(t, c.Commit(context.Background(), f))
+	after := c.Stats()
+	require.Equal(t, before.Publications+1, after.Publications, "one publication")
+	got := c.Snapshot()
+	for i := 0; i < 4; i++ {
+		n := fmt.Sprintf("n%d", i)
+		require.Equal(t, podsOf(want, n), podsOf(got, n), n)
+		wn, _ := want.Get(n)
+		gn, _ := got.Get(n)
+		require.Equal(t, wn.Requested(), gn.Requested(), n)
+	}
+	require.Equal(t, want.PodCount(), got.PodCount())
+	for _, k := range []string{"new-a", "new-b", "moving", "p1-0"} {
+		we, _ := want.Pod(k)
+		ge, ok := got.Pod(k)
+		require.True(t, ok, k)
+		require.Equal(t, we.Assumed, ge.Assumed, k)
+		require.Same(t, we.Pod, ge.Pod, k)
+	}
+	for _, k := range []string{"assumed", "p3-1"} {
+		_, ok := got.Pod(k)
+		require.False(t, ok, k)
+	}
+	require.Equal(t, before.Ops[schedcache.OpCommit]+1, after.Ops[schedcache.OpCommit])
+
+	// The same fork again: its pods are no longer live as in its base.
+	var ce *schedcache.CommitConflictError
+	require.ErrorAs(t, c.Commit(context.Background(), f), &ce)
+	require.Equal(t, []string{"assumed", "moving", "new-a", "new-b", "p1-0", "p3-1"}, ce.Pods)
+	require.Equal(t, got, c.Snapshot(), "nothing applied")
+}
+
+// A node changed since the fork's base fails the default check; nothing
+// of the commit is applied, the conflict lists the node and Stats counts
+// it. CommitIf's weaker check ("still fits") lets the same commit through.
+func TestCommitConflicts(t *testing.T) {
+	c := whatifCluster(t, 3, 1)
+	logger := klog.Background()
+	base := c.Snapshot()
+	f := base.Fork()
+	require.NoError(t, f.AssumePod(examplePod("a", "n0", "1")))
+	require.NoError(t, f.AssumePod(examplePod("b", "n1", "1")))
+	require.NoError(t, c.AssumePod(logger, examplePod("other", "n0", "100m"))) // n0 changes live
+
+	live := c.Snapshot()
+	err := c.Commit(context.Background(), f)
+	require.ErrorIs(t, err, schedcache.ErrCommitConflict)
+	var ce *schedcache.CommitConflictError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, []string{"n0"}, ce.Nodes)
+	require.Empty(t, ce.Pods)
+	require.Same(t, live, c.Snapshot(), "nothing applied, nothing published")
+	require.Equal(t, uint64(1), c.Stats().CommitConflicts)
+
+	fits := schedcache.CommitIf(func(name string, base, live *schedcache.NodeInfo) bool {
+		return live != nil && live.Requested().MilliCPU+1000 <= live.Allocatable().MilliCPU
+	})
+	require.NoError(t, c.Commit(context.Background(), f, fits))
+	require.Equal(t, []string{"a", "other", "p0-0"}, podsOf(c.Snapshot(), "n0"))
+
+	// A pod assumed live meanwhile is a pod conflict, whatever the check.
+	g := c.Snapshot().Fork()
+	require.NoError(t, g.AssumePod(examplePod("x", "n2", "1")))
+	require.NoError(t, c.AssumePod(logger, examplePod("x", "n1", "1")))
+	require.ErrorAs(t, c.Commit(context.Background(), g, fits), &ce)
+	require.Equal(t, []string{"x"}, ce.Pods)
+
+	// A check that panics is a conflict, not a failure of the cache.
+	h := c.Snapshot().Fork()
+	require.NoError(t, h.AssumePod(examplePod("y", "n2", "1")))
+	require.ErrorAs(t, c.Commit(context.Background(), h, schedcache.CommitIf(func(string, *schedcache.NodeInfo, *schedcache.NodeInfo) bool {
+		panic("boom")
+	})), &ce)
+	require.NoError(t, c.Err())
+
+	// Refusals.
+	require.ErrorIs(t, c.Commit(context.Background(), nil), schedcache.ErrNilFork)
+	k := c.Snapshot().Fork()
+	require.NoError(t, k.AddNode(exampleNode("new", "C")))
+	require.ErrorIs(t, c.Commit(context.Background(), k), schedcache.ErrForkNodeChanges)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, c.Commit(ctx, h), context.Canceled)
+	require.NoError(t, c.Commit(context.Background(), c.Snapshot().Fork()), "an empty fork commits nothing")
+}
+
+// AssumePodIfGeneration assumes only on the generation the caller saw.
+func TestAssumePodIfGeneration(t *testing.T) {
+	c := whatifCluster(t, 2, 1)
+	logger := klog.Background()
+	ni, err := c.Snapshot().Get("n0")
+	require.NoError(t, err)
+	gen := ni.Generation()
+	require.NoError(t, c.AssumePodIfGeneration(examplePod("a", "n0", "1"), gen))
+	err = c.AssumePodIfGeneration(examplePod("b", "n0", "1"), gen) // n0 changed: a
+	var ce *schedcache.CommitConflictError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, []string{"n0"}, ce.Nodes)
+	_, ok := c.Snapshot().Pod("b")
+	require.False(t, ok)
+	// A change pending in the same epoch is seen too.
+	ni, _ = c.Snapshot().Get("n1")
+	require.NoError(t, c.AddPodAsync(examplePod("c", "n1", "1")))
+	require.ErrorIs(t, c.AssumePodIfGeneration(examplePod("d", "n1", "1"), ni.Generation()), schedcache.ErrCommitConflict)
+	st := c.Stats()
+	require.Equal(t, uint64(2), st.AssumeConflicts)
+	require.Equal(t, uint64(3), st.Ops[schedcache.OpAssumeIfGen])
+	require.ErrorIs(t, c.AssumePodIfGeneration(nil, 1), schedcache.ErrNilPod)
+	_ = logger
+}
+
+// Commit is linearizable with the other operations: committers race each
+// other and a churning writer on shared nodes; every snapshot readers take
+// holds each commit entirely or not at all, and in the end exactly the
+// commits that returned nil are in the cache.
+func TestCommitLinearizable(t *testing.T) {
+	const nodes, committers, batch = 6, 4, 3
+	rounds := 80
+	if testing.Short() {
+		rounds = 25
+	}
+	c := whatifCluster(t, nodes, 1)
+	logger := klog.Background()
+	stop := make(chan struct{})
+	var bg sync.WaitGroup
+	bg.Add(1)
+	go func() { // churn on the same nodes
+		defer bg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p := examplePod(fmt.Sprintf("churn-%d", i), fmt.Sprintf("n%d", i%nodes), "10m")
+			if err := c.AssumePod(logger, p); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := c.ForgetPod(logger, p); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	readerErr := make(chan error, 2)
+	for range 2 {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			var last uint64
+			for {
+				select {
+				case <-stop:
+					readerErr <- nil
+					return
+				default:
+				}
+				s := c.Snapshot()
+				if s.Epoch() < last {
+					readerErr <- fmt.Errorf("epoch went back: %d after %d", s.Epoch(), last)
+					return
+				}
+				last = s.Epoch()
+				groups := map[string]int{}
+				s.RangePods(func(k string, _ snapshotPodEntry) bool {
+					if len(k) > 2 && k[:2] == "c-" {
+						groups[k[:len(k)-2]]++
+					}
+					return true
+				})
+				for g, n := range groups {
+					if n != batch {
+						readerErr <- fmt.Errorf("snapshot %d holds %d of the %d pods of commit %s", s.Epoch(), n, batch, g)
+						return
+					}
+				}
+			}
+		}()
+	}
+	type result struct {
+		prefix string
+		ok     bool
+	}
+	results := make(chan result, committers*rounds)
+	var wg sync.WaitGroup
+	for w := range committers {
+		wg.Go(func() {
+			for r := range rounds {
+				f := c.Snapshot().Fork()
+				prefix := fmt.Sprintf("c-%d-%03d", w, r)
+				for i := range batch {
+					if err := f.AssumePod(examplePod(fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("n%d", (w+r+i)%nodes), "10m")); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				err := c.Commit(context.Background(), f)
+				if err != nil && !errors.Is(err, schedcache.ErrCommitConflict) {
+					t.Error(err)
+					return
+				}
+				results <- result{prefix, err == nil}
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	bg.Wait()
+	for range 2 {
+		require.NoError(t, <-readerErr)
+	}
+	close(results)
+	final := c.Snapshot()
+	applied, conflicts := 0, 0
+	for r := range results {
+		for i := range batch {
+			_, ok := final.Pod(fmt.Sprintf("%s-%d", r.prefix, i))
+			require.Equal(t, r.ok, ok, "commit %s returned ok=%v", r.prefix, r.ok)
+		}
+		if r.ok {
+			applied++
+		} else {
+			conflicts++
+		}
+	}
+	require.Equal(t, uint64(conflicts), c.Stats().CommitConflicts)
+	t.Logf("%d commits applied, %d conflicted", applied, conflicts)
+	require.Positive(t, applied)
+}
+
+// commitView renders what a snapshot shows of pods and node totals, for
+// comparing the cache after a commit with the fork it committed.
+func commitView(s *schedcache.Snapshot) string {
+	out := fmt.Sprint(s.NumNodes(), s.NodeCount(), s.PodCount(), "|")
+	s.Range(func(_ int, ni *framework.NodeInfo) bool {
+		var keys []string
+		for _, pi := range ni.Pods() {
+			keys = append(keys, pi.Key())
+		}
+		sortStrings(keys)
+		out += fmt.Sprint(ni.NodeName(), keys, ni.Requested().MilliCPU, ni.NumPodsWithAffinity(), ni.PVCRefCounts(), ";")
+		return true
+	})
+	var pods []string
+	s.RangePods(func(k string, e snapshotPodEntry) bool {
+		pods = append(pods, fmt.Sprintf("%s:%v:%s:%p", k, e.Assumed, e.Pod.Spec.NodeName, e.Pod))
+		return true
+	})
+	sortStrings(pods)
+	return out + fmt.Sprint(pods)
+}
+
+// Random pod changes on forks of the cache's snapshot (every combination
+// of a pod's state before and after: assumed, added, absent, moved,
+// updated), committed: the cache then shows exactly what the fork showed.
+func TestCommitRandomized(t *testing.T) {
+	rounds := 60
+	if testing.Short() {
+		rounds = 20
+	}
+	c := whatifCluster(t, 5, 2)
+	r := rand.New(rand.NewSource(7))
+	uid := 0
+	for round := 0; round < rounds; round++ {
+		f := c.Snapshot().Fork()
+		for range 8 {
+			cur := f.Snapshot()
+			var keys []string
+			cur.RangePods(func(k string, _ snapshotPodEntry) bool { keys = append(keys, k); return true })
+			sortStrings(keys)
+			node := fmt.Sprintf("n%d", r.Intn(5))
+			var key string
+			var e snapshotPodEntry
+			if len(keys) > 0 {
+				key = keys[r.Intn(len(keys))]
+				e, _ = cur.Pod(key)
+			}
+			switch op := r.Intn(6); {
+			case op == 0 || key == "":
+				uid++
+				_ = f.AssumePod(examplePod(fmt.Sprintf("r%d", uid), node, "100m"))
+			case op == 1:
+				uid++
+				_ = f.AddPod(examplePod(fmt.Sprintf("r%d", uid), node, "200m"))
+			case op == 2: // confirm (maybe elsewhere)
+				_ = f.AddPod(examplePod(key, node, "300m"))
+			case op == 3:
+				_ = f.ForgetPod(e.Pod)
+			case op == 4:
+				_ = f.UpdatePod(e.Pod, examplePod(key, e.Pod.Spec.NodeName, "400m"))
+			default:
+				_ = f.RemovePod(e.Pod)
+			}
+		}
+		want := commitView(f.Snapshot())
+		require.NoError(t, c.Commit(context.Background(), f), "round %d", round)
+		require.Equal(t, want, commitView(c.Snapshot()), "round %d", round)
+	}
+}
+
+// A node removed in the epoch still pending when the conditional assume
+// arrives is seen as changed (the check reads the live state, not the
+// last publication).
+func TestAssumePodIfGenerationRemovedNode(t *testing.T) {
+	c := whatifCluster(t, 2, 0)
+	ni, err := c.Snapshot().Get("n1")
+	require.NoError(t, err)
+	require.NoError(t, c.RemoveNodeAsync(ni.Node()))
+	err = c.AssumePodIfGeneration(examplePod("a", "n1", "1"), ni.Generation())
+	require.ErrorIs(t, err, schedcache.ErrCommitConflict)
+	require.Equal(t, 1, c.NodeCount())
+}
