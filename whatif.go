@@ -48,11 +48,13 @@ const (
 	OpAssumeIfGen = actor.OpAssumeIfGen
 )
 
-// CommitOption configures Commit.
+// CommitOption configures Commit; Commit applies it on the caller's
+// goroutine.
 type CommitOption func(*commitConfig)
 
+// commitConfig is Commit's configuration; owned by Commit's caller.
 type commitConfig struct {
-	check func(name string, base, live *NodeInfo) bool
+	check func(name string, base, live *NodeInfo) bool // nil: the generation check
 }
 
 // CommitIf replaces Commit's default node check (every touched node's live

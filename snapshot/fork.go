@@ -94,22 +94,23 @@ type forkLevel struct {
 // name (the size of the first node to list it), without the cache's
 // ghost bookkeeping.
 type Fork struct {
-	base    *Snapshot   // immutable
-	cur     forkLevel   // the state when no edit is open; owned by the owner goroutine
-	stack   []forkLevel // fork points, innermost last; owned by the owner goroutine
-	seq     uint64      // last seq or token handed out
-	editing bool        // ed is open: cur is its starting state
-	ed      *forkEdit   // the open edit; allocated by the first, reused by later ones
-	tree    *nodetree.Tree
-	treeTok uint64 // the listTok of the state tree lists (valid when tree != nil)
-	pos     []int32
-	posTok  uint64 // the listTok of the state pos was built for (valid when pos != nil)
+	// Every field is owned by the goroutine holding the fork.
+	base    *Snapshot      // immutable
+	cur     forkLevel      // the state when no edit is open
+	stack   []forkLevel    // fork points, innermost last
+	seq     uint64         // last seq or token handed out
+	editing bool           // ed is open: cur is its starting state
+	ed      *forkEdit      // the open edit; allocated by the first, reused by later ones
+	tree    *nodetree.Tree // the zone tree of the state whose listTok is treeTok (nil: none yet)
+	treeTok uint64         // see tree
+	pos     []int32        // slot -> list position of the state whose listTok is posTok; shared, read-only
+	posTok  uint64         // see pos
 }
 
 // forkEdit is an edit of the fork's current state, opened by the first
 // change after a Snapshot, Fork or Revert call and closed by the next.
 // Editors edit in place what they copied, so a batch of changes shares
-// its path copies.
+// its path copies. Owned by the goroutine holding the fork.
 type forkEdit struct {
 	s       Snapshot // the state edited; nodes, index, pvc and over are read through the editors
 	nodes   persist.VectorEditor[*framework.NodeInfo]
@@ -126,13 +127,15 @@ type forkEdit struct {
 
 // touchedNode is a node entry an edit changes: its mutable aggregate and
 // the frozen entry it started from (nil for an entry the edit created).
+// Owned by the goroutine holding the fork.
 type touchedNode struct {
 	st   *framework.NodeState
 	init *framework.NodeInfo
 }
 
-// ForkPoint names a fork point of one Fork (Point). The zero value names
-// none.
+// ForkPoint names a fork point of one Fork (Point). It is a comparable
+// value, safe to copy and to hold on any goroutine; only the fork's
+// holder uses it (RevertTo). The zero value names none.
 type ForkPoint struct {
 	f   *Fork
 	seq uint64
@@ -956,7 +959,8 @@ func (f *Fork) RemoveNode(node *v1.Node) error {
 }
 
 // PodChange is one pod's change in a fork since its base: its entry in the
-// base (InBase) and now (InNow). Immutable.
+// base (InBase) and now (InNow). A value, immutable; its pods are shared
+// and must not be mutated.
 type PodChange struct {
 	Key           string
 	Base, Now     PodEntry
