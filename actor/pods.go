@@ -4,6 +4,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/internal/errs"
 	"github.com/schedcache/schedcache/shard"
 )
 
@@ -135,6 +136,12 @@ func (c *Core) detach(r *podRecord, aff, anti bool) {
 	}
 }
 
+// cachedKey reports whether pod key is cached.
+func (c *Core) cachedKey(key string) bool {
+	_, ok := c.pods[key]
+	return ok
+}
+
 // full reports whether the entry named name, if any, already holds
 // framework.MaxPodsPerNode pods: one more could make its totals overflow
 // (the arithmetic is at framework.MaxPodQuantity).
@@ -148,29 +155,28 @@ func (c *Core) full(name string) bool {
 func (c *Core) AssumePod(info *framework.PodInfo) error {
 	c.seq++
 	key := info.Key()
-	if _, ok := c.pods[key]; ok {
-		return &PodError{Op: "AssumePod", Key: key, Node: info.NodeName(), Err: ErrPodAlreadyCached}
-	}
-	if c.full(info.NodeName()) {
-		return &PodError{Op: "AssumePod", Key: key, Node: info.NodeName(), Err: ErrTooManyPods}
+	if err := errs.CheckAssume(key, info.NodeName(), cached(c.pods[key]), c.full); err != nil {
+		return err
 	}
 	c.aggregate(info, true)
 	return nil
+}
+
+// cached is what the state machine's rules (errs.Check*) read of r.
+func cached(r *podRecord) errs.Cached {
+	if r == nil {
+		return errs.Cached{}
+	}
+	return errs.Cached{OK: true, Assumed: r.assumed, Node: r.info.NodeName()}
 }
 
 // ForgetPod removes an assumed pod. pod is the caller's object: its node
 // name must match and its affinity decides the sub-list bookkeeping.
 func (c *Core) ForgetPod(key string, pod *v1.Pod) error {
 	c.seq++
-	r, ok := c.pods[key]
-	if !ok {
-		return nil
-	}
-	if stored := r.info.NodeName(); pod.Spec.NodeName != stored {
-		return &PodError{Op: "ForgetPod", Key: key, Node: pod.Spec.NodeName, Err: ErrPodNodeMismatch}
-	}
-	if !r.assumed {
-		return &PodError{Op: "ForgetPod", Key: key, Node: pod.Spec.NodeName, Err: ErrPodNotAssumed}
+	r := c.pods[key]
+	if apply, err := errs.CheckForget(key, pod, cached(r)); !apply {
+		return err
 	}
 	c.subtract(r, framework.PodHasAffinity(pod), framework.PodHasRequiredAntiAffinity(pod))
 	return nil
@@ -181,17 +187,13 @@ func (c *Core) ForgetPod(key string, pod *v1.Pod) error {
 func (c *Core) AddPod(info *framework.PodInfo) error {
 	c.seq++
 	key := info.Key()
-	r, ok := c.pods[key]
-	switch {
-	case ok && !r.assumed:
-		return &PodError{Op: "AddPod", Key: key, Node: info.NodeName(), Err: ErrPodAlreadyAdded}
-	case (!ok || r.entry.name != info.NodeName()) && c.full(info.NodeName()):
-		// A confirmation on the assumed pod's own node swaps one pod for
-		// another; anywhere else the pod is one more on its node.
-		return &PodError{Op: "AddPod", Key: key, Node: info.NodeName(), Err: ErrTooManyPods}
-	case !ok:
+	r := c.pods[key]
+	if err := errs.CheckAdd(key, info.NodeName(), cached(r), c.full); err != nil {
+		return err
+	}
+	if r == nil {
 		c.aggregate(info, false)
-	default:
+	} else {
 		c.replace(r, r.info.HasAffinity(), r.info.HasRequiredAntiAffinity(), info)
 	}
 	return nil
@@ -215,25 +217,12 @@ func (c *Core) AddPod(info *framework.PodInfo) error {
 func (c *Core) UpdatePod(oldPod *v1.Pod, info *framework.PodInfo) error {
 	c.seq++
 	key := string(oldPod.UID)
-	r, ok := c.pods[key]
-	if !ok {
-		return &PodError{Op: "UpdatePod", Key: key, Err: ErrPodNotFound}
-	}
-	if r.assumed {
-		return &PodError{Op: "UpdatePod", Key: key, Err: ErrPodAssumed}
-	}
-	stored := r.info.NodeName()
-	if info.NodeName() != stored {
-		return &CorruptionError{Op: "UpdatePod", Key: key, CachedNode: stored, GivenNode: info.NodeName()}
-	}
-	if oldPod.Spec.NodeName != stored {
-		return &PodError{Op: "UpdatePod", Key: key, Node: oldPod.Spec.NodeName, Err: ErrPodNodeMismatch}
+	r := c.pods[key]
+	if err := errs.CheckUpdate(key, oldPod, info.Key(), info.NodeName(), cached(r), c.cachedKey); err != nil {
+		return err
 	}
 	aff, anti := framework.PodHasAffinity(oldPod), framework.PodHasRequiredAntiAffinity(oldPod)
-	if newKey := info.Key(); newKey != key {
-		if _, taken := c.pods[newKey]; taken {
-			return &PodError{Op: "UpdatePod", Key: key, Node: stored, Err: ErrUIDMismatch}
-		}
+	if info.Key() != key {
 		c.subtract(r, aff, anti)
 		c.aggregate(info, false)
 		return nil
@@ -246,12 +235,9 @@ func (c *Core) UpdatePod(oldPod *v1.Pod, info *framework.PodInfo) error {
 // other than the cached pod's is a *CorruptionError (upstream exits).
 func (c *Core) RemovePod(key string, pod *v1.Pod) error {
 	c.seq++
-	r, ok := c.pods[key]
-	if !ok {
-		return &PodError{Op: "RemovePod", Key: key, Err: ErrPodNotFound}
-	}
-	if stored := r.info.NodeName(); pod.Spec.NodeName != stored && pod.Spec.NodeName != "" {
-		return &CorruptionError{Op: "RemovePod", Key: key, CachedNode: stored, GivenNode: pod.Spec.NodeName}
+	r := c.pods[key]
+	if err := errs.CheckRemove(key, pod, cached(r)); err != nil {
+		return err
 	}
 	c.subtract(r, r.info.HasAffinity(), r.info.HasRequiredAntiAffinity())
 	return nil

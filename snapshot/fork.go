@@ -511,6 +511,28 @@ func (e *forkEdit) pod(key string) (PodEntry, bool) {
 	return e.s.podUnder(key)
 }
 
+// cached is what the state machine's rules (errs.Check*) read of pod key.
+func (e *forkEdit) cached(key string) (PodEntry, errs.Cached) {
+	pe, ok := e.pod(key)
+	if !ok {
+		return pe, errs.Cached{}
+	}
+	return pe, errs.Cached{OK: true, Assumed: pe.Assumed, Node: pe.Pod.Spec.NodeName}
+}
+
+// full reports whether node is known to the fork and holds
+// framework.MaxPodsPerNode pods.
+func (e *forkEdit) full(node string) bool {
+	slot, ok := e.slotOf(node)
+	return ok && e.numPods(slot) >= framework.MaxPodsPerNode
+}
+
+// taken reports whether pod key is in the fork.
+func (e *forkEdit) taken(key string) bool {
+	_, ok := e.pod(key)
+	return ok
+}
+
 // setPod records pod key's entry; dropPod its removal.
 func (e *forkEdit) setPod(key string, pe PodEntry) {
 	e.over.Set(key, podOver{e: pe})
@@ -589,15 +611,13 @@ func (f *Fork) AssumePod(pod *v1.Pod) error {
 	}
 	e := f.begin()
 	key, node := info.Key(), info.NodeName()
-	if _, ok := e.pod(key); ok {
-		return &errs.PodError{Op: op, Key: key, Node: node, Err: errs.ErrPodAlreadyCached}
+	_, cur := e.cached(key)
+	if err := errs.CheckAssume(key, node, cur, e.full); err != nil {
+		return err
 	}
 	slot, err := e.target(op, key, node)
 	if err != nil {
 		return err
-	}
-	if e.numPods(slot) >= framework.MaxPodsPerNode {
-		return &errs.PodError{Op: op, Key: key, Node: node, Err: errs.ErrTooManyPods}
 	}
 	e.attach(slot, info)
 	e.setPod(key, PodEntry{Pod: pod, Assumed: true})
@@ -615,17 +635,11 @@ func (f *Fork) ForgetPod(pod *v1.Pod) error {
 		return forkPodError(op, pod, err)
 	}
 	e := f.begin()
-	cur, ok := e.pod(key)
-	if !ok {
-		return nil
+	_, cur := e.cached(key)
+	if apply, err := errs.CheckForget(key, pod, cur); !apply {
+		return err
 	}
-	stored := cur.Pod.Spec.NodeName
-	if pod.Spec.NodeName != stored {
-		return &errs.PodError{Op: op, Key: key, Node: pod.Spec.NodeName, Err: errs.ErrPodNodeMismatch}
-	}
-	if !cur.Assumed {
-		return &errs.PodError{Op: op, Key: key, Node: pod.Spec.NodeName, Err: errs.ErrPodNotAssumed}
-	}
+	stored := cur.Node
 	slot, err := e.target(op, key, stored)
 	if err != nil {
 		return err
@@ -650,17 +664,15 @@ func (f *Fork) AddPod(pod *v1.Pod) error {
 	}
 	e := f.begin()
 	key, node := info.Key(), info.NodeName()
-	cur, ok := e.pod(key)
-	if ok && !cur.Assumed {
-		return &errs.PodError{Op: op, Key: key, Node: node, Err: errs.ErrPodAlreadyAdded}
+	cur, st := e.cached(key)
+	if err := errs.CheckAdd(key, node, st, e.full); err != nil {
+		return err
 	}
 	slot, err := e.target(op, key, node)
 	if err != nil {
 		return err
 	}
-	if (!ok || cur.Pod.Spec.NodeName != node) && e.numPods(slot) >= framework.MaxPodsPerNode {
-		return &errs.PodError{Op: op, Key: key, Node: node, Err: errs.ErrTooManyPods}
-	}
+	ok := st.OK
 	if ok {
 		from, err := e.target(op, key, cur.Pod.Spec.NodeName)
 		if err != nil {
@@ -694,26 +706,12 @@ func (f *Fork) UpdatePod(oldPod, newPod *v1.Pod) error {
 		return forkPodError(op, newPod, err)
 	}
 	e := f.begin()
-	cur, ok := e.pod(key)
-	if !ok {
-		return &errs.PodError{Op: op, Key: key, Err: errs.ErrPodNotFound}
-	}
-	if cur.Assumed {
-		return &errs.PodError{Op: op, Key: key, Err: errs.ErrPodAssumed}
-	}
-	stored := cur.Pod.Spec.NodeName
-	if info.NodeName() != stored {
-		return &errs.CorruptionError{Op: op, Key: key, CachedNode: stored, GivenNode: info.NodeName()}
-	}
-	if oldPod.Spec.NodeName != stored {
-		return &errs.PodError{Op: op, Key: key, Node: oldPod.Spec.NodeName, Err: errs.ErrPodNodeMismatch}
-	}
+	_, cur := e.cached(key)
 	newKey := info.Key()
-	if newKey != key {
-		if _, taken := e.pod(newKey); taken {
-			return &errs.PodError{Op: op, Key: key, Node: stored, Err: errs.ErrUIDMismatch}
-		}
+	if err := errs.CheckUpdate(key, oldPod, newKey, info.NodeName(), cur, e.taken); err != nil {
+		return err
 	}
+	stored := cur.Node
 	slot, err := e.target(op, key, stored)
 	if err != nil {
 		return err
@@ -739,14 +737,11 @@ func (f *Fork) RemovePod(pod *v1.Pod) error {
 		return forkPodError(op, pod, err)
 	}
 	e := f.begin()
-	cur, ok := e.pod(key)
-	if !ok {
-		return &errs.PodError{Op: op, Key: key, Err: errs.ErrPodNotFound}
+	cur, st := e.cached(key)
+	if err := errs.CheckRemove(key, pod, st); err != nil {
+		return err
 	}
-	stored := cur.Pod.Spec.NodeName
-	if pod.Spec.NodeName != stored && pod.Spec.NodeName != "" {
-		return &errs.CorruptionError{Op: op, Key: key, CachedNode: stored, GivenNode: pod.Spec.NodeName}
-	}
+	stored := st.Node
 	slot, err := e.target(op, key, stored)
 	if err != nil {
 		return err

@@ -1,0 +1,97 @@
+package errs
+
+import v1 "k8s.io/api/core/v1"
+
+// The pod state machine's rules: which operation a cached pod's state
+// refuses, and with which error. The cache's coordinator (actor.Core) and
+// what-if forks (snapshot.Fork) both decide with these functions and then
+// apply the change to their own state; they are pure and safe for
+// concurrent use.
+
+// Cached is what the rules read of a pod's cached state. A value.
+type Cached struct {
+	OK      bool   // the pod is cached
+	Assumed bool   // it is assumed (valid when OK)
+	Node    string // the stored pod's node name (valid when OK)
+}
+
+// CheckAssume returns AssumePod's refusal of pod key on node, or nil: a
+// cached pod (ErrPodAlreadyCached), a full node (ErrTooManyPods; full is
+// asked only then).
+func CheckAssume(key, node string, cur Cached, full func(node string) bool) error {
+	if cur.OK {
+		return &PodError{Op: "AssumePod", Key: key, Node: node, Err: ErrPodAlreadyCached}
+	}
+	if full(node) {
+		return &PodError{Op: "AssumePod", Key: key, Node: node, Err: ErrTooManyPods}
+	}
+	return nil
+}
+
+// CheckForget returns ForgetPod's refusal of pod (the caller's object,
+// key its UID), or nil; apply is false when there is nothing to do (the
+// pod is not cached: a no-op, as upstream).
+func CheckForget(key string, pod *v1.Pod, cur Cached) (apply bool, err error) {
+	if !cur.OK {
+		return false, nil
+	}
+	if pod.Spec.NodeName != cur.Node {
+		return false, &PodError{Op: "ForgetPod", Key: key, Node: pod.Spec.NodeName, Err: ErrPodNodeMismatch}
+	}
+	if !cur.Assumed {
+		return false, &PodError{Op: "ForgetPod", Key: key, Node: pod.Spec.NodeName, Err: ErrPodNotAssumed}
+	}
+	return true, nil
+}
+
+// CheckAdd returns AddPod's refusal of pod key on node, or nil: an added
+// pod (ErrPodAlreadyAdded), a pod that would be one more on a full node
+// (ErrTooManyPods: a confirmation on the assumed pod's own node swaps one
+// pod for another).
+func CheckAdd(key, node string, cur Cached, full func(node string) bool) error {
+	if cur.OK && !cur.Assumed {
+		return &PodError{Op: "AddPod", Key: key, Node: node, Err: ErrPodAlreadyAdded}
+	}
+	if (!cur.OK || cur.Node != node) && full(node) {
+		return &PodError{Op: "AddPod", Key: key, Node: node, Err: ErrTooManyPods}
+	}
+	return nil
+}
+
+// CheckUpdate returns UpdatePod's refusal of oldPod (found by its UID,
+// key) becoming a pod with newKey on newNode, or nil: a pod not cached
+// (ErrPodNotFound), an assumed one (ErrPodAssumed), a new pod on another
+// node (*CorruptionError), an old pod naming another node
+// (ErrPodNodeMismatch), a new UID another cached pod holds
+// (ErrUIDMismatch; taken is asked only for a new UID).
+func CheckUpdate(key string, oldPod *v1.Pod, newKey, newNode string, cur Cached, taken func(key string) bool) error {
+	if !cur.OK {
+		return &PodError{Op: "UpdatePod", Key: key, Err: ErrPodNotFound}
+	}
+	if cur.Assumed {
+		return &PodError{Op: "UpdatePod", Key: key, Err: ErrPodAssumed}
+	}
+	if newNode != cur.Node {
+		return &CorruptionError{Op: "UpdatePod", Key: key, CachedNode: cur.Node, GivenNode: newNode}
+	}
+	if oldPod.Spec.NodeName != cur.Node {
+		return &PodError{Op: "UpdatePod", Key: key, Node: oldPod.Spec.NodeName, Err: ErrPodNodeMismatch}
+	}
+	if newKey != key && taken(newKey) {
+		return &PodError{Op: "UpdatePod", Key: key, Node: cur.Node, Err: ErrUIDMismatch}
+	}
+	return nil
+}
+
+// CheckRemove returns RemovePod's refusal of pod (key its UID), or nil: a
+// pod not cached (ErrPodNotFound), a non-empty node name other than the
+// stored pod's (*CorruptionError: upstream exits).
+func CheckRemove(key string, pod *v1.Pod, cur Cached) error {
+	if !cur.OK {
+		return &PodError{Op: "RemovePod", Key: key, Err: ErrPodNotFound}
+	}
+	if pod.Spec.NodeName != cur.Node && pod.Spec.NodeName != "" {
+		return &CorruptionError{Op: "RemovePod", Key: key, CachedNode: cur.Node, GivenNode: pod.Spec.NodeName}
+	}
+	return nil
+}
