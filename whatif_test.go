@@ -481,3 +481,27 @@ func TestAssumePodIfGenerationRemovedNode(t *testing.T) {
 	require.ErrorIs(t, err, schedcache.ErrCommitConflict)
 	require.Equal(t, 1, c.NodeCount())
 }
+
+// A fork of a snapshot the caller owns and refreshes keeps the state it
+// was forked from: later refreshes do not reach it, and the fork's
+// changes do not reach the owned snapshot.
+func TestForkOfOwnedSnapshot(t *testing.T) {
+	c := whatifCluster(t, 2, 1)
+	logger := klog.Background()
+	owned := schedcache.NewEmptySnapshot()
+	require.NoError(t, c.UpdateSnapshot(logger, owned))
+	f := owned.Fork()
+	sum := snapSum(f.Base())
+	require.NoError(t, f.AssumePod(examplePod("x", "n0", "1")))
+	require.NoError(t, c.AddPod(logger, examplePod("y", "n1", "1")))
+	require.NoError(t, c.UpdateSnapshot(logger, owned))
+	require.Equal(t, sum, snapSum(f.Base()), "the refresh did not reach the fork's base")
+	_, ok := f.Snapshot().Pod("y")
+	require.False(t, ok)
+	_, ok = owned.Pod("x")
+	require.False(t, ok)
+	_, ok = owned.Pod("y")
+	require.True(t, ok)
+	require.Equal(t, 3, f.Snapshot().PodCount())
+	require.ErrorIs(t, f.Snapshot().CopyFrom(owned), schedcache.ErrSnapshotPublished, "a fork's snapshots are read-only")
+}
