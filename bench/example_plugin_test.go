@@ -162,30 +162,42 @@ func Example_realPlugin() {
 // allocatable cpu is refused with ErrNoNode; among nodes that fit, the
 // least allocated one wins (a node half full loses to an empty one).
 func TestFitPlacer(t *testing.T) {
+	ctx, placer, c := fitFixture(t)
+	got, err := placer.Place(ctx, c.Snapshot(), fitPod("p", "500m", ""))
+	require.NoError(t, err)
+	require.Equal(t, "b", got, "LeastAllocated prefers the empty node")
+	_, err = placer.Place(ctx, c.Snapshot(), fitPod("huge", "3", ""))
+	require.ErrorIs(t, err, examples.ErrNoNode, "NodeResourcesFit's Filter refuses every node")
+}
+
+// fitNode and fitPod build the small objects of the placer tests: a node
+// of 2 CPUs, 4 GiB and 110 pods, and a pod requesting cpu on nodeName.
+func fitNode(name string) *v1.Node {
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+		v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi"), v1.ResourcePods: resource.MustParse("110")}}}
+}
+
+func fitPod(name, cpu, nodeName string) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)}, Spec: v1.PodSpec{NodeName: nodeName,
+		Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}}}}}}
+}
+
+// fitFixture starts a NodeResourcesFit placer and a cache holding nodes a
+// and b, with a pod requesting 1 CPU bound to a; both stop when t ends.
+func fitFixture(t *testing.T) (context.Context, *fitPlacer, *schedcache.Cache) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	placer, done, err := newFitPlacer(ctx)
-	defer done()
-	defer cancel()
+	t.Cleanup(done)
+	t.Cleanup(cancel)
 	require.NoError(t, err)
 	c, err := schedcache.New(ctx)
 	require.NoError(t, err)
-	defer c.Close()
-	node := func(name string) *v1.Node {
-		return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: v1.NodeStatus{Allocatable: v1.ResourceList{
-			v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi"), v1.ResourcePods: resource.MustParse("110")}}}
-	}
-	pod := func(name, cpu, nodeName string) *v1.Pod {
-		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)}, Spec: v1.PodSpec{NodeName: nodeName,
-			Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}}}}}}
-	}
+	t.Cleanup(func() { _ = c.Close() })
 	for _, n := range []string{"a", "b"} {
-		_, err := c.AddNode(discard, node(n))
+		_, err := c.AddNode(discard, fitNode(n))
 		require.NoError(t, err)
 	}
-	require.NoError(t, c.AddPod(discard, pod("busy", "1", "a")))
-	got, err := placer.Place(ctx, c.Snapshot(), pod("p", "500m", ""))
-	require.NoError(t, err)
-	require.Equal(t, "b", got, "LeastAllocated prefers the empty node")
-	_, err = placer.Place(ctx, c.Snapshot(), pod("huge", "3", ""))
-	require.ErrorIs(t, err, examples.ErrNoNode, "NodeResourcesFit's Filter refuses every node")
+	require.NoError(t, c.AddPod(discard, fitPod("busy", "1", "a")))
+	return ctx, placer, c
 }
