@@ -592,3 +592,30 @@ func TestFwkPickerErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestFwkPickerTaintsAffinityPreset: on the taints-affinity preset (small)
+// the plugin mode sees what the cluster shape and pod mix create: cordoned
+// nodes (NodeUnschedulable), NoSchedule and NoExecute taints
+// (TaintToleration) and node selectors (NodeAffinity) reject nodes, and
+// the run stays consistent. On the standard shape the same run has no
+// such rejections: the counts come from the shape.
+func TestFwkPickerTaintsAffinityPreset(t *testing.T) {
+	args := []string{"-preset", "taints-affinity", "-nodes", "100", "-pods-per-node", "5", "-schedulers", "2", "-deterministic", "-duration", "40ms"}
+	rep := fwkSimRun(t, fwkpick.Config{}, args...)
+	rej := rejections(rep)
+	if rep.Counts.Scheduled == 0 || !rep.Consistent {
+		t.Fatalf("%d scheduled, consistent %v", rep.Counts.Scheduled, rep.Consistent)
+	}
+	t.Logf("%d pods scheduled; nodes rejected: %v", rep.Counts.Scheduled, rej)
+	for _, p := range []string{names.NodeUnschedulable, names.TaintToleration, names.NodeAffinity} {
+		if rej[p] == 0 {
+			t.Errorf("no %s rejection in %v", p, rej)
+		}
+	}
+	std := rejections(fwkSimRun(t, fwkpick.Config{}, "-deterministic", "-duration", "40ms"))
+	for _, p := range []string{names.NodeUnschedulable, names.TaintToleration, names.NodeAffinity} {
+		if std[p] != 0 {
+			t.Errorf("standard shape: %s rejected %v nodes", p, std[p])
+		}
+	}
+}

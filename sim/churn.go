@@ -105,7 +105,7 @@ type apiServer struct {
 	cfg    Config                                         // immutable
 	truth  *Truth                                         // shared, concurrent
 	inf    *informer                                      // owned with the apiServer
-	images []workload.ImageSpec                           // immutable: the generator's image pool, for new nodes
+	cl     *workload.Cluster                              // immutable: the generated cluster, for new nodes and pods of its shape
 	zones  []string                                       // immutable: the zones of the initial cluster, sorted
 	assume func(p *v1.Pod, node string) error             // immutable: the expiry storm's AssumePod + FinishBinding
 	note   func(at time.Duration, what, obj, node string) // immutable; nil: none
@@ -126,7 +126,7 @@ type apiServer struct {
 
 func newAPIServer(cfg Config, truth *Truth, inf *informer, cl *workload.Cluster) *apiServer {
 	a := &apiServer{
-		cfg: cfg, truth: truth, inf: inf, images: cl.Images,
+		cfg: cfg, truth: truth, inf: inf, cl: cl,
 		r:       rand.New(rand.NewPCG(uint64(cfg.Seed), 0xa9)),
 		live:    append([]*v1.Pod(nil), cl.Pods...),
 		gone:    map[string]bool{},
@@ -361,7 +361,7 @@ func (a *apiServer) do(x action) error {
 			if !ok {
 				break
 			}
-			pod := workload.NewPod(a.r, fmt.Sprintf("expiry-%d", i), name)
+			pod := a.cl.NewPod(a.r, fmt.Sprintf("expiry-%d", i), name)
 			a.truth.Expire(pod, name)
 			if err := a.assume(pod, name); err != nil {
 				return fmt.Errorf("expiry storm: %w", err)
@@ -418,7 +418,7 @@ func (a *apiServer) setNode(now time.Duration, name string, st nodeState, mutate
 func (a *apiServer) addNode(now time.Duration) {
 	i := a.nodeIdx
 	a.nodeIdx++
-	n := workload.NewNode(a.r, i, a.images)
+	n := a.cl.NewNode(a.r, i)
 	n.Name = fmt.Sprintf("churn-node-%06d", i)
 	n.UID = types.UID("uid-" + n.Name)
 	n.Labels = maps.Clone(n.Labels)

@@ -105,6 +105,12 @@ type Config struct {
 	AssumeTTL  time.Duration
 	ExpiryPods int
 	ExpiryAt   time.Duration
+
+	// Shape is the cluster's node shape and pod mix (scenario fields
+	// cluster.allocatable, images, labels, taints, unschedulable and
+	// podMix); nil: the generator's standard shape. Shared, never
+	// changed once set.
+	Shape *workload.Shape
 }
 
 // Arrival modes.
@@ -202,16 +208,16 @@ func (c *Config) Validate() error {
 		return bad("initial-pods", "must not be negative, got %d", c.InitialPods)
 	case c.InitialPods > maxInitialPods:
 		return bad("initial-pods", "at most %d, got %d", maxInitialPods, c.InitialPods)
-	case int64(c.InitialPods) > int64(c.Nodes)*workload.NodePods:
-		return bad("initial-pods", "%d pods exceed the pod capacity of %d nodes (%d each)", c.InitialPods, c.Nodes, workload.NodePods)
+	case int64(c.InitialPods) > int64(c.Nodes)*c.podCap():
+		return bad("initial-pods", "%d pods exceed the pod capacity of %d nodes (%d each)", c.InitialPods, c.Nodes, c.podCap())
 	case c.Zones < 0 || c.Zones > maxZones:
 		return bad("zones", "must be 0 (the generator's three) to %d, got %d", maxZones, c.Zones)
 	case c.Zones > c.Nodes:
 		return bad("zones", "%d zones for %d nodes: some would be empty", c.Zones, c.Nodes)
 	case c.PodsPerNode < 0:
 		return bad("pods-per-node", "must not be negative, got %d", c.PodsPerNode)
-	case c.PodsPerNode > workload.NodePods:
-		return bad("pods-per-node", "%d exceeds the node pod capacity of the standard cluster (%d): the cluster would be over-full", c.PodsPerNode, workload.NodePods)
+	case int64(c.PodsPerNode) > c.podCap():
+		return bad("pods-per-node", "%d exceeds the node pod capacity (%d): the cluster would be over-full", c.PodsPerNode, c.podCap())
 	case int64(c.Nodes)*int64(c.PodsPerNode) > maxInitialPods:
 		return bad("pods-per-node", "%d nodes x %d pods = %d initial pods, more than the %d this tool holds", c.Nodes, c.PodsPerNode, int64(c.Nodes)*int64(c.PodsPerNode), maxInitialPods)
 	case c.Duration < 0:
@@ -258,6 +264,9 @@ func (c *Config) Validate() error {
 		return bad("audit-every", "%v is longer than -duration %v", c.AuditEvery, c.Duration)
 	case c.AuditEvery > 0 && c.Duration/c.AuditEvery > maxAudits:
 		return bad("audit-every", "%v would audit %d times in -duration %v; at most %d", c.AuditEvery, c.Duration/c.AuditEvery, c.Duration, maxAudits)
+	}
+	if err := c.Shape.Validate(); err != nil {
+		return bad("cluster", "%v", err)
 	}
 	if err := c.validateArrivals(); err != nil {
 		return err

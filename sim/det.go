@@ -301,7 +301,7 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 				next = max(time.Duration(r.ExpFloat64()/cfg.Rate*float64(time.Second)), 1)
 			}
 			for j := 0; j < k; j++ {
-				pod := workload.NewPod(r, fmt.Sprintf("arr-%d", arrived), "")
+				pod := e.cl.NewPod(r, fmt.Sprintf("arr-%d", arrived), "")
 				arrived++
 				queue = append(queue, arrival{pod: pod, at: ev.at})
 				traceEvent(digest, ev.at, "arrive", pod.Name, "")
@@ -343,7 +343,7 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 			} else {
 				i := decisions[ev.worker]
 				decisions[ev.worker]++
-				pod = workload.NewPod(r, fmt.Sprintf("sched-%d-%d", ev.worker, i), "")
+				pod = e.cl.NewPod(r, fmt.Sprintf("sched-%d-%d", ev.worker, i), "")
 			}
 			info, err := framework.NewPodInfo(pod)
 			if err != nil {

@@ -30,6 +30,8 @@ type Scenario struct {
 	Informer    *ScenarioInformer `json:"informer"`
 	Readers     *ScenarioReaders  `json:"readers"`
 	Expiry      *ScenarioExpiry   `json:"expiry"`
+	// PodMix replaces the generator's pod by weighted templates.
+	PodMix []ScenarioPodTemplate `json:"podMix"`
 
 	source    string // the file or preset name
 	setSample bool   // the file gives workload.sample
@@ -42,6 +44,13 @@ type ScenarioCluster struct {
 	InitialPods *int   `json:"initialPods"`
 	Zones       *int   `json:"zones"`
 	Seed        *int64 `json:"seed"`
+	// The shape of the nodes (shape.go): nil or empty keeps the
+	// generator's.
+	Allocatable   *ScenarioAllocatable `json:"allocatable"`
+	Images        *ScenarioImages      `json:"images"`
+	Labels        []ScenarioLabel      `json:"labels"`
+	Taints        []ScenarioTaint      `json:"taints"`
+	Unschedulable *float64             `json:"unschedulable"`
 }
 
 // ScenarioWork is the scheduling workload.
@@ -209,6 +218,13 @@ func (sc *Scenario) apply(cfg *Config) error {
 			cfg.Seed = *c.Seed
 		}
 	}
+	shape, err := shapeOf(sc.Cluster, sc.PodMix)
+	if err != nil {
+		var ue *UsageError
+		errors.As(err, &ue)
+		return fail(ue.Flag, "%s", ue.Msg)
+	}
+	cfg.Shape = shape
 	if w := sc.Workload; w != nil {
 		setInt(&cfg.Schedulers, w.Schedulers)
 		setInt(&cfg.Sample, w.Sample)
@@ -310,7 +326,11 @@ func (sc *Scenario) apply(cfg *Config) error {
 	if err := cfg.Validate(); err != nil {
 		var ue *UsageError
 		if errors.As(err, &ue) {
-			return fail(scenarioField[ue.Flag], "%s", ue.Msg)
+			field, ok := scenarioField[ue.Flag]
+			if !ok {
+				field = ue.Flag // a field of the shape (shape.go)
+			}
+			return fail(field, "%s", ue.Msg)
 		}
 		return err
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/schedcache/schedcache/workload"
 )
 
 func writeScenario(t *testing.T, body string) string {
@@ -76,6 +78,37 @@ func TestScenarioRejects(t *testing.T) {
 		{"expiry without ttl", "run: {duration: 1s}\nexpiry: {pods: 10}\n", "expiry.pods: needs -assume-ttl"},
 		{"expiry after the run", "run: {duration: 1s}\nexpiry: {pods: 10, ttl: 1s, at: 2s}\n", "expiry.at: 2s is not within the run"},
 		{"negative audit period", "run: {duration: 1s, auditEvery: -1s}\n", "run.auditEvery: must not be negative"},
+		{"allocatable cpu not a quantity", "run: {duration: 1s}\ncluster: {allocatable: {cpu: lots}}\n", `cluster.allocatable.cpu: not a quantity`},
+		{"allocatable cpu zero", "run: {duration: 1s}\ncluster: {allocatable: {cpu: 0}}\n", `cluster.allocatable.cpu: must be positive`},
+		{"allocatable memory negative", "run: {duration: 1s}\ncluster: {allocatable: {memory: -1Gi}}\n", `cluster.allocatable.memory: must be positive`},
+		{"allocatable memory huge", "run: {duration: 1s}\ncluster: {allocatable: {memory: 1Ei}}\n", `cluster.allocatable.memory: at most`},
+		{"allocatable cpu huge", "run: {duration: 1s}\ncluster: {allocatable: {cpu: 1P}}\n", `cluster.allocatable.cpu: at most`},
+		{"allocatable pods zero", "run: {duration: 1s}\ncluster: {allocatable: {pods: 0}}\n", `cluster.allocatable.pods: must be 1 to 65536`},
+		{"allocatable pods too many", "run: {duration: 1s}\ncluster: {allocatable: {pods: 70000}}\n", `cluster.allocatable.pods: must be 1 to 65536`},
+		{"pods per node over allocatable pods", "run: {duration: 1s}\ncluster: {nodes: 10, podsPerNode: 20, allocatable: {pods: 10}}\n", `cluster.podsPerNode: 20 exceeds the node pod capacity (10)`},
+		{"initial pods over allocatable pods", "run: {duration: 1s}\ncluster: {nodes: 10, initialPods: 200, allocatable: {pods: 10}}\n", `cluster.initialPods: 200 pods exceed the pod capacity of 10 nodes (10 each)`},
+		{"unknown allocatable field", "run: {duration: 1s}\ncluster: {allocatable: {gpu: 1}}\n", `unknown field "gpu"`},
+		{"image pool too large", "run: {duration: 1s}\ncluster: {images: {poolSize: 201}}\n", `cluster.images.poolSize: must be 0 to 200`},
+		{"images per node over pool", "run: {duration: 1s}\ncluster: {images: {perNode: 5, poolSize: 3}}\n", `cluster.images.perNode: must be 0 to poolSize (3)`},
+		{"negative images per node", "run: {duration: 1s}\ncluster: {images: {perNode: -1}}\n", `cluster.images.perNode`},
+		{"taint effect", "run: {duration: 1s}\ncluster: {taints: [{key: a, effect: Never, fraction: 0.1}]}\n", `cluster.taints[0].effect: must be NoSchedule, PreferNoSchedule or NoExecute`},
+		{"taint fraction", "run: {duration: 1s}\ncluster: {taints: [{key: a, effect: NoSchedule, fraction: 1.5}]}\n", `cluster.taints[0].fraction: must be a fraction`},
+		{"taint key", "run: {duration: 1s}\ncluster: {taints: [{key: 'bad key', effect: NoSchedule, fraction: 0.5}]}\n", `cluster.taints[0]: key "bad key"`},
+		{"label fraction", "run: {duration: 1s}\ncluster: {labels: [{key: a, value: b, fraction: -0.1}]}\n", `cluster.labels[0].fraction: must be a fraction`},
+		{"label value", "run: {duration: 1s}\ncluster: {labels: [{key: a, value: 'no spaces', fraction: 0.1}]}\n", `cluster.labels[0]: value "no spaces"`},
+		{"unschedulable fraction", "run: {duration: 1s}\ncluster: {unschedulable: 2}\n", `cluster.unschedulable: must be a fraction`},
+		{"pod mix weight", "run: {duration: 1s}\npodMix: [{weight: 0}]\n", `podMix[0].weight: must be 1 to 1000000`},
+		{"pod mix containers", "run: {duration: 1s}\npodMix: [{containers: 4}]\n", `podMix[0].containers: need 1 <= min <= max <= 3`},
+		{"pod mix cpu", "run: {duration: 1s}\npodMix: [{cpu: {min: 2, max: 1}}]\n", `podMix[0].cpu: min 2 is more than max 1`},
+		{"pod mix cpu zero", "run: {duration: 1s}\npodMix: [{cpu: 0}]\n", `podMix[0].cpu.max: must be positive`},
+		{"pod mix memory", "run: {duration: 1s}\npodMix: [{memory: lots}]\n", `podMix[0].memory.min: not a quantity`},
+		{"pod mix memory huge", "run: {duration: 1s}\npodMix: [{memory: 100Ti}]\n", `podMix[0].memory.max: too large`},
+		{"pod mix range field", "run: {duration: 1s}\npodMix: [{cpu: {low: 1}}]\n", `unknown field "low"`},
+		{"toleration operator", "run: {duration: 1s}\npodMix: [{tolerations: [{key: a, operator: Maybe}]}]\n", `podMix[0].tolerations[0].operator: must be Equal or Exists`},
+		{"toleration exists with value", "run: {duration: 1s}\npodMix: [{tolerations: [{key: a, operator: Exists, value: b}]}]\n", `podMix[0].tolerations[0].value: must be empty with operator Exists`},
+		{"toleration empty key", "run: {duration: 1s}\npodMix: [{tolerations: [{value: b}]}]\n", `podMix[0].tolerations[0].key: an empty key`},
+		{"toleration effect", "run: {duration: 1s}\npodMix: [{tolerations: [{key: a, effect: Soon}]}]\n", `podMix[0].tolerations[0].effect`},
+		{"node selector", "run: {duration: 1s}\npodMix: [{nodeSelector: {'a b': c}}]\n", `podMix[0].nodeSelector: key "a b"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -149,6 +182,12 @@ func TestPresetsValidate(t *testing.T) {
 	require.Zero(t, sb.PodsPerNode, "the total replaces the default per-node count")
 	require.Equal(t, int64(10000), sb.Pods)
 	require.Zero(t, sb.Duration)
+	// scheduler_perf's node-default.yaml and pod-default.yaml.
+	require.NotNil(t, sb.Shape)
+	require.Equal(t, workload.Shape{CPUMilli: 4000, MemoryBytes: 32 << 30, MaxPods: 110, Images: &workload.ImageShape{},
+		PodMix: []workload.PodTemplate{{Weight: 1, Plain: true, Containers: workload.Range{Min: 1, Max: 1},
+			CPUMilli: workload.Range{Min: 100, Max: 100}, MemoryBytes: workload.Range{Min: 500 << 20, Max: 500 << 20}}}}, *sb.Shape)
+	require.Equal(t, 1, sb.Zones)
 	op, err := parseFlags([]string{"-preset", "open-poisson"}, io.Discard)
 	require.NoError(t, err)
 	require.Equal(t, arrPoisson, op.Arrival)

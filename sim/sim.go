@@ -201,7 +201,7 @@ func buildCluster(cfg Config) *workload.Cluster {
 	if cfg.InitialPods > 0 {
 		ppn = (cfg.InitialPods + cfg.Nodes - 1) / cfg.Nodes
 	}
-	cl := workload.Build(workload.ClusterSpec{Nodes: cfg.Nodes, PodsPerNode: ppn, Seed: cfg.Seed})
+	cl := workload.Build(workload.ClusterSpec{Nodes: cfg.Nodes, PodsPerNode: ppn, Seed: cfg.Seed, Shape: cfg.Shape})
 	if cfg.InitialPods > 0 && len(cl.Pods) > cfg.InitialPods {
 		n, want := len(cl.Pods), cfg.InitialPods
 		kept := make([]*v1.Pod, 0, want)
@@ -395,7 +395,7 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 					k = cfg.BurstSize
 				}
 				for j := 0; j < k; j++ {
-					pod := workload.NewPod(r, fmt.Sprintf("arr-%d", arrived), "")
+					pod := e.cl.NewPod(r, fmt.Sprintf("arr-%d", arrived), "")
 					select {
 					case arr <- arrival{pod: pod, at: next}:
 						arrived++
@@ -498,7 +498,7 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 						return
 					}
 				} else {
-					pod = workload.NewPod(r, fmt.Sprintf("sched-%d-%d", s, i), "")
+					pod = e.cl.NewPod(r, fmt.Sprintf("sched-%d-%d", s, i), "")
 				}
 				if !decide(s, r, pod, arrivedAt) {
 					return
@@ -774,17 +774,19 @@ func overcommitted(ni *framework.NodeInfo) bool {
 }
 
 // pick returns the least-allocated node among `sample` random nodes of snap
-// that fit the pod, or "" if none fits.
+// that fit the pod (its requests, and its tolerations and node selector:
+// see fits), or "" if none fits.
 func pick(r *rand.Rand, snap *schedcache.Snapshot, info *framework.PodInfo, sample int) string {
 	n := snap.NumNodes()
 	if n == 0 {
 		return ""
 	}
 	want := info.Requests()
+	pod := info.Pod()
 	best, bestScore := "", -1.0
 	for i := 0; i < sample; i++ {
 		ni := snap.At(r.IntN(n))
-		if unschedulable(ni.Node()) {
+		if !fits(pod, ni.Node()) {
 			continue
 		}
 		req, alloc := ni.Requested(), ni.Allocatable()

@@ -63,6 +63,9 @@ type ClusterSpec struct {
 	Nodes       int // 5000 standard; 50000 for -50k
 	PodsPerNode int // 30
 	Seed        int64
+	// Shape is the nodes' and pods' shape; nil: the standard shape. It is
+	// shared, never copied: nobody may change it once handed to Build.
+	Shape *Shape
 }
 
 // Standard returns the standard cluster: 5,000 nodes, 30 pods each, seed 1.
@@ -111,48 +114,53 @@ func (c *Cluster) Feed(addNode func(*v1.Node) error, addPod func(*v1.Pod) error)
 // Build generates the cluster spec describes. The same spec gives a
 // deep-equal cluster. It uses up to GOMAXPROCS goroutines, all finished on
 // return; the result does not depend on their number. It panics if a count
-// in spec is negative.
+// in spec is negative or spec.Shape.Validate fails (callers validate first).
 func Build(spec ClusterSpec) *Cluster {
 	if spec.Nodes < 0 || spec.PodsPerNode < 0 {
 		panic(fmt.Sprintf("workload: invalid ClusterSpec %+v", spec))
+	}
+	if err := spec.Shape.Validate(); err != nil {
+		panic(err.Error())
 	}
 	c := &Cluster{
 		Spec:   spec,
 		Nodes:  make([]*v1.Node, spec.Nodes),
 		Pods:   make([]*v1.Pod, spec.Nodes*spec.PodsPerNode),
-		Images: NewImagePool(spec.Seed),
+		Images: spec.Shape.imagePool(spec.Seed),
 	}
+	ns := spec.Shape.resolve()
 	const minNodesPerWorker = 256
 	workers := min(runtime.GOMAXPROCS(0), (spec.Nodes+minNodesPerWorker-1)/minNodesPerWorker)
 	if workers <= 1 {
-		c.buildNodes(0, spec.Nodes)
-		return c
+		c.buildNodes(0, spec.Nodes, ns)
+	} else {
+		var wg sync.WaitGroup
+		for w := range workers {
+			lo, hi := spec.Nodes*w/workers, spec.Nodes*(w+1)/workers
+			wg.Go(func() { c.buildNodes(lo, hi, ns) })
+		}
+		wg.Wait()
 	}
-	var wg sync.WaitGroup
-	for w := range workers {
-		lo, hi := spec.Nodes*w/workers, spec.Nodes*(w+1)/workers
-		wg.Go(func() { c.buildNodes(lo, hi) })
-	}
-	wg.Wait()
+	spec.Shape.decorate(c.Nodes, spec.Seed)
 	return c
 }
 
 // buildNodes fills c.Nodes[lo:hi] and their pods. Node i and its pods are
 // drawn from stream i of the seed, so the result does not depend on how the
 // nodes are split among goroutines.
-func (c *Cluster) buildNodes(lo, hi int) {
+func (c *Cluster) buildNodes(lo, hi int, ns *nodeShape) {
 	var pcg rand.PCG
 	r := rand.New(&pcg)
 	alloc := &containerAlloc{}
 	per := c.Spec.PodsPerNode
 	for i := lo; i < hi; i++ {
 		seedPCG(&pcg, c.Spec.Seed, uint64(i))
-		node := NewNode(r, i, c.Images)
+		node := newNode(r, i, c.Images, ns)
 		c.Nodes[i] = node
 		pods := make([]v1.Pod, per)
 		for k := range pods {
 			n := i*per + k
-			fillPod(&pods[k], r, PodName(n), node.Name, alloc)
+			c.fillPod(&pods[k], r, PodName(n), node.Name, alloc)
 			c.Pods[n] = &pods[k]
 		}
 	}
@@ -235,6 +243,11 @@ func readyConditions(heartbeat int64) []v1.NodeCondition {
 // of them if there are fewer). Capacity equals allocatable. The node shares
 // its resource lists, conditions and image names with other nodes.
 func NewNode(r *rand.Rand, i int, images []ImageSpec) *v1.Node {
+	return newNode(r, i, images, (*Shape)(nil).resolve())
+}
+
+// newNode is NewNode with the resources and image count of ns.
+func newNode(r *rand.Rand, i int, images []ImageSpec, ns *nodeShape) *v1.Node {
 	v := nodeVocab()
 	name := NodeName(i)
 	n := &v1.Node{}
@@ -249,21 +262,26 @@ func NewNode(r *rand.Rand, i int, images []ImageSpec) *v1.Node {
 		v1.LabelOSStable:       "linux",
 		v1.LabelArchStable:     "amd64",
 	}
-	res := v.resources[0]
+	res := ns.resources[0]
 	if i%GPUEvery == 0 {
-		res = v.resources[1]
+		res = ns.resources[1]
 	}
 	n.Status.Capacity = res
 	n.Status.Allocatable = res
 	n.Status.Conditions = v.ready
-	n.Status.Images = pickImages(r, images)
+	n.Status.Images = pickImages(r, images, ns.perNode)
 	return n
 }
 
-// pickImages draws min(ImagesPerNode, len(images)) distinct images.
-func pickImages(r *rand.Rand, images []ImageSpec) []v1.ContainerImage {
-	k := min(ImagesPerNode, len(images))
-	var picked [ImagesPerNode]int
+// pickImages draws min(perNode, len(images)) distinct images.
+func pickImages(r *rand.Rand, images []ImageSpec, perNode int) []v1.ContainerImage {
+	k := min(perNode, len(images))
+	var buf [ImagesPerNode]int
+	picked := buf[:0:ImagesPerNode]
+	if k > ImagesPerNode {
+		picked = make([]int, 0, k)
+	}
+	picked = picked[:k]
 	out := make([]v1.ContainerImage, k)
 	for j := 0; j < k; {
 		x := r.IntN(len(images))
