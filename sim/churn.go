@@ -259,7 +259,8 @@ func (a *apiServer) do(x action) error {
 		}
 		a.setNode(now, name, nsDraining, func(n *v1.Node) {
 			n.Spec.Unschedulable = true
-			n.Spec.Taints = append(append([]v1.Taint(nil), n.Spec.Taints...), v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule})
+			// A node of cluster.unschedulable is cordoned already: one taint.
+			n.Spec.Taints = append(withoutTaint(n.Spec.Taints, v1.TaintNodeUnschedulable), v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule})
 		})
 		a.counts.Drains++
 		a.push(action{at: now + a.cfg.DrainGrace, kind: actEvict, node: name, remove: x.kind == actNodeRemove})

@@ -147,3 +147,31 @@ func TestPlacementCheckCatches(t *testing.T) {
 		require.Equal(t, c.want, fits(c.pod, c.node), "the picker's check: %+v on %+v", c.pod.Spec, c.node.Spec)
 	}
 }
+
+// The shape under churn: nodes added with the shape's rules, drains of
+// nodes cordoned from the start (one unschedulable taint, never two),
+// NotReady; the run stays consistent. (Failed before the drain dropped
+// the cordon taint it found: 5 nodes carried it twice.)
+func TestShapeUnderChurn(t *testing.T) {
+	cfg, err := parseFlags([]string{"-preset", "taints-affinity", "-nodes", "300", "-pods-per-node", "5", "-duration", "500ms", "-deterministic",
+		"-drain-rate", "200", "-node-add-rate", "40", "-node-remove-rate", "5", "-not-ready-rate", "10"}, io.Discard)
+	require.NoError(t, err)
+	var dup []string
+	rep, err := run(context.Background(), cfg, nil, hooks{beforeAudit: func(_ *schedcache.Cache, truth *Truth) {
+		truth.nodes.Range(func(name string, r nodeRecord) bool {
+			seen := map[v1.Taint]bool{}
+			for _, tn := range r.Node.Spec.Taints {
+				if seen[tn] {
+					dup = append(dup, name)
+				}
+				seen[tn] = true
+			}
+			return true
+		})
+	}})
+	require.NoError(t, err)
+	require.True(t, rep.Consistent, "audit %+v", rep.Audit)
+	require.Positive(t, rep.Churn.NodeAdds)
+	require.Positive(t, rep.Churn.Drains)
+	require.Empty(t, dup, "nodes with a taint twice")
+}
