@@ -10,6 +10,12 @@
 // terms, volumes, image names, conditions) with one another. A caller that
 // needs to change an object must DeepCopy it first.
 //
+// A [Shape] in [ClusterSpec] changes the nodes (allocatable, images, labels,
+// taints, cordons on a seeded fraction of them) and the pods (weighted
+// [PodTemplate]s); a nil Shape is the standard cluster, object for object.
+// [Cluster.NewNode] and [Cluster.NewPod] make further objects of a
+// cluster's shape.
+//
 // Randomness comes from math/rand/v2 with a PCG source; [NewRand] builds one
 // from an int64 seed. The same seed gives the same output on every platform,
 // and Build gives the same cluster whatever GOMAXPROCS is.
