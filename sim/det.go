@@ -273,7 +273,12 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			prog.tick("scheduling: %v virtual, %d pods scheduled, %d pending", clk.Now().Sub(virtualEpoch).Truncate(time.Millisecond), rep.Scheduled, len(queue)-head)
+			virt := clk.Now().Sub(virtualEpoch)
+			frac := float64(virt) / float64(limit)
+			if cfg.Pods > 0 {
+				frac = max(frac, float64(rep.Scheduled)/float64(cfg.Pods))
+			}
+			prog.tick(frac, "scheduling: %v virtual, %d pods scheduled, %d pending", virt.Truncate(time.Millisecond), rep.Scheduled, len(queue)-head)
 		}
 		ev := heap.Pop(&q).(event)
 		if ev.kind == evDecide || ev.kind == evArrive || ev.kind == evChurn {

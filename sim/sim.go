@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,28 +32,56 @@ type hooks struct {
 	auditNow <-chan struct{}
 }
 
-// progress writes progress lines when w is not nil. It is used by one
-// goroutine at a time (the run's main goroutine).
+// progress draws a progress bar when w is not nil (a terminal: Main
+// passes stderr only then). It is used by one goroutine at a time (the
+// run's main goroutine). The bar is redrawn in place (carriage return,
+// erase line) at most every barEvery; printf ends it with a newline first.
 type progress struct {
-	w    io.Writer // owned by the run's main goroutine; nil: silent
-	last time.Time // owned by the run's main goroutine
+	w      io.Writer // owned by the run's main goroutine; nil: silent
+	last   time.Time // owned by the run's main goroutine
+	drawn  bool      // owned by the run's main goroutine; a bar is on the current line
+	barLen int       // owned by the run's main goroutine; 0: 30 cells
 }
+
+const barEvery = 200 * time.Millisecond
 
 func (p *progress) printf(format string, args ...any) {
-	if p.w != nil {
-		fmt.Fprintf(p.w, format, args...)
-	}
-}
-
-// tick prints a line if a second has passed since the last one.
-func (p *progress) tick(format string, args ...any) {
 	if p.w == nil {
 		return
 	}
-	if now := time.Now(); now.Sub(p.last) >= time.Second {
-		p.last = now
-		fmt.Fprintf(p.w, format+"\n", args...)
+	if p.drawn {
+		fmt.Fprint(p.w, "\n")
+		p.drawn = false
 	}
+	fmt.Fprintf(p.w, format, args...)
+}
+
+// tick redraws the bar, filled to frac (clamped to [0, 1]), followed by a
+// status text, if barEvery has passed since the last draw.
+func (p *progress) tick(frac float64, format string, args ...any) {
+	if p.w == nil {
+		return
+	}
+	now := time.Now()
+	if now.Sub(p.last) < barEvery {
+		return
+	}
+	p.last = now
+	fmt.Fprint(p.w, "\r\x1b[K"+bar(frac, p.barLen)+" "+fmt.Sprintf(format, args...))
+	p.drawn = true
+}
+
+// bar renders frac as "[#####.....]  45%" with n cells (30 when n is 0).
+func bar(frac float64, n int) string {
+	if n <= 0 {
+		n = 30
+	}
+	if !(frac >= 0) { // NaN too
+		frac = 0
+	}
+	frac = min(frac, 1)
+	full := int(frac * float64(n))
+	return "[" + strings.Repeat("#", full) + strings.Repeat(".", n-full) + "] " + fmt.Sprintf("%3d%%", int(frac*100))
 }
 
 // env is what both modes share: the cluster, the cache, the ground truth.
@@ -135,7 +164,7 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 			return nil, err
 		}
 		if i%4096 == 0 {
-			prog.tick("loading: %d/%d objects", i, total)
+			prog.tick(float64(i)/float64(total), "loading: %d/%d objects", i, total)
 		}
 	}
 	for i, p := range e.cl.Pods {
@@ -144,7 +173,7 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 			return nil, err
 		}
 		if i%4096 == 0 {
-			prog.tick("loading: %d/%d objects", len(e.cl.Nodes)+i, total)
+			prog.tick(float64(len(e.cl.Nodes)+i)/float64(total), "loading: %d/%d objects", len(e.cl.Nodes)+i, total)
 		}
 	}
 	if err := c.Sync(); err != nil {
@@ -688,7 +717,11 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 				e.warnings = append(e.warnings, fmt.Sprintf("stopped after %v with no pod scheduled: %d of the %d pods scheduled", stallLimit, n, cfg.Pods))
 				halt()
 			}
-			prog.tick("scheduling: %v, %d pods scheduled, %d pending", now.Sub(start).Truncate(time.Second), n, len(arr))
+			frac := float64(now.Sub(start)) / float64(cfg.Duration)
+			if cfg.Duration == 0 || (cfg.Pods > 0 && float64(n)/float64(cfg.Pods) > frac) {
+				frac = float64(n) / float64(cfg.Pods)
+			}
+			prog.tick(frac, "scheduling: %v, %d pods scheduled, %d pending", now.Sub(start).Truncate(100*time.Millisecond), n, len(arr))
 		}
 	}
 	ticker.Stop()
