@@ -30,6 +30,11 @@ var forkSink *snapshot.Fork
 //   - fork+addnode+revert: Fork, a fork point, AddNode of a new node (a
 //     scale-up; the zone tree is rebuilt from the list and the lists
 //     rebuilt, O(nodes)), Revert;
+//   - fork+2addnodes+revert: Cluster Autoscaler's churn loop on one
+//     long-lived fork: a fork point, AddNode, a fork point, AddNode of a
+//     second new node, Revert, Revert (nothing reads the list between);
+//   - fork+100adds+commit: on one long-lived fork, a fork point, 100
+//     AddPods, Commit of the level; the pods are removed again untimed;
 //   - fork+drain+revert: Fork, a fork point, RemovePod of every pod of one
 //     node (a scale-down simulation), the fork's Snapshot, Revert;
 //   - fork+assume+commit: a fork point, one AssumePod, Commit of the level
@@ -96,6 +101,53 @@ func BenchmarkFork(b *testing.B) {
 				if err := f.Revert(); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+		run("fork+2addnodes+revert", func(b *testing.B, base *snapshot.Snapshot, _ []*v1.Pod) {
+			pool := workload.NewImagePool(1)
+			n1 := workload.NewNode(workload.NewRand(3), spec.Nodes+1, pool)
+			n2 := workload.NewNode(workload.NewRand(4), spec.Nodes+2, pool)
+			f := base.Fork()
+			for range b.N {
+				f.Fork()
+				if err := f.AddNode(n1); err != nil {
+					b.Fatal(err)
+				}
+				f.Fork()
+				if err := f.AddNode(n2); err != nil {
+					b.Fatal(err)
+				}
+				if err := f.Revert(); err != nil {
+					b.Fatal(err)
+				}
+				if err := f.Revert(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if f.Snapshot().NumNodes() != base.NumNodes() {
+				b.Fatal("churn left nodes")
+			}
+		})
+		run("fork+100adds+commit", func(b *testing.B, base *snapshot.Snapshot, pods []*v1.Pod) {
+			f := base.Fork()
+			for range b.N {
+				f.Fork()
+				for _, p := range pods {
+					if err := f.AddPod(p); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := f.Commit(); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				for _, p := range pods {
+					if err := f.RemovePod(p); err != nil {
+						b.Fatal(err)
+					}
+				}
+				f.Snapshot()
+				b.StartTimer()
 			}
 		})
 		run("fork+drain+revert", func(b *testing.B, base *snapshot.Snapshot, _ []*v1.Pod) {
