@@ -167,7 +167,11 @@ func (b *Builder) Commit(epoch uint64, nodeCount, podCount int) *Snapshot {
 	}
 	s.pods, s.podLog, s.podSum = b.pods, b.podLog, b.podSum
 	s.published = true
-	s.pc = new(pvcIndex) // built by the first fork that needs it
+	ix := new(struct { // one allocation for both per-snapshot indexes
+		pc pvcIndex
+		lx podLogIndex
+	})
+	s.pc, s.logIx = &ix.pc, &ix.lx // built by the first fork that needs them
 	if b.nodes != nil {
 		s.nodes = b.nodes.Done()
 		b.nodes = nil

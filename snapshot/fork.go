@@ -105,6 +105,7 @@ type Fork struct {
 	treeTok uint64         // see tree
 	pos     []int32        // slot -> list position of the state whose listTok is posTok; shared, read-only
 	posTok  uint64         // see pos
+	scans   int            // lookups of pods under the base's pod log, up to podLogScans (then the base's log is indexed)
 }
 
 // forkEdit is an edit of the fork's current state, opened by the first
@@ -120,6 +121,7 @@ type forkEdit struct {
 	ghosts  persist.MapEditor[int32]
 	pvcN    persist.MapEditor[int32] // open when pvcOpen
 	pvcOpen bool
+	f       *Fork                 // the fork it edits
 	touched map[int32]touchedNode // slot -> its thawed state
 	changed bool
 	nodeOps int
@@ -148,7 +150,7 @@ func (s *Snapshot) Fork() *Fork {
 	b := s
 	if !s.published || s.ll != nil {
 		c := *s
-		c.published, c.ll, c.li, c.pc = true, nil, new(listIndex), new(pvcIndex)
+		c.published, c.ll, c.li, c.pc, c.logIx = true, nil, new(listIndex), new(pvcIndex), new(podLogIndex)
 		b = &c
 	}
 	return &Fork{base: b, cur: forkLevel{s: b}}
@@ -239,7 +241,7 @@ func (f *Fork) begin() *forkEdit {
 		return f.ed
 	}
 	if f.ed == nil {
-		f.ed = &forkEdit{touched: make(map[int32]touchedNode)}
+		f.ed = &forkEdit{f: f, touched: make(map[int32]touchedNode)}
 	}
 	e := f.ed
 	f.editing = true
@@ -508,6 +510,17 @@ func (e *forkEdit) pod(key string) (PodEntry, bool) {
 	if o, ok := e.over.Get(key); ok {
 		return o.e, !o.gone
 	}
+	return e.podUnder(key)
+}
+
+// podUnder is the base's entry of pod key (the state's pods and pod log
+// are the base's). Past podLogScans lookups the base's log is indexed.
+func (e *forkEdit) podUnder(key string) (PodEntry, bool) {
+	if f := e.f; f.scans <= podLogScans {
+		if f.scans++; f.scans > podLogScans {
+			f.base.indexPodLog()
+		}
+	}
 	return e.s.podUnder(key)
 }
 
@@ -539,7 +552,7 @@ func (e *forkEdit) setPod(key string, pe PodEntry) {
 }
 
 func (e *forkEdit) dropPod(key string) {
-	if _, under := e.s.podUnder(key); under {
+	if _, under := e.podUnder(key); under {
 		e.over.Set(key, podOver{gone: true})
 	} else {
 		e.over.Delete(key)

@@ -67,7 +67,7 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 	}
 	if s.ll == nil {
 		*s = *p
-		s.published, s.li, s.pc = false, nil, nil
+		s.published, s.li, s.pc, s.logIx = false, nil, nil, nil
 		s.ll = &longLived{base: p.nodes, nextSlot: int32(p.nodes.Len())}
 		s.nodes = p.clonesNow(p.nodes)
 		return s.err

@@ -13,6 +13,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -90,6 +91,7 @@ type Snapshot struct {
 	over      persist.Map[podOver]                // a fork's pod changes over pods and podLog (fork.go); empty in the cache's snapshots
 	li        *listIndex                          // order's slot -> position table, built on first use (forks); shared by the snapshots with this order; nil in snapshots a caller owns
 	pc        *pvcIndex                           // used-PVC counts, built on first use (forks); one per published snapshot; nil in others
+	logIx     *podLogIndex                        // index of podLog, built on demand (forks); shared by the snapshots with this pods+podLog (a fork's keep their base's); nil in snapshots a caller owns
 	ll        *longLived                          // nil unless refreshed by UpdateFrom; owned with the snapshot
 }
 
@@ -176,6 +178,44 @@ func (s *Snapshot) pvcCounts() persist.Map[int32] {
 	return pc.counts
 }
 
+// podLogIndex maps each key of a snapshot's pod log to the position of
+// its newest change there: a pure function of the snapshot's (immutable)
+// podLog, so any number of readers may share it. It is built at most once
+// (sync.Once), on demand: by a fork that has looked up more than
+// podLogScans keys of its base (a fork looks up every pod it changes), and
+// is immutable after. Until it is built, lookups scan the log.
+type podLogIndex struct {
+	once  sync.Once
+	ready atomic.Bool      // idx is built; set once, in once, after idx
+	idx   map[string]int32 // key -> newest position in podLog; built once on first use (sync.Once); immutable after
+}
+
+// podLogScans is how many linear scans of a base's pod log a fork makes
+// before it builds the base's podLogIndex: a scan costs about a nanosecond
+// per log entry, a build some tens, so the build pays for itself after a
+// few dozen lookups.
+const podLogScans = 32
+
+// podLogIndexMin is the shortest pod log worth indexing.
+const podLogIndexMin = 64
+
+// indexPodLog builds s's podLogIndex if s has one and it is not built
+// (O(len(podLog)) once per snapshot, shared by every reader).
+func (s *Snapshot) indexPodLog() {
+	ix := s.logIx
+	if ix == nil || len(s.podLog) < podLogIndexMin {
+		return
+	}
+	ix.once.Do(func() {
+		m := make(map[string]int32, len(s.podLog))
+		for i := range s.podLog {
+			m[s.podLog[i].key] = int32(i)
+		}
+		ix.idx = m
+		ix.ready.Store(true)
+	})
+}
+
 // positions returns slot -> position in order (-1 for slots not in it).
 func positions(order []int32) []int32 {
 	n := int32(0)
@@ -212,7 +252,7 @@ func (s *Snapshot) CopyFrom(src *Snapshot) error {
 	*s = *src
 	s.published = false
 	s.ll = src.ll.clone()
-	s.li, s.pc = nil, nil
+	s.li, s.pc, s.logIx = nil, nil, nil
 	return nil
 }
 
@@ -339,8 +379,16 @@ func (s *Snapshot) Pod(key string) (PodEntry, bool) {
 	return s.podUnder(key)
 }
 
-// podUnder is Pod without a fork's changes: the pod log, then the trie.
+// podUnder is Pod without a fork's changes: the pod log (through its
+// index if built), then the trie.
 func (s *Snapshot) podUnder(key string) (PodEntry, bool) {
+	if ix := s.logIx; ix != nil && ix.ready.Load() {
+		if i, ok := ix.idx[key]; ok {
+			c := &s.podLog[i]
+			return c.e, !c.gone
+		}
+		return s.pods.Get(key)
+	}
 	if len(s.podSum) > 0 {
 		h := podHash(key)
 		for i := len(s.podSum) - 1; i >= 0; i-- {

@@ -194,18 +194,28 @@ func TestPodLogFoldsAndHeldSnapshots(t *testing.T) {
 			if stalled != nil {
 				require.Positive(t, waits, "the builder waited for a stalled fold")
 			}
+			indexed := 0
 			for i, h := range kept {
 				got := map[string]bool{}
 				h.s.RangePods(func(k string, e PodEntry) bool { got[k] = e.Assumed; return true })
 				require.Equal(t, h.model, got, "snapshot %d: RangePods", i)
 				require.Equal(t, len(h.model), h.s.PodCount())
-				for c := 0; c < keys; c++ {
-					e, ok := h.s.Pod(fmt.Sprint(c))
-					want, wok := h.model[fmt.Sprint(c)]
-					require.Equal(t, wok, ok, "snapshot %d key %d", i, c)
-					require.Equal(t, want, e.Assumed, "snapshot %d key %d", i, c)
+				// Scanning the log, then through its index (podLogIndex).
+				for pass := 0; pass < 2; pass++ {
+					for c := 0; c < keys; c++ {
+						e, ok := h.s.Pod(fmt.Sprint(c))
+						want, wok := h.model[fmt.Sprint(c)]
+						require.Equal(t, wok, ok, "snapshot %d key %d pass %d", i, c, pass)
+						require.Equal(t, want, e.Assumed, "snapshot %d key %d pass %d", i, c, pass)
+					}
+					h.s.indexPodLog()
+					require.Equal(t, len(h.s.podLog) >= podLogIndexMin, h.s.logIx.ready.Load(), "snapshot %d indexed", i)
+				}
+				if h.s.logIx.ready.Load() {
+					indexed++
 				}
 			}
+			require.Greater(t, indexed, 10, "snapshots read through their log index")
 		})
 	}
 }
@@ -237,4 +247,47 @@ func TestFoldPanicReachesBuilder(t *testing.T) {
 		}()
 		b.FoldPods()
 	})
+}
+
+// A fork looks its base's pod log up by scanning it until it has made
+// podLogScans lookups, then builds the base's index, which the base and
+// every fork of it share; the answers stay the same.
+func TestForkIndexesBasePodLog(t *testing.T) {
+	b := NewBuilder()
+	pod := &v1.Pod{}
+	for i := 0; i < 3*podLogIndexMin; i++ {
+		b.SetPod(fmt.Sprint(i%podLogIndexMin), PodEntry{Pod: pod, Assumed: i%2 == 0})
+		if i%5 == 0 {
+			b.DeletePod(fmt.Sprint(i % podLogIndexMin))
+		}
+	}
+	s := b.Commit(1, 0, 0)
+	require.GreaterOrEqual(t, len(s.podLog), podLogIndexMin)
+	want := map[string]PodEntry{}
+	for c := 0; c < podLogIndexMin+1; c++ {
+		if e, ok := s.Pod(fmt.Sprint(c)); ok {
+			want[fmt.Sprint(c)] = e
+		}
+	}
+	require.False(t, s.logIx.ready.Load())
+	f := s.Fork()
+	e := f.begin()
+	for c := 0; c <= podLogScans; c++ {
+		require.False(t, s.logIx.ready.Load(), "lookup %d", c)
+		got, ok := e.pod(fmt.Sprint(c % (podLogIndexMin + 1)))
+		w, wok := want[fmt.Sprint(c%(podLogIndexMin+1))]
+		require.Equal(t, wok, ok)
+		require.Equal(t, w, got)
+	}
+	require.True(t, s.logIx.ready.Load(), "index built after podLogScans lookups")
+	for c := 0; c < podLogIndexMin+1; c++ {
+		got, ok := e.pod(fmt.Sprint(c))
+		w, wok := want[fmt.Sprint(c)]
+		require.Equal(t, wok, ok, "key %d", c)
+		require.Equal(t, w, got, "key %d", c)
+		got, ok = s.Pod(fmt.Sprint(c))
+		require.Equal(t, wok, ok, "key %d", c)
+		require.Equal(t, w, got, "key %d", c)
+	}
+	f.discard()
 }
