@@ -28,14 +28,28 @@ const (
 	dirtyAll     = dirtyAny | dirtyScalars | dirtyPorts | dirtyPVCs
 )
 
+// Copy-on-write bits: which slices of a thawed state (NodeInfo.Thaw) are
+// still the frozen NodeInfo's. Such a slice is only read; the first write
+// copies it (an append to a pod list copies it into the grown slice).
+const (
+	sharedPods uint8 = 1 << iota
+	sharedAff
+	sharedAnti
+	sharedScalars
+	sharedPorts
+	sharedPVCs
+	sharedAll = sharedPods | sharedAff | sharedAnti | sharedScalars | sharedPorts | sharedPVCs
+)
+
 // NodeState is owned by exactly one goroutine (a shard): it is not safe for
 // concurrent use and is never shared; no method blocks. It is the mutable
 // aggregate for one node name (upstream framework.NodeInfo inside the
 // cache). What it publishes, through Freeze, is immutable.
 type NodeState struct {
 	// All fields are owned by the goroutine that owns the NodeState. No
-	// slice or map below is ever shared with a NodeInfo, except allocatable
-	// and imageStates, which are immutable.
+	// slice or map below is ever written while shared with a NodeInfo:
+	// allocatable and imageStates are immutable, and the slices a thawed
+	// state starts with are the NodeInfo's until copied (shared bits).
 	nextGen    func() int64 // the cache's generation source
 	generation int64
 
@@ -55,8 +69,9 @@ type NodeState struct {
 	usedPorts        []HostPort       // a set
 	pvcRefs          []pvcRef         // sorted by key, counts > 0
 
-	last  *NodeInfo // the previous Freeze result, nil before the first
-	dirty uint8     // dirty* bits since last
+	last   *NodeInfo // the previous Freeze result, nil before the first
+	dirty  uint8     // dirty* bits since last
+	shared uint8     // shared* bits: slices still a frozen NodeInfo's (Thaw), copied before their first write
 }
 
 // NewNodeState returns an empty, nodeless aggregate whose creation takes a
@@ -89,15 +104,53 @@ func (s *NodeState) AddPod(p *PodInfo) {
 	if p == nil {
 		return
 	}
-	s.pods = append(s.pods, p)
+	s.pods = s.appendPod(s.pods, sharedPods, p)
 	if p.affinity {
-		s.podsWithAffinity = append(s.podsWithAffinity, p)
+		s.podsWithAffinity = s.appendPod(s.podsWithAffinity, sharedAff, p)
 	}
 	if p.antiAffinity {
-		s.podsWithRequiredAntiAffinity = append(s.podsWithRequiredAntiAffinity, p)
+		s.podsWithRequiredAntiAffinity = s.appendPod(s.podsWithRequiredAntiAffinity, sharedAnti, p)
 	}
 	s.update(p, 1)
 	s.dirty |= dirtyAny
+}
+
+// appendPod appends p to l, the pod list whose shared bit is bit: a shared
+// list is clipped first, so that append copies it into a new array.
+func (s *NodeState) appendPod(l []*PodInfo, bit uint8, p *PodInfo) []*PodInfo {
+	if s.shared&bit != 0 {
+		s.shared &^= bit
+		return append(l[:len(l):len(l)], p)
+	}
+	return append(l, p)
+}
+
+// own copies the slices of the shared bits in bits, which become the
+// state's own.
+func (s *NodeState) own(bits uint8) {
+	bits &= s.shared
+	if bits == 0 {
+		return
+	}
+	s.shared &^= bits
+	if bits&sharedPods != 0 {
+		s.pods = slices.Clone(s.pods)
+	}
+	if bits&sharedAff != 0 {
+		s.podsWithAffinity = slices.Clone(s.podsWithAffinity)
+	}
+	if bits&sharedAnti != 0 {
+		s.podsWithRequiredAntiAffinity = slices.Clone(s.podsWithRequiredAntiAffinity)
+	}
+	if bits&sharedScalars != 0 {
+		s.reqScalars = slices.Clone(s.reqScalars)
+	}
+	if bits&sharedPorts != 0 {
+		s.usedPorts = slices.Clone(s.usedPorts)
+	}
+	if bits&sharedPVCs != 0 {
+		s.pvcRefs = slices.Clone(s.pvcRefs)
+	}
 }
 
 // RemovePod removes the pod with key exactly as upstream NodeInfo.RemovePod
@@ -132,12 +185,14 @@ func (s *NodeState) removePod(key string, stored *PodInfo, affinity, antiAffinit
 	// The affinity sub-lists may hold stale entries of a key (upstream
 	// searches them by the caller's pod object), so they are always
 	// searched by key, first match, as upstream.
-	if affinity {
+	if affinity && indexOfPod(s.podsWithAffinity, key) >= 0 {
+		s.own(sharedAff)
 		if s.podsWithAffinity, ok = removePodFromSlice(s.podsWithAffinity, key); ok {
 			s.dirty |= dirtyAny
 		}
 	}
-	if antiAffinity {
+	if antiAffinity && indexOfPod(s.podsWithRequiredAntiAffinity, key) >= 0 {
+		s.own(sharedAnti)
 		if s.podsWithRequiredAntiAffinity, ok = removePodFromSlice(s.podsWithRequiredAntiAffinity, key); ok {
 			s.dirty |= dirtyAny
 		}
@@ -156,6 +211,7 @@ func (s *NodeState) removePod(key string, stored *PodInfo, affinity, antiAffinit
 		}
 		return fmt.Errorf("%w: pod %q, node %q", ErrPodNotOnNode, key, name)
 	}
+	s.own(sharedPods)
 	p := s.pods[i]
 	s.pods = removePodAt(s.pods, i)
 	s.update(p, -1)
@@ -199,6 +255,19 @@ func (s *NodeState) update(p *PodInfo, sign int64) {
 	s.requested.MilliCPU += sign * p.requests.MilliCPU
 	s.requested.Memory += sign * p.requests.Memory
 	s.requested.EphemeralStorage += sign * p.requests.EphemeralStorage
+	if s.shared != 0 {
+		var bits uint8
+		if len(p.requests.scalars) > 0 {
+			bits |= sharedScalars
+		}
+		if len(p.HostPorts()) > 0 {
+			bits |= sharedPorts
+		}
+		if len(p.PVCKeys()) > 0 {
+			bits |= sharedPVCs
+		}
+		s.own(bits)
+	}
 	for _, sq := range p.requests.scalars {
 		i, ok := findScalar(s.reqScalars, sq.Name)
 		if ok {

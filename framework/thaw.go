@@ -1,7 +1,5 @@
 package framework
 
-import "slices"
-
 // Thaw returns a new NodeState holding exactly n's aggregate (node object,
 // pods and sub-lists in their order, requested and non-zero totals, ports,
 // PVC counts, allocatable, image summaries, generation), so that the
@@ -9,8 +7,11 @@ import "slices"
 // to a copy of a frozen entry: a what-if fork (snapshot.Fork) changes a
 // published node this way. The new state's later changes take their
 // generations from nextGen (nil: NextGeneration). Freeze before any change
-// returns n itself. n is not changed; the state shares nothing mutable
-// with it. Cost: O(pods + ports + PVC keys + scalars of n).
+// returns n itself. n is not changed: the state starts with n's slices
+// and copies each before its first write to it (copy on write), so a
+// state that only adds pods copies only the pod lists it appends to, and
+// the ports, PVC counts and scalars only if a pod changes them. Cost:
+// O(1); a first write to a slice O(its length).
 func (n *NodeInfo) Thaw(nextGen func() int64) *NodeState {
 	if nextGen == nil {
 		nextGen = NextGeneration
@@ -21,15 +22,16 @@ func (n *NodeInfo) Thaw(nextGen func() int64) *NodeState {
 		node:                         n.node,
 		allocatable:                  n.allocatable,
 		imageStates:                  n.imageStates,
-		pods:                         slices.Clone(n.pods),
-		podsWithAffinity:             slices.Clone(n.podsWithAffinity),
-		podsWithRequiredAntiAffinity: slices.Clone(n.podsWithRequiredAntiAffinity),
+		pods:                         n.pods,
+		podsWithAffinity:             n.podsWithAffinity,
+		podsWithRequiredAntiAffinity: n.podsWithRequiredAntiAffinity,
 		requested:                    n.requested,
-		reqScalars:                   slices.Clone(n.requested.scalars),
+		reqScalars:                   n.requested.scalars,
 		nonZeroRequested:             n.nonZeroRequested,
-		usedPorts:                    slices.Clone(n.usedPorts),
-		pvcRefs:                      slices.Clone(n.pvcRefs),
+		usedPorts:                    n.usedPorts,
+		pvcRefs:                      n.pvcRefs,
 		last:                         n,
+		shared:                       sharedAll,
 	}
 	s.requested.scalars = nil
 	if n.imageNames != nil || n.imageTable != nil {

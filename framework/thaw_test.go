@@ -1,6 +1,8 @@
 package framework
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -26,6 +28,7 @@ func TestThaw(t *testing.T) {
 		return pi
 	}
 	a, b, c := mk("a", 100, "x", 80), mk("b", 200, "y", 81), mk("c", 300, "x", 82)
+	t.Run("copy on write", func(t *testing.T) { testThawCopyOnWrite(t, mk) })
 	ref := NewNodeState(nil)
 	ref.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}})
 	ref.AddPod(a)
@@ -52,4 +55,60 @@ func TestThaw(t *testing.T) {
 	require.Greater(t, got.Generation(), ni.Generation())
 	require.Equal(t, before, ni.String(), "the thawed NodeInfo did not change")
 	require.Equal(t, 2, ni.NumPods())
+}
+
+// Thawed states share the NodeInfo's slices until their first write: any
+// number of them (on any goroutines) change their copies without changing
+// the NodeInfo or each other, and aggregate as a state that never froze.
+func testThawCopyOnWrite(t *testing.T, mk func(uid string, cpu int64, claim string, port int32) *PodInfo) {
+	ref := NewNodeState(nil)
+	ref.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}})
+	var base []*PodInfo
+	for i := range 5 {
+		p := mk(fmt.Sprint("p", i), int64(100*(i+1)), fmt.Sprint("c", i%2), int32(80+i))
+		base = append(base, p)
+		ref.AddPod(p)
+	}
+	ni := ref.Freeze()
+	before := ni.String()
+	// Each script is applied to a thaw of ni and to a fresh state holding
+	// the same pods; both must freeze alike.
+	scripts := []func(s *NodeState){
+		func(s *NodeState) { s.AddPod(mk("x", 1, "c9", 90)) },
+		func(s *NodeState) { require.NoError(t, s.RemovePod("p0", true, true)) },
+		func(s *NodeState) { require.NoError(t, s.RemovePod("p4", true, true)); s.AddPod(mk("y", 2, "c1", 81)) },
+		func(s *NodeState) { s.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}) },
+		func(s *NodeState) {
+			for _, p := range base {
+				require.NoError(t, s.RemovePod(p.Key(), true, true))
+			}
+		},
+	}
+	var wg sync.WaitGroup
+	got := make([]*NodeInfo, len(scripts))
+	for i, script := range scripts {
+		wg.Go(func() {
+			th := ni.Thaw(nil)
+			script(th)
+			got[i] = th.Freeze()
+		})
+	}
+	wg.Wait()
+	require.Equal(t, before, ni.String(), "the thawed NodeInfo did not change")
+	for i, script := range scripts {
+		want := NewNodeState(nil)
+		want.SetNode(ni.Node())
+		for _, p := range base {
+			want.AddPod(p)
+		}
+		script(want)
+		w := want.Freeze()
+		require.Equal(t, w.Pods(), got[i].Pods(), "script %d", i)
+		require.Equal(t, w.PodsWithAffinity(), got[i].PodsWithAffinity(), "script %d", i)
+		require.Equal(t, w.PodsWithRequiredAntiAffinity(), got[i].PodsWithRequiredAntiAffinity(), "script %d", i)
+		require.Equal(t, w.Requested(), got[i].Requested(), "script %d", i)
+		require.Equal(t, w.UsedPorts(), got[i].UsedPorts(), "script %d", i)
+		require.Equal(t, w.PVCRefCounts(), got[i].PVCRefCounts(), "script %d", i)
+		require.Equal(t, w.Node(), got[i].Node(), "script %d", i)
+	}
 }
