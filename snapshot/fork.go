@@ -52,11 +52,27 @@ func forkNextGen() int64 { return forkGenBase + forkGen.Add(1) }
 type forkLevel struct {
 	s       *Snapshot          // immutable, published
 	ghosts  persist.Map[int32] // nodeless entries the fork made (RemoveNode of a node holding pods): name -> slot
-	listTok uint64             // identifies the zone tree s.order was listed from; 0: the base's
+	listTok uint64             // identifies the zone tree s.order was listed from; 0: the base's; unused while lazy
+	tree    *nodetree.Overlay  // the zone tree of this state; nil: the base list's, not made yet (no node operation since the base)
+	lazy    *deferredList      // non-nil: the lists were not rebuilt after the last node operations (see deferredList)
 	nodeOps int                // node operations applied since the base (Cache.Commit refuses a fork with any)
 	pvcN    persist.Map[int32] // claim -> listed nodes referencing it, when pvcLive
 	pvcLive bool               // pvcN is kept; else the counts are the base's (no claim changed since it)
 	seq     uint64             // unique within the fork: what a ForkPoint names
+}
+
+// deferredList marks a level whose node list was not rebuilt after its
+// node operations: its snapshot's entries, index, pods and images are
+// current, but its lists (order, aff, anti, err, its tree counts) and its
+// used-PVC set and counts are still those of from, the last listed state
+// before them (only node operations happened since: no pod changed).
+// listed is the level with its lists rebuilt (listLevel), made on the
+// first read that needs them and shared by every copy of the level (the
+// fork points keep copies). A Revert past unread node operations thus
+// costs nothing. Owned by the goroutine holding the fork.
+type deferredList struct {
+	from   *Snapshot  // immutable
+	listed *forkLevel // nil until listed
 }
 
 // Fork is a private, mutable what-if copy of a snapshot: made in O(1) by
@@ -80,11 +96,13 @@ type forkLevel struct {
 // Costs (n nodes): Fork, Point, Revert, RevertTo, Commit and Base O(1);
 // a pod operation O(log n + pods of the node); Snapshot O(1) if nothing
 // changed since the last call, else O(nodes changed x (log n + their
-// pods)); a node operation O(n) (the zone order is relisted, as the cache
-// does when a node joins or leaves its list). Three tables are built on
-// first use, O(n), and shared by every fork: per node list its slot ->
-// position table and its zone tree, per published snapshot the counts of
-// its used-PVC set.
+// pods)); a node operation O(zones + log n + node operations since the
+// base): the zone order is relisted, as the cache does when a node joins
+// or leaves its list, but only on the first read that needs it (Snapshot,
+// or the close of a later pod operation), O(n) then. Four tables are
+// built on first use, O(n), and shared by every fork: per node list its
+// slot -> position table and its zone tree, per published snapshot the
+// counts of its used-PVC set and the index of its pod log.
 //
 // Differences from the cache: a fork holds pods only on nodes it knows:
 // nodes with an object, and the ghosts it made itself. A pod operation
@@ -95,17 +113,15 @@ type forkLevel struct {
 // ghost bookkeeping.
 type Fork struct {
 	// Every field is owned by the goroutine holding the fork.
-	base    *Snapshot      // immutable
-	cur     forkLevel      // the state when no edit is open
-	stack   []forkLevel    // fork points, innermost last
-	seq     uint64         // last seq or token handed out
-	editing bool           // ed is open: cur is its starting state
-	ed      *forkEdit      // the open edit; allocated by the first, reused by later ones
-	tree    *nodetree.Tree // the zone tree of the state whose listTok is treeTok (nil: none yet)
-	treeTok uint64         // see tree
-	pos     []int32        // slot -> list position of the state whose listTok is posTok; shared, read-only
-	posTok  uint64         // see pos
-	scans   int            // lookups of pods under the base's pod log, up to podLogScans (then the base's log is indexed)
+	base    *Snapshot   // immutable
+	cur     forkLevel   // the state when no edit is open
+	stack   []forkLevel // fork points, innermost last
+	seq     uint64      // last seq or token handed out
+	editing bool        // ed is open: cur is its starting state
+	ed      *forkEdit   // the open edit; allocated by the first, reused by later ones
+	pos     []int32     // slot -> list position of the state whose listTok is posTok; shared, read-only
+	posTok  uint64      // see pos
+	scans   int         // lookups of pods under the base's pod log, up to podLogScans (then the base's log is indexed)
 }
 
 // forkEdit is an edit of the fork's current state, opened by the first
@@ -121,6 +137,9 @@ type forkEdit struct {
 	ghosts  persist.MapEditor[int32]
 	pvcN    persist.MapEditor[int32] // open when pvcOpen
 	pvcOpen bool
+	pvcBase persist.Map[int32]    // the counts pvcN opens on, if pvcLive
+	pvcLive bool                  // pvcBase is kept; else the base snapshot's counts
+	tree    *nodetree.Overlay     // the zone tree, changed by the edit's node operation
 	f       *Fork                 // the fork it edits
 	touched map[int32]touchedNode // slot -> its thawed state
 	changed bool
@@ -165,6 +184,7 @@ func (f *Fork) Base() *Snapshot { return f.base }
 // with the base's epoch. Later changes to the fork do not change it.
 func (f *Fork) Snapshot() *Snapshot {
 	f.close()
+	f.listLevel(&f.cur)
 	return f.cur.s
 }
 
@@ -235,8 +255,17 @@ func (f *Fork) Commit() error {
 
 // ---- the edit ----
 
-// begin opens the edit of the current state if it is not open.
+// begin opens the edit of the current state for pod operations if it is
+// not open, listing the state first if its list was deferred.
 func (f *Fork) begin() *forkEdit {
+	if !f.editing {
+		f.listLevel(&f.cur)
+	}
+	return f.open()
+}
+
+// open opens the edit of the current state if it is not open.
+func (f *Fork) open() *forkEdit {
 	if f.editing {
 		return f.ed
 	}
@@ -252,6 +281,7 @@ func (f *Fork) begin() *forkEdit {
 	e.s.over.EditInto(&e.over)
 	f.cur.ghosts.EditInto(&e.ghosts)
 	e.changed, e.nodeOps, e.pvcOpen = false, 0, false
+	e.pvcBase, e.pvcLive, e.tree = f.cur.pvcN, f.cur.pvcLive, f.cur.tree
 	return e
 }
 
@@ -283,15 +313,17 @@ func (f *Fork) close() {
 	s.nodes = e.nodes.Done()
 	s.index = e.index.Done()
 	s.over = e.over.Done()
-	lvl := forkLevel{s: &s, ghosts: e.ghosts.Done(), listTok: f.cur.listTok, nodeOps: f.cur.nodeOps + e.nodeOps}
-	if e.nodeOps > 0 {
-		// The tree changed: list it again, with the affinity lists and
-		// the used-PVC set of the new list.
-		f.seq++
-		lvl.listTok = f.seq
-		f.relist(&s, f.cur.s, e)
+	lvl := forkLevel{s: &s, ghosts: e.ghosts.Done(), listTok: f.cur.listTok, tree: e.tree, nodeOps: f.cur.nodeOps + e.nodeOps}
+	if e.nodeOps > 0 || f.cur.lazy != nil {
+		// The tree changed: the list, the affinity lists and the
+		// used-PVC set are rebuilt from it on first need (listLevel),
+		// from the last listed state.
+		from := f.cur.s
+		if f.cur.lazy != nil {
+			from = f.cur.lazy.from
+		}
+		lvl.lazy = &deferredList{from: from}
 		s.pvc = e.pvc.Done()
-		f.treeTok = lvl.listTok
 	} else {
 		f.editLists(&s, e)
 		s.pvc = e.pvc.Done()
@@ -314,8 +346,8 @@ func (f *Fork) close() {
 // changed since the base.
 func (f *Fork) usePVC(e *forkEdit, k string, delta int32) {
 	if !e.pvcOpen {
-		base := f.cur.pvcN
-		if !f.cur.pvcLive {
+		base := e.pvcBase
+		if !e.pvcLive {
 			base = f.base.pvcCounts()
 		}
 		base.EditInto(&e.pvcN)
@@ -335,15 +367,43 @@ func (f *Fork) usePVC(e *forkEdit, k string, delta int32) {
 	}
 }
 
-// relist rebuilds s's node list from the fork's tree (which is current),
-// as the cache's buildLists: names of entries without a node object are
+// listLevel rebuilds the lists of l if they were deferred (relist, from
+// the last listed state), once per level: copies of l share the result.
+func (f *Fork) listLevel(l *forkLevel) {
+	d := l.lazy
+	if d == nil {
+		return
+	}
+	if d.listed == nil {
+		s := *l.s
+		e := &forkEdit{f: f, pvcBase: l.pvcN, pvcLive: l.pvcLive}
+		s.pvc.EditInto(&e.pvc)
+		f.relist(&s, d.from, e, l.tree)
+		s.pvc = e.pvc.Done()
+		s.pc = nil
+		res := *l
+		f.seq++
+		res.s, res.lazy, res.listTok = &s, nil, f.seq
+		if e.pvcOpen {
+			res.pvcN, res.pvcLive = e.pvcN.Done(), true
+		}
+		d.listed = &res
+	}
+	seq := l.seq
+	*l = *d.listed
+	l.seq = seq
+}
+
+// relist rebuilds s's node list from tree, as the cache's buildLists: names of entries without a node object are
 // skipped, and a list of another length than the tree's count is reported
 // as an *InconsistentListError. The affinity lists are derived from the
 // new list; the used-PVC set (pvc, open on the previous state's) gains the
 // claims of nodes that joined the list and loses those of nodes that left
-// it that no listed node uses any more. prev is the previous state.
-func (f *Fork) relist(s, prev *Snapshot, e *forkEdit) {
-	ids, _ := f.tree.AppendIDs(make([]int32, 0, f.tree.NumNodes()))
+// it that no listed node uses any more. prev is the last listed state
+// (only node operations happened since: every entry listed in both holds
+// the same pods).
+func (f *Fork) relist(s, prev *Snapshot, e *forkEdit, tree *nodetree.Overlay) {
+	ids, _ := tree.AppendIDs(make([]int32, 0, tree.NumNodes()))
 	order := ids[:0]
 	var aff, anti []int32
 	for _, slot := range ids {
@@ -384,14 +444,14 @@ func (f *Fork) relist(s, prev *Snapshot, e *forkEdit) {
 		}
 	}
 	var err error
-	if len(order) != f.tree.NumNodes() {
-		err = &InconsistentListError{ListLen: len(order), TreeNodes: f.tree.NumNodes(), MapLen: s.index.Len(), CacheEntries: s.nodeCount}
+	if len(order) != tree.NumNodes() {
+		err = &InconsistentListError{ListLen: len(order), TreeNodes: tree.NumNodes(), MapLen: s.index.Len(), CacheEntries: s.nodeCount}
 	}
 	s.order, s.aff, s.anti, s.err = order, persist.SeqOf(aff), persist.SeqOf(anti), err
 	li := new(listIndex)
 	li.once.Do(func() { li.pos = newPos })
 	s.li = li
-	s.treeNodes, s.treeNames = f.tree.NumNodes(), nil
+	s.treeNodes, s.treeNames = tree.NumNodes(), nil
 }
 
 // editLists brings the affinity lists and the used-PVC set of s (whose
@@ -462,19 +522,20 @@ func (f *Fork) listed(slot int32) bool {
 	return int(slot) < len(f.pos) && f.pos[slot] >= 0
 }
 
-// ensureTree makes f.tree the zone tree of the current state: a clone of
-// the tree its list was listed from (rebuilt once per list and shared by
-// every fork of it), if f.tree was made for another state. O(n) then.
-func (f *Fork) ensureTree() error {
-	if f.tree != nil && f.treeTok == f.cur.listTok {
-		return nil
+// levelTree returns the zone tree of the current state, made from the
+// tree its list was listed from (rebuilt once per list and shared by
+// every fork of it, O(n) then) if no node operation made one since the
+// base.
+func (f *Fork) levelTree() (*nodetree.Overlay, error) {
+	if f.cur.tree != nil {
+		return f.cur.tree, nil
 	}
 	t, err := f.cur.s.listTree()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	f.tree, f.treeTok = t.Clone(), f.cur.listTok
-	return nil
+	f.cur.tree = nodetree.NewOverlay(t)
+	return f.cur.tree, nil
 }
 
 // slotOf returns the slot of the entry named name: a node with an object,
@@ -770,14 +831,16 @@ func (f *Fork) RemovePod(pod *v1.Pod) error {
 // ---- nodes ----
 
 // nodeOp prepares a node operation: the pending edit is closed (a node
-// operation relists, which reads every entry) and the zone tree made
-// current.
+// operation is an edit of its own) and one opened on the current state
+// with its zone tree (a deferred list stays deferred).
 func (f *Fork) nodeOp(op, name string) (*forkEdit, error) {
 	f.close()
-	if err := f.ensureTree(); err != nil {
+	t, err := f.levelTree()
+	if err != nil {
 		return nil, &errs.NodeError{Op: op, Name: name, Err: err}
 	}
-	e := f.begin()
+	e := f.open()
+	e.tree = t
 	return e, nil
 }
 
@@ -880,7 +943,7 @@ func (f *Fork) AddNode(node *v1.Node) error {
 	} else {
 		old = e.nodeObj(slot)
 	}
-	f.tree.AddID(node, slot)
+	e.tree = e.tree.AddID(node, slot)
 	e.setNode(slot, old, node)
 	f.close()
 	return nil
@@ -904,7 +967,7 @@ func (f *Fork) UpdateNode(oldNode, newNode *v1.Node) error {
 		return err
 	}
 	if oldNode != nil && oldNode.Name != newNode.Name {
-		if oldZone := nodetree.ZoneKey(oldNode); oldZone != newZone && f.tree.InZone(oldNode.Name, oldZone) {
+		if oldZone := nodetree.ZoneKey(oldNode); oldZone != newZone && e.tree.InZone(oldNode.Name, oldZone) {
 			if _, live := e.index.Get(oldNode.Name); live {
 				f.discard()
 				return &errs.NodeError{Op: op, Name: newNode.Name, Err: errs.ErrNodeNameMismatch}
@@ -915,11 +978,11 @@ func (f *Fork) UpdateNode(oldNode, newNode *v1.Node) error {
 	var old *v1.Node
 	if !ok {
 		slot = e.newEntry()
-		f.tree.AddID(newNode, slot)
+		e.tree = e.tree.AddID(newNode, slot)
 	} else {
 		old = e.nodeObj(slot)
 	}
-	f.tree.UpdateID(oldNode, newNode, slot)
+	e.tree = e.tree.UpdateID(oldNode, newNode, slot)
 	e.setNode(slot, old, newNode)
 	f.close()
 	return nil
@@ -955,7 +1018,8 @@ func (f *Fork) RemoveNode(node *v1.Node) error {
 	} else if had {
 		e.ghosts.Set(node.Name, slot)
 	}
-	terr := f.tree.Remove(node)
+	var terr error
+	e.tree, terr = e.tree.Remove(node)
 	if terr == nil {
 		e.s.images = imagesWithout(e.s.images, node)
 	}

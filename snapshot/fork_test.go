@@ -533,8 +533,14 @@ func runForkModel(t *testing.T, seed int64, steps int) {
 		step := fmt.Sprintf("step %d: %s", step, name)
 		require.Equal(t, want, errSentinel(err), "%s: %v", step, err)
 		require.Equal(t, len(stack), f.Depth(), step)
-		m.check(t, f.Snapshot(), step)
+		// Seeds divisible by 3 read the fork after about one step in 4
+		// only, so that node operations, fork points and reverts pile up
+		// between two reads (the fork defers its list to the next read).
+		if seed%3 != 0 || r.Intn(4) == 0 {
+			m.check(t, f.Snapshot(), step)
+		}
 	}
+	m.check(t, f.Snapshot(), "end")
 	for i, h := range held {
 		require.Equal(t, h.fp, fingerprint(h.s), "held snapshot %d changed", i)
 	}
@@ -673,6 +679,9 @@ func TestForkMatchesCore(t *testing.T) {
 				_ = m.removeNode(n)
 			}
 			require.Equal(t, errSentinel(ec), errSentinel(ef), "seed %d step %d: %v / %v", seed, step, ec, ef)
+			if seed%2 == 0 && step%3 != 2 && step != steps-1 {
+				continue // even seeds compare every third step: node operations pile up unread
+			}
 			cs, err := l.Publish()
 			require.NoError(t, err)
 			require.Equal(t, view(cs), view(f.Snapshot()), "seed %d step %d", seed, step)

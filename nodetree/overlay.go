@@ -1,0 +1,190 @@
+package nodetree
+
+import (
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Overlay is a zone tree made of a base Tree, which it never changes, and
+// changes made on top of it: the same zones, order and names as a Clone
+// of the base changed by the same calls (AddID, UpdateID, Remove), without
+// copying the base. It is what a what-if fork (snapshot.Fork) changes: a
+// change costs O(zones + the changes already made in the zone it touches),
+// not O(names).
+//
+// Contract: an Overlay is immutable: every change returns a new Overlay
+// and leaves the receiver as it was, so any number of goroutines may read
+// one and keep old ones. The base must not change while overlays of it
+// live (a tree no one changes any more; reading it from many goroutines
+// is safe). AppendIDs costs O(names). The zero Overlay and a nil *Overlay
+// are not usable: make one with NewOverlay.
+type Overlay struct {
+	zones    []*ozone // zone order; immutable, never written
+	numNodes int      // immutable
+}
+
+// ozone is one zone of an Overlay: the names of a base zone not removed
+// since, then the names added on the overlay. Immutable once made.
+type ozone struct {
+	key   string
+	base  *zone               // the base tree's zone (nil: a zone made on the overlay); read only
+	gone  map[string]struct{} // names of base removed on the overlay; never written once made
+	names []string            // names added on the overlay, in order; never written below their length
+	ids   []int32             // parallel to names
+}
+
+// NewOverlay returns an overlay of base with no changes. base must not
+// change afterwards.
+func NewOverlay(base *Tree) *Overlay {
+	o := &Overlay{zones: make([]*ozone, len(base.zones)), numNodes: base.numNodes}
+	for i, z := range base.zones {
+		o.zones[i] = &ozone{key: z.key, base: z}
+	}
+	return o
+}
+
+// NumNodes is Tree.NumNodes.
+func (o *Overlay) NumNodes() int { return o.numNodes }
+
+func (o *Overlay) find(key string) int {
+	for i, z := range o.zones {
+		if z.key == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// has reports whether z lists name.
+func (z *ozone) has(name string) bool {
+	if z.base != nil {
+		if _, ok := z.base.members[name]; ok {
+			if _, gone := z.gone[name]; !gone {
+				return true
+			}
+		}
+	}
+	return slices.Contains(z.names, name)
+}
+
+func (z *ozone) size() int {
+	n := len(z.names)
+	if z.base != nil {
+		n += len(z.base.names) - len(z.gone)
+	}
+	return n
+}
+
+// InZone is Tree.InZone.
+func (o *Overlay) InZone(name, zoneKey string) bool {
+	i := o.find(zoneKey)
+	return i >= 0 && o.zones[i].has(name)
+}
+
+// AddID returns o with node.Name added to the zone ZoneKey(node) with id,
+// as Tree.AddID (a name already in that zone keeps its place and id).
+func (o *Overlay) AddID(node *v1.Node, id int32) *Overlay {
+	return o.add(node.Name, ZoneKey(node), id)
+}
+
+func (o *Overlay) add(name, key string, id int32) *Overlay {
+	i := o.find(key)
+	if i >= 0 && o.zones[i].has(name) {
+		return o
+	}
+	c := &Overlay{numNodes: o.numNodes + 1}
+	if i < 0 {
+		c.zones = append(slices.Clip(o.zones), &ozone{key: key, names: []string{name}, ids: []int32{id}})
+		return c
+	}
+	z := *o.zones[i]
+	z.names = append(z.names[:len(z.names):len(z.names)], name)
+	z.ids = append(z.ids[:len(z.ids):len(z.ids)], id)
+	c.zones = slices.Clone(o.zones)
+	c.zones[i] = &z
+	return c
+}
+
+// Remove returns o without node.Name in the zone ZoneKey(node), as
+// Tree.Remove: a zone left empty leaves the zone order; a name not in that
+// zone returns o and an error wrapping ErrNodeNotInZone.
+func (o *Overlay) Remove(node *v1.Node) (*Overlay, error) {
+	name, key := node.Name, ZoneKey(node)
+	c, ok := o.remove(name, key)
+	if !ok {
+		return o, fmt.Errorf("%w: node %q zone %q", ErrNodeNotInZone, name, key)
+	}
+	return c, nil
+}
+
+func (o *Overlay) remove(name, key string) (*Overlay, bool) {
+	i := o.find(key)
+	if i < 0 || !o.zones[i].has(name) {
+		return o, false
+	}
+	z := *o.zones[i]
+	if j := slices.Index(z.names, name); j >= 0 {
+		z.names = slices.Delete(slices.Clone(z.names), j, j+1)
+		z.ids = slices.Delete(slices.Clone(z.ids), j, j+1)
+	} else {
+		gone := make(map[string]struct{}, len(z.gone)+1)
+		for k := range z.gone {
+			gone[k] = struct{}{}
+		}
+		gone[name] = struct{}{}
+		z.gone = gone
+	}
+	c := &Overlay{numNodes: o.numNodes - 1}
+	if z.size() == 0 {
+		c.zones = slices.Delete(slices.Clone(o.zones), i, i+1)
+	} else {
+		c.zones = slices.Clone(o.zones)
+		c.zones[i] = &z
+	}
+	return c, true
+}
+
+// UpdateID returns o with the node moved as Tree.UpdateID: nothing changes
+// when the zone keys of oldNode (nil: newNode.Name with key "") and
+// newNode are equal; else oldNode.Name leaves its zone (a failure is
+// ignored) and newNode.Name joins its new zone with id.
+func (o *Overlay) UpdateID(oldNode, newNode *v1.Node, id int32) *Overlay {
+	oldName, oldKey := newNode.Name, ""
+	if oldNode != nil {
+		oldName, oldKey = oldNode.Name, ZoneKey(oldNode)
+	}
+	newKey := ZoneKey(newNode)
+	if oldKey == newKey {
+		return o
+	}
+	c, _ := o.remove(oldName, oldKey)
+	return c.add(newNode.Name, newKey, id)
+}
+
+// AppendIDs is Tree.AppendIDs: the ids in the zone-interleaved order of
+// the names, with List's error. O(names).
+func (o *Overlay) AppendIDs(dst []int32) ([]int32, error) {
+	ids := make([][]int32, len(o.zones))
+	zs := make([]*zone, len(o.zones))
+	for i, z := range o.zones {
+		switch {
+		case z.base == nil:
+			ids[i] = z.ids
+		case len(z.gone) == 0 && len(z.names) == 0:
+			ids[i] = z.base.ids
+		default:
+			l := make([]int32, 0, z.size())
+			for j, n := range z.base.names {
+				if _, gone := z.gone[n]; !gone {
+					l = append(l, z.base.ids[j])
+				}
+			}
+			ids[i] = append(l, z.ids...)
+		}
+		zs[i] = &zone{key: z.key, ids: ids[i]}
+	}
+	dst, _, err := interleave(zs, o.numNodes, dst, nil, func(z *zone) []int32 { return z.ids })
+	return dst, err
+}
