@@ -56,7 +56,9 @@ func BenchmarkFork(b *testing.B) {
 				settleHeap()
 				b.ReportAllocs()
 				b.ResetTimer()
+				m := takeCPU()
 				body(b, base, pods)
+				m.report(b, b.N) // cpu-ns/op: robust to a loaded box (untimed parts included)
 			})
 		}
 		run("fork", func(b *testing.B, base *snapshot.Snapshot, _ []*v1.Pod) {

@@ -860,11 +860,12 @@ func (e *forkEdit) newEntry() int32 {
 func (e *forkEdit) setNode(slot int32, old, node *v1.Node) {
 	st := e.state(slot)
 	if old != nil {
-		e.s.images = imagesWithout(e.s.images, old)
+		e.s.images = imagesWithout(e.s.images, framework.ImageNames(old))
 	}
-	e.s.images = imagesWith(e.s.images, node)
+	names := framework.ImageNames(node)
+	e.s.images = imagesWith(e.s.images, node, names)
 	st.SetNode(node)
-	st.SetImages(&framework.ImageView{Names: framework.ImageNames(node), Table: e.s.images})
+	st.SetImages(&framework.ImageView{Names: names, Table: e.s.images})
 	e.index.Set(node.Name, slot)
 	e.ghosts.Delete(node.Name)
 	e.changed = true
@@ -872,33 +873,38 @@ func (e *forkEdit) setNode(slot int32, old, node *v1.Node) {
 }
 
 // imagesWith returns t with one more node listing each of node's image
-// names (a new name gets the size node lists first).
-func imagesWith(t *framework.ImageTable, node *v1.Node) *framework.ImageTable {
-	names := framework.ImageNames(node)
+// names (names is framework.ImageNames(node)); a new name gets the size
+// of the first image of node listing it.
+func imagesWith(t *framework.ImageTable, node *v1.Node, names []string) *framework.ImageTable {
 	if len(names) == 0 {
 		return t
 	}
 	ed := t.Map().Edit()
+	// names lists each name once, in the order of its first occurrence
+	// in node's images: walking the images in the same order, a name is
+	// a first occurrence exactly when it is the next one of names.
+	k := 0
 	for i := range node.Status.Images {
 		img := &node.Status.Images[i]
 		for _, name := range img.Names {
-			if _, ok := ed.Get(name); !ok {
-				ed.Set(name, framework.ImageStateSummary{Size: img.SizeBytes})
+			if k == len(names) || names[k] != name {
+				continue // listed by an earlier image
 			}
+			k++
+			v, ok := ed.Get(name)
+			if !ok {
+				v = framework.ImageStateSummary{Size: img.SizeBytes}
+			}
+			v.NumNodes++
+			ed.Set(name, v)
 		}
-	}
-	for _, name := range names {
-		v, _ := ed.Get(name)
-		v.NumNodes++
-		ed.Set(name, v)
 	}
 	return framework.NewImageTable(ed.Done())
 }
 
-// imagesWithout returns t with one node fewer listing each of node's image
-// names; a name no node lists any more leaves.
-func imagesWithout(t *framework.ImageTable, node *v1.Node) *framework.ImageTable {
-	names := framework.ImageNames(node)
+// imagesWithout returns t with one node fewer listing each of names (a
+// node's framework.ImageNames); a name no node lists any more leaves.
+func imagesWithout(t *framework.ImageTable, names []string) *framework.ImageTable {
 	if len(names) == 0 {
 		return t
 	}
@@ -1021,7 +1027,7 @@ func (f *Fork) RemoveNode(node *v1.Node) error {
 	var terr error
 	e.tree, terr = e.tree.Remove(node)
 	if terr == nil {
-		e.s.images = imagesWithout(e.s.images, node)
+		e.s.images = imagesWithout(e.s.images, framework.ImageNames(node))
 	}
 	f.close()
 	if terr != nil {

@@ -291,3 +291,33 @@ func TestForkIndexesBasePodLog(t *testing.T) {
 	}
 	f.discard()
 }
+
+// imagesWith counts each image name of a node once, a new name with the
+// size of the first image listing it, whatever the duplicates; and
+// imagesWithout undoes it.
+func TestForkImagesWith(t *testing.T) {
+	img := func(size int64, names ...string) v1.ContainerImage {
+		return v1.ContainerImage{Names: names, SizeBytes: size}
+	}
+	n1 := &v1.Node{Status: v1.NodeStatus{Images: []v1.ContainerImage{
+		img(10, "a", "b"), img(20, "b", "c", "a"), img(30, "c"), img(40, "d", "d"), img(50),
+	}}}
+	n2 := &v1.Node{Status: v1.NodeStatus{Images: []v1.ContainerImage{img(99, "c", "e"), img(7, "e", "f")}}}
+	t0 := framework.NewImageTable(persist.Map[framework.ImageStateSummary]{})
+	t1 := imagesWith(t0, n1, framework.ImageNames(n1))
+	t2 := imagesWith(t1, n2, framework.ImageNames(n2))
+	want := map[string]framework.ImageStateSummary{
+		"a": {Size: 10, NumNodes: 1}, "b": {Size: 10, NumNodes: 1}, "c": {Size: 20, NumNodes: 2},
+		"d": {Size: 40, NumNodes: 1}, "e": {Size: 99, NumNodes: 1}, "f": {Size: 7, NumNodes: 1},
+	}
+	got := map[string]framework.ImageStateSummary{}
+	t2.Map().Range(func(k string, v framework.ImageStateSummary) bool { got[k] = v; return true })
+	require.Equal(t, want, got)
+	back := imagesWithout(t2, framework.ImageNames(n2))
+	got = map[string]framework.ImageStateSummary{}
+	back.Map().Range(func(k string, v framework.ImageStateSummary) bool { got[k] = v; return true })
+	require.Equal(t, map[string]framework.ImageStateSummary{
+		"a": {Size: 10, NumNodes: 1}, "b": {Size: 10, NumNodes: 1}, "c": {Size: 20, NumNodes: 1}, "d": {Size: 40, NumNodes: 1},
+	}, got)
+	require.Equal(t, 0, t0.Map().Len(), "the tables are persistent")
+}
