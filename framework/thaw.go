@@ -40,6 +40,53 @@ func (n *NodeInfo) Thaw(nextGen func() int64) *NodeState {
 	return s
 }
 
+// ThawInto is Thaw reusing s, a state its owner no longer uses (nil:
+// Thaw), so that a caller thawing many entries in turn (a fork's edits)
+// allocates neither the state nor, mostly, its pod lists: the pod lists
+// are copied into s's own buffers (never into slices s still shared with
+// a NodeInfo); the other slices are shared with n until written, as
+// Thaw's. What s froze before is not changed. Cost: O(pods of n).
+func (n *NodeInfo) ThawInto(s *NodeState, nextGen func() int64) *NodeState {
+	if s == nil {
+		return n.Thaw(nextGen)
+	}
+	if nextGen == nil {
+		nextGen = NextGeneration
+	}
+	reuse := func(l []*PodInfo, bit uint8, from []*PodInfo) []*PodInfo {
+		if s.shared&bit != 0 {
+			l = nil // a NodeInfo's: never written
+		}
+		clear(l[:cap(l)]) // drop the old pointers
+		return append(l[:0], from...)
+	}
+	pods := reuse(s.pods, sharedPods, n.pods)
+	aff := reuse(s.podsWithAffinity, sharedAff, n.podsWithAffinity)
+	anti := reuse(s.podsWithRequiredAntiAffinity, sharedAnti, n.podsWithRequiredAntiAffinity)
+	*s = NodeState{
+		nextGen:                      nextGen,
+		generation:                   n.generation,
+		node:                         n.node,
+		allocatable:                  n.allocatable,
+		imageStates:                  n.imageStates,
+		pods:                         pods,
+		podsWithAffinity:             aff,
+		podsWithRequiredAntiAffinity: anti,
+		requested:                    n.requested,
+		reqScalars:                   n.requested.scalars,
+		nonZeroRequested:             n.nonZeroRequested,
+		usedPorts:                    n.usedPorts,
+		pvcRefs:                      n.pvcRefs,
+		last:                         n,
+		shared:                       sharedScalars | sharedPorts | sharedPVCs,
+	}
+	s.requested.scalars = nil
+	if n.imageNames != nil || n.imageTable != nil {
+		s.images = &ImageView{Names: n.imageNames, Table: n.imageTable}
+	}
+	return s
+}
+
 // NumPodsWithAffinity returns the length of the affinity sub-list.
 func (s *NodeState) NumPodsWithAffinity() int { return len(s.podsWithAffinity) }
 

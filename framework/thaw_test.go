@@ -29,6 +29,7 @@ func TestThaw(t *testing.T) {
 	}
 	a, b, c := mk("a", 100, "x", 80), mk("b", 200, "y", 81), mk("c", 300, "x", 82)
 	t.Run("copy on write", func(t *testing.T) { testThawCopyOnWrite(t, mk) })
+	t.Run("into", func(t *testing.T) { testThawInto(t, mk) })
 	ref := NewNodeState(nil)
 	ref.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}})
 	ref.AddPod(a)
@@ -110,5 +111,52 @@ func testThawCopyOnWrite(t *testing.T, mk func(uid string, cpu int64, claim stri
 		require.Equal(t, w.UsedPorts(), got[i].UsedPorts(), "script %d", i)
 		require.Equal(t, w.PVCRefCounts(), got[i].PVCRefCounts(), "script %d", i)
 		require.Equal(t, w.Node(), got[i].Node(), "script %d", i)
+	}
+}
+
+// ThawInto reuses a state: the result aggregates as a Thaw's, and neither
+// what the state froze before nor the NodeInfos it was thawed from change,
+// including a NodeInfo whose pod list the state still shared.
+func testThawInto(t *testing.T, mk func(uid string, cpu int64, claim string, port int32) *PodInfo) {
+	build := func(name string, n int) *NodeInfo {
+		s := NewNodeState(nil)
+		s.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		for i := range n {
+			s.AddPod(mk(fmt.Sprint(name, i), int64(10*(i+1)), fmt.Sprint("c", i%3), int32(100+i)))
+		}
+		return s.Freeze()
+	}
+	a, b, c := build("a", 6), build("b", 3), build("c", 9)
+	fa, fb, fc := a.String(), b.String(), c.String()
+	st := a.Thaw(nil)
+	st.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a2"}}) // pods still a's
+	a2 := st.Freeze()
+	fa2 := a2.String()
+	var prev []*NodeInfo
+	var prevFP []string
+	for i, ni := range []*NodeInfo{b, c, b, a} {
+		st = ni.ThawInto(st, nil)
+		ref := ni.Thaw(nil)
+		for _, s := range []*NodeState{st, ref} {
+			s.AddPod(mk(fmt.Sprint("new", i), 5, "cx", 7))
+			require.NoError(t, s.RemovePod(ni.PodAt(0).Key(), true, true))
+		}
+		got, want := st.Freeze(), ref.Freeze()
+		require.Equal(t, want.Requested(), got.Requested(), "round %d", i)
+		require.Equal(t, want.UsedPorts(), got.UsedPorts(), "round %d", i)
+		require.Equal(t, want.PVCRefCounts(), got.PVCRefCounts(), "round %d", i)
+		require.Equal(t, want.Pods(), got.Pods(), "round %d", i)
+		require.Equal(t, want.PodsWithRequiredAntiAffinity(), got.PodsWithRequiredAntiAffinity(), "round %d", i)
+		prev, prevFP = append(prev, got), append(prevFP, got.String())
+		if i == 0 {
+			require.Equal(t, fa, a.String(), "a's shared pod list was not written")
+		}
+	}
+	require.Equal(t, fa, a.String())
+	require.Equal(t, fb, b.String())
+	require.Equal(t, fc, c.String())
+	require.Equal(t, fa2, a2.String())
+	for i, p := range prev {
+		require.Equal(t, prevFP[i], p.String(), "what round %d froze did not change", i)
 	}
 }

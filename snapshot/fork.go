@@ -137,13 +137,29 @@ type forkEdit struct {
 	ghosts  persist.MapEditor[int32]
 	pvcN    persist.MapEditor[int32] // open when pvcOpen
 	pvcOpen bool
-	pvcBase persist.Map[int32]    // the counts pvcN opens on, if pvcLive
-	pvcLive bool                  // pvcBase is kept; else the base snapshot's counts
-	tree    *nodetree.Overlay     // the zone tree, changed by the edit's node operation
-	f       *Fork                 // the fork it edits
-	touched map[int32]touchedNode // slot -> its thawed state
+	pvcBase persist.Map[int32]     // the counts pvcN opens on, if pvcLive
+	pvcLive bool                   // pvcBase is kept; else the base snapshot's counts
+	tree    *nodetree.Overlay      // the zone tree, changed by the edit's node operation
+	f       *Fork                  // the fork it edits
+	touched map[int32]touchedNode  // slot -> its thawed state
+	free    []*framework.NodeState // states of closed or dropped edits, reused by state (ThawInto); up to forkFreeMax
 	changed bool
 	nodeOps int
+}
+
+// forkFreeMax bounds the states an edit keeps for reuse.
+const forkFreeMax = 128
+
+// recycle empties touched, keeping up to forkFreeMax of its states for
+// reuse: a closed edit froze them (the frozen entries share nothing the
+// states own), a dropped one abandons them.
+func (e *forkEdit) recycle() {
+	for _, t := range e.touched {
+		if len(e.free) < forkFreeMax {
+			e.free = append(e.free, t.st)
+		}
+	}
+	clear(e.touched)
 }
 
 // touchedNode is a node entry an edit changes: its mutable aggregate and
@@ -289,7 +305,7 @@ func (f *Fork) open() *forkEdit {
 func (f *Fork) discard() {
 	if f.editing {
 		f.editing = false
-		clear(f.ed.touched)
+		f.ed.recycle()
 		f.ed.s = Snapshot{}
 	}
 }
@@ -334,7 +350,7 @@ func (f *Fork) close() {
 		lvl.pvcN, lvl.pvcLive = f.cur.pvcN, f.cur.pvcLive
 	}
 	s.pc = nil // a fork keeps its counts in its levels
-	clear(e.touched)
+	e.recycle()
 	e.s = Snapshot{}
 	f.cur = lvl
 }
@@ -553,7 +569,12 @@ func (e *forkEdit) state(slot int32) *framework.NodeState {
 		return t.st
 	}
 	ni := e.nodes.Get(int(slot))
-	t := touchedNode{st: ni.Thaw(forkNextGen), init: ni}
+	var st *framework.NodeState
+	if n := len(e.free); n > 0 {
+		st, e.free[n-1] = e.free[n-1], nil
+		e.free = e.free[:n-1]
+	}
+	t := touchedNode{st: ni.ThawInto(st, forkNextGen), init: ni}
 	e.touched[slot] = t
 	return t.st
 }
@@ -657,6 +678,9 @@ func (e *forkEdit) detach(name string, slot int32, key string, aff, anti, keep b
 
 // deleteEntry frees the nodeless entry name (at slot) without pods.
 func (e *forkEdit) deleteEntry(name string, slot int32) {
+	if t, ok := e.touched[slot]; ok && len(e.free) < forkFreeMax {
+		e.free = append(e.free, t.st)
+	}
 	delete(e.touched, slot)
 	e.nodes.Set(int(slot), nil)
 	e.s.nodeCount--
