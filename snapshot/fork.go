@@ -121,7 +121,6 @@ type Fork struct {
 	ed      *forkEdit   // the open edit; allocated by the first, reused by later ones
 	pos     []int32     // slot -> list position of the state whose listTok is posTok; shared, read-only
 	posTok  uint64      // see pos
-	scans   int         // lookups of pods under the base's pod log, up to podLogScans (then the base's log is indexed)
 }
 
 // forkEdit is an edit of the fork's current state, opened by the first
@@ -140,7 +139,8 @@ type forkEdit struct {
 	pvcBase persist.Map[int32]     // the counts pvcN opens on, if pvcLive
 	pvcLive bool                   // pvcBase is kept; else the base snapshot's counts
 	tree    *nodetree.Overlay      // the zone tree, changed by the edit's node operation
-	f       *Fork                  // the fork it edits
+	base    *Snapshot              // the fork's base; immutable
+	scans   int                    // lookups of pods under the base's pod log, up to podLogScans (then the base's log is indexed)
 	touched map[int32]touchedNode  // slot -> its thawed state
 	free    []*framework.NodeState // states of closed or dropped edits, reused by state (ThawInto); up to forkFreeMax
 	changed bool
@@ -286,7 +286,7 @@ func (f *Fork) open() *forkEdit {
 		return f.ed
 	}
 	if f.ed == nil {
-		f.ed = &forkEdit{f: f, touched: make(map[int32]touchedNode)}
+		f.ed = &forkEdit{base: f.base, touched: make(map[int32]touchedNode)}
 	}
 	e := f.ed
 	f.editing = true
@@ -392,7 +392,7 @@ func (f *Fork) listLevel(l *forkLevel) {
 	}
 	if d.listed == nil {
 		s := *l.s
-		e := &forkEdit{f: f, pvcBase: l.pvcN, pvcLive: l.pvcLive}
+		e := &forkEdit{base: f.base, pvcBase: l.pvcN, pvcLive: l.pvcLive}
 		s.pvc.EditInto(&e.pvc)
 		f.relist(&s, d.from, e, l.tree)
 		s.pvc = e.pvc.Done()
@@ -598,9 +598,9 @@ func (e *forkEdit) pod(key string) (PodEntry, bool) {
 // podUnder is the base's entry of pod key (the state's pods and pod log
 // are the base's). Past podLogScans lookups the base's log is indexed.
 func (e *forkEdit) podUnder(key string) (PodEntry, bool) {
-	if f := e.f; f.scans <= podLogScans {
-		if f.scans++; f.scans > podLogScans {
-			f.base.indexPodLog()
+	if e.scans <= podLogScans {
+		if e.scans++; e.scans > podLogScans {
+			e.base.indexPodLog()
 		}
 	}
 	return e.s.podUnder(key)
