@@ -102,7 +102,7 @@ type listIndex struct {
 	once     sync.Once
 	pos      []int32 // slot -> position in the list, -1 if not listed; written once, in once
 	treeOnce sync.Once
-	tree     *nodetree.Tree // the zone tree the list was listed from; written once, in treeOnce, then only cloned
+	tree     *nodetree.Tree // the zone tree the list was listed from; written once, in treeOnce, then only read (the base of forks' nodetree.Overlays)
 	treeErr  error          // ErrForkListInconsistent if the list cannot be a tree's; written once, in treeOnce
 }
 
@@ -121,7 +121,7 @@ func (s *Snapshot) listPos() []int32 {
 // first call for that list (O(n)): the list is the tree's round-robin
 // interleave of its zones, so adding the listed nodes in list order gives
 // back the zones in their order and each zone's names in theirs. The tree
-// must not be changed (Clone it). A list no tree gives (an
+// must not be changed (forks overlay it: nodetree.NewOverlay). A list no tree gives (an
 // *InconsistentListError, names without entries, a name listed twice)
 // returns ErrForkListInconsistent.
 func (s *Snapshot) listTree() (*nodetree.Tree, error) {
