@@ -255,14 +255,16 @@ func (f *Fork) RevertTo(p ForkPoint) error {
 }
 
 // Commit drops the last fork point and keeps the current state (the
-// changes since the point now belong to the level below), in O(1).
-// Without one it returns ErrNoForkPoint. Cache.Commit applies a fork to
-// the cache.
+// changes since the point now belong to the level below), in O(1): an
+// open edit stays open (its changed nodes are frozen on the next read,
+// Fork or Point, as without the Commit). Without one it returns
+// ErrNoForkPoint. Cache.Commit applies a fork to the cache.
 func (f *Fork) Commit() error {
 	if len(f.stack) == 0 {
 		return ErrNoForkPoint
 	}
-	f.close()
+	// The open edit, if any, was opened on f.cur, which stays the
+	// current state: nothing below the dropped point refers to it.
 	n := len(f.stack) - 1
 	f.stack[n] = forkLevel{}
 	f.stack = f.stack[:n]

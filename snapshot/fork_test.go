@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand"
+	"runtime"
 	"slices"
 	"sort"
 	"testing"
@@ -773,4 +774,40 @@ func TestForkConcurrent(t *testing.T) {
 		require.NoError(t, <-errc)
 	}
 	require.Equal(t, fp, fingerprint(base))
+}
+
+// Commit folds a level into the one below without freezing what the open
+// edit changed (0 allocations: the nodes are frozen on the next read),
+// and the changes stay visible there, reverted with the lower point.
+func TestForkCommitKeepsEditOpen(t *testing.T) {
+	r := rand.New(rand.NewSource(2))
+	_, base, _ := baseCluster(t, r, 3, 5)
+	f := base.Fork()
+	low := f.Point()
+	f.Fork()
+	require.NoError(t, f.AddPod(forkPod(r, "a", "n0")))
+	f.Fork()
+	require.NoError(t, f.AddPod(forkPod(r, "b", "n1")))
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	err := f.Commit()
+	runtime.ReadMemStats(&m1)
+	require.NoError(t, err)
+	require.Zero(t, m1.Mallocs-m0.Mallocs, "Commit froze the open edit")
+	require.NoError(t, f.Commit())
+	require.Equal(t, 1, f.Depth())
+	s := f.Snapshot()
+	require.Equal(t, base.PodCount()+2, s.PodCount())
+	n0, err := s.Get("n0")
+	require.NoError(t, err)
+	require.Len(t, n0.Pods(), mustGet(t, base, "n0").NumPods()+1)
+	require.NoError(t, f.RevertTo(low))
+	require.Equal(t, base.PodCount(), f.Snapshot().PodCount(), "Revert below drops the committed levels")
+}
+
+func mustGet(t *testing.T, s *snapshot.Snapshot, name string) *framework.NodeInfo {
+	t.Helper()
+	ni, err := s.Get(name)
+	require.NoError(t, err)
+	return ni
 }
