@@ -62,17 +62,29 @@ type forkLevel struct {
 }
 
 // deferredList marks a level whose node list was not rebuilt after its
-// node operations: its snapshot's entries, index, pods and images are
-// current, but its lists (order, aff, anti, err, its tree counts) and its
-// used-PVC set and counts are still those of from, the last listed state
-// before them (only node operations happened since: no pod changed).
+// node operations: its snapshot's entries, index and pods are current,
+// but its lists (order, aff, anti, err, its tree counts), its used-PVC
+// set and counts and its image table are still those of from, the last
+// listed state before them (only node operations happened since: no pod
+// changed), and the entries those operations gave a node object show no
+// images yet: imgs lists the operations' image changes, applied then.
 // listed is the level with its lists rebuilt (listLevel), made on the
 // first read that needs them and shared by every copy of the level (the
 // fork points keep copies). A Revert past unread node operations thus
 // costs nothing. Owned by the goroutine holding the fork.
 type deferredList struct {
 	from   *Snapshot  // immutable
+	imgs   *imgOp     // immutable; the node operations' image changes, newest first
 	listed *forkLevel // nil until listed
+}
+
+// imgOp is one node operation's change of the image table: old's names
+// (may be nil) leave it, node's (may be nil) join it, and slot's entry
+// shows node's names read from the table as of then. Immutable.
+type imgOp struct {
+	prev      *imgOp // the operation before, nil for the first since the last listed state
+	slot      int32
+	old, node *v1.Node
 }
 
 // Fork is a private, mutable what-if copy of a snapshot: made in O(1) by
@@ -98,11 +110,11 @@ type deferredList struct {
 // changed since the last call, else O(nodes changed x (log n + their
 // pods)); a node operation O(zones + log n + node operations since the
 // base): the zone order is relisted, as the cache does when a node joins
-// or leaves its list, but only on the first read that needs it (Snapshot,
-// or the close of a later pod operation), O(n) then. Four tables are
-// built on first use, O(n), and shared by every fork: per node list its
-// slot -> position table and its zone tree, per published snapshot the
-// counts of its used-PVC set and the index of its pod log.
+// or leaves its list, and the image table updated, but only on the first
+// read that needs them (Snapshot, or a later pod operation), O(n) then.
+// Four tables are built on first use, O(n), and shared by every fork: per
+// node list its slot -> position table and its zone tree, per published
+// snapshot the counts of its used-PVC set and the index of its pod log.
 //
 // Differences from the cache: a fork holds pods only on nodes it knows:
 // nodes with an object, and the ghosts it made itself. A pod operation
@@ -142,6 +154,7 @@ type forkEdit struct {
 	base    *Snapshot              // the fork's base; immutable
 	scans   int                    // lookups of pods under the base's pod log, up to podLogScans (then the base's log is indexed)
 	touched map[int32]touchedNode  // slot -> its thawed state
+	imgs    *imgOp                 // the image changes of the node operations since the last listed state
 	free    []*framework.NodeState // states of closed or dropped edits, reused by state (ThawInto); up to forkFreeMax
 	changed bool
 	nodeOps int
@@ -255,14 +268,16 @@ func (f *Fork) RevertTo(p ForkPoint) error {
 }
 
 // Commit drops the last fork point and keeps the current state (the
-// changes since the point now belong to the level below), in O(1).
-// Without one it returns ErrNoForkPoint. Cache.Commit applies a fork to
-// the cache.
+// changes since the point now belong to the level below), in O(1): an
+// open edit stays open (its changed nodes are frozen on the next read,
+// Fork or Point, as without the Commit). Without one it returns
+// ErrNoForkPoint. Cache.Commit applies a fork to the cache.
 func (f *Fork) Commit() error {
 	if len(f.stack) == 0 {
 		return ErrNoForkPoint
 	}
-	f.close()
+	// The open edit, if any, was opened on f.cur, which stays the
+	// current state: nothing below the dropped point refers to it.
 	n := len(f.stack) - 1
 	f.stack[n] = forkLevel{}
 	f.stack = f.stack[:n]
@@ -298,6 +313,10 @@ func (f *Fork) open() *forkEdit {
 	f.cur.ghosts.EditInto(&e.ghosts)
 	e.changed, e.nodeOps, e.pvcOpen = false, 0, false
 	e.pvcBase, e.pvcLive, e.tree = f.cur.pvcN, f.cur.pvcLive, f.cur.tree
+	e.imgs = nil
+	if f.cur.lazy != nil {
+		e.imgs = f.cur.lazy.imgs
+	}
 	return e
 }
 
@@ -338,7 +357,7 @@ func (f *Fork) close() {
 		if f.cur.lazy != nil {
 			from = f.cur.lazy.from
 		}
-		lvl.lazy = &deferredList{from: from}
+		lvl.lazy = &deferredList{from: from, imgs: e.imgs}
 		s.pvc = e.pvc.Done()
 	} else {
 		f.editLists(&s, e)
@@ -395,6 +414,7 @@ func (f *Fork) listLevel(l *forkLevel) {
 		e := &forkEdit{base: f.base, pvcBase: l.pvcN, pvcLive: l.pvcLive}
 		s.pvc.EditInto(&e.pvc)
 		f.relist(&s, d.from, e, l.tree)
+		applyImages(&s, d.imgs)
 		s.pvc = e.pvc.Done()
 		s.pc = nil
 		res := *l
@@ -878,22 +898,55 @@ func (e *forkEdit) newEntry() int32 {
 	return slot
 }
 
-// setNode makes node the object of slot's entry, with its image summaries
+// setNode makes node the object of slot's entry. Its image summaries,
 // read from the fork's registry after replacing old's names (may be nil)
-// with node's.
+// with node's, are set on the first read of the list (applyImages): a
+// node operation nobody reads pays nothing for images.
 func (e *forkEdit) setNode(slot int32, old, node *v1.Node) {
 	st := e.state(slot)
-	if old != nil {
-		e.s.images = imagesWithout(e.s.images, framework.ImageNames(old))
-	}
-	names := framework.ImageNames(node)
-	e.s.images = imagesWith(e.s.images, node, names)
+	e.imgs = &imgOp{prev: e.imgs, slot: slot, old: old, node: node}
 	st.SetNode(node)
-	st.SetImages(&framework.ImageView{Names: names, Table: e.s.images})
+	st.SetImages(nil)
 	e.index.Set(node.Name, slot)
 	e.ghosts.Delete(node.Name)
 	e.changed = true
 	e.nodeOps++
+}
+
+// applyImages applies ops (newest first) to s's image table, in order,
+// and gives each entry they set a node object the image summaries of its
+// last such operation: its node's names read from the table as of then
+// (an entry deleted since is skipped; a ghost keeps them, invisible, as
+// in the cache). Cost: O(operations x their nodes' images x log).
+func applyImages(s *Snapshot, ops *imgOp) {
+	if ops == nil {
+		return
+	}
+	var seq []*imgOp
+	for o := ops; o != nil; o = o.prev {
+		seq = append(seq, o)
+	}
+	t := s.images
+	views := make(map[int32]framework.ImageView)
+	for i := len(seq) - 1; i >= 0; i-- {
+		o := seq[i]
+		if o.old != nil {
+			t = imagesWithout(t, framework.ImageNames(o.old))
+		}
+		if o.node != nil {
+			names := framework.ImageNames(o.node)
+			t = imagesWith(t, o.node, names)
+			views[o.slot] = framework.ImageView{Names: names, Table: t}
+		}
+	}
+	s.images = t
+	ed := s.nodes.Edit()
+	for slot, v := range views {
+		if ni := ed.Get(int(slot)); ni != nil {
+			ed.Set(int(slot), ni.WithImages(v))
+		}
+	}
+	s.nodes = ed.Done()
 }
 
 // imagesWith returns t with one more node listing each of node's image
@@ -1051,7 +1104,7 @@ func (f *Fork) RemoveNode(node *v1.Node) error {
 	var terr error
 	e.tree, terr = e.tree.Remove(node)
 	if terr == nil {
-		e.s.images = imagesWithout(e.s.images, framework.ImageNames(node))
+		e.imgs = &imgOp{prev: e.imgs, slot: -1, old: node}
 	}
 	f.close()
 	if terr != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand"
+	"runtime"
 	"slices"
 	"sort"
 	"testing"
@@ -773,4 +774,86 @@ func TestForkConcurrent(t *testing.T) {
 		require.NoError(t, <-errc)
 	}
 	require.Equal(t, fp, fingerprint(base))
+}
+
+// Commit folds a level into the one below without freezing what the open
+// edit changed (0 allocations: the nodes are frozen on the next read),
+// and the changes stay visible there, reverted with the lower point.
+func TestForkCommitKeepsEditOpen(t *testing.T) {
+	r := rand.New(rand.NewSource(2))
+	_, base, _ := baseCluster(t, r, 3, 5)
+	f := base.Fork()
+	low := f.Point()
+	f.Fork()
+	require.NoError(t, f.AddPod(forkPod(r, "a", "n0")))
+	f.Fork()
+	require.NoError(t, f.AddPod(forkPod(r, "b", "n1")))
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	err := f.Commit()
+	runtime.ReadMemStats(&m1)
+	require.NoError(t, err)
+	require.Zero(t, m1.Mallocs-m0.Mallocs, "Commit froze the open edit")
+	require.NoError(t, f.Commit())
+	require.Equal(t, 1, f.Depth())
+	s := f.Snapshot()
+	require.Equal(t, base.PodCount()+2, s.PodCount())
+	n0, err := s.Get("n0")
+	require.NoError(t, err)
+	require.Len(t, n0.Pods(), mustGet(t, base, "n0").NumPods()+1)
+	require.NoError(t, f.RevertTo(low))
+	require.Equal(t, base.PodCount(), f.Snapshot().PodCount(), "Revert below drops the committed levels")
+}
+
+func mustGet(t *testing.T, s *snapshot.Snapshot, name string) *framework.NodeInfo {
+	t.Helper()
+	ni, err := s.Get(name)
+	require.NoError(t, err)
+	return ni
+}
+
+// Node operations change the fork's image table on the first read of
+// their list; each node they set shows its images' summaries as of its
+// operation, and a Revert brings back the table and the summaries before.
+func TestForkNodeImages(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	_, base, _ := baseCluster(t, r, 3, 5)
+	img := func(name string, ims ...v1.ContainerImage) *v1.Node {
+		n := forkNode(r, name)
+		n.Status.Images = ims
+		return n
+	}
+	ci := func(name string, size int64) v1.ContainerImage {
+		return v1.ContainerImage{Names: []string{name}, SizeBytes: size}
+	}
+	type sum = framework.ImageStateSummary
+	states := func(s *snapshot.Snapshot, name string) map[string]sum {
+		ni, err := s.Get(name)
+		require.NoError(t, err)
+		return ni.ImageStates()
+	}
+	a := img("ia", ci("x", 10), ci("y", 20))
+	b := img("ib", ci("y", 30), ci("z", 5))
+	f := base.Fork()
+	require.NoError(t, f.AddNode(a))
+	require.NoError(t, f.AddNode(b)) // no read between
+	s := f.Snapshot()
+	require.Equal(t, map[string]sum{"x": {Size: 10, NumNodes: 1}, "y": {Size: 20, NumNodes: 1}}, states(s, "ia"))
+	require.Equal(t, map[string]sum{"y": {Size: 20, NumNodes: 2}, "z": {Size: 5, NumNodes: 1}}, states(s, "ib"))
+
+	f.Fork()
+	require.NoError(t, f.RemoveNode(a))
+	c := img("ic", ci("x", 7))
+	require.NoError(t, f.AddNode(c))
+	b2 := img("ib", ci("z", 6))
+	require.NoError(t, f.UpdateNode(b, b2))
+	s2 := f.Snapshot()
+	require.Equal(t, map[string]sum{"x": {Size: 7, NumNodes: 1}}, states(s2, "ic"))
+	require.Equal(t, map[string]sum{"z": {Size: 6, NumNodes: 1}}, states(s2, "ib"))
+
+	require.NoError(t, f.Revert())
+	s3 := f.Snapshot()
+	require.Equal(t, states(s, "ia"), states(s3, "ia"))
+	require.Equal(t, states(s, "ib"), states(s3, "ib"))
+	require.Equal(t, s.NumNodes(), s3.NumNodes())
 }
