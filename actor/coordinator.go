@@ -134,7 +134,7 @@ type Options struct {
 type Coordinator struct {
 	core      *core                             // owned by the run goroutine
 	shards    []*shard.Shard                    // owned by the run goroutine
-	folder    *snapshot.Folder                  // pod-log folds; owned by the run goroutine, stopped by shutdown
+	folder    *folder                           // pod-log folds; owned by the run goroutine, stopped by shutdown
 	waiters   []*Op                             // ops of the current epoch waiting for its publication; owned by run
 	chunk     []*Op                             // scratch: ops received, not yet handled; owned by run
 	pending   []*Op                             // ops taken from the mailbox when the cache failed, not yet answered; owned by run
@@ -209,8 +209,8 @@ func Start(ctx context.Context, o Options) *Coordinator {
 		}
 		a.shards = append(a.shards, shard.Start(fmt.Sprintf("shard %d", i), shard.NewCore(nextGen), hook))
 	}
-	a.folder = snapshot.StartFolder()
-	a.core.builder.SetFolder(a.folder)
+	a.folder = startFolder()
+	a.core.builder.SetFoldQueue(a.folder.q)
 	a.published.Store(a.core.Last())
 	if a.opts.OnAsyncError != nil {
 		go a.notify()
@@ -717,7 +717,7 @@ func (a *Coordinator) shutdown() {
 	for _, s := range a.shards {
 		s.Stop()
 	}
-	a.folder.Stop()
+	a.folder.stop()
 	if a.opts.OnAsyncError != nil {
 		a.finalc <- a.asyncErrs // buffered: never waits for a busy handler
 		a.asyncErrs = nil
