@@ -92,30 +92,68 @@ const (
 
 // Errors. Every error the cache returns matches one of these with errors.Is.
 var (
-	ErrNilPod            = framework.ErrNilPod
-	ErrNilNode           = framework.ErrNilNode
-	ErrEmptyUID          = framework.ErrEmptyUID
-	ErrEmptyNodeName     = actor.ErrEmptyNodeName
-	ErrClosed            = actor.ErrClosed
-	ErrFailed            = actor.ErrFailed
-	ErrPodAlreadyCached  = actor.ErrPodAlreadyCached
-	ErrPodAlreadyAdded   = actor.ErrPodAlreadyAdded
-	ErrPodNotFound       = actor.ErrPodNotFound
-	ErrPodAssumed        = actor.ErrPodAssumed
-	ErrPodNotAssumed     = actor.ErrPodNotAssumed
-	ErrPodNodeMismatch   = actor.ErrPodNodeMismatch
-	ErrCorrupted         = actor.ErrCorrupted
-	ErrUIDMismatch       = actor.ErrUIDMismatch
-	ErrNodeNotFound      = actor.ErrNodeNotFound
-	ErrNodeNameMismatch  = actor.ErrNodeNameMismatch
-	ErrQuantityOverflow  = framework.ErrQuantityOverflow
-	ErrTooManyPods       = actor.ErrTooManyPods
-	ErrNodeNotInZone     = nodetree.ErrNodeNotInZone
-	ErrNodeInfoNotFound  = snapshot.ErrNodeInfoNotFound
-	ErrInconsistentList  = snapshot.ErrInconsistentList
+	// ErrNilPod: a nil *v1.Pod argument.
+	ErrNilPod = framework.ErrNilPod
+	// ErrNilNode: a nil *v1.Node argument (or UpdateNode's nil old node
+	// where the new one has a zone).
+	ErrNilNode = framework.ErrNilNode
+	// ErrEmptyUID: a pod whose UID, its cache key, is empty.
+	ErrEmptyUID = framework.ErrEmptyUID
+	// ErrEmptyNodeName: an operation that needs a target node got a pod
+	// without one (AssumePod and AddPod accept it, as upstream).
+	ErrEmptyNodeName = actor.ErrEmptyNodeName
+	// ErrClosed: the cache was closed (Close or New's context).
+	ErrClosed = actor.ErrClosed
+	// ErrFailed: the cache failed after an internal error and refuses
+	// writes; a *FailedError carries the cause.
+	ErrFailed = actor.ErrFailed
+	// ErrPodAlreadyCached: AssumePod of a pod the cache holds.
+	ErrPodAlreadyCached = actor.ErrPodAlreadyCached
+	// ErrPodAlreadyAdded: AddPod of a pod already added (not assumed).
+	ErrPodAlreadyAdded = actor.ErrPodAlreadyAdded
+	// ErrPodNotFound: the pod is not in the cache.
+	ErrPodNotFound = actor.ErrPodNotFound
+	// ErrPodAssumed: UpdatePod of an assumed pod.
+	ErrPodAssumed = actor.ErrPodAssumed
+	// ErrPodNotAssumed: ForgetPod of a pod that is not assumed.
+	ErrPodNotAssumed = actor.ErrPodNotAssumed
+	// ErrPodNodeMismatch: the call's pod names another node than the
+	// cached pod, where upstream refuses it.
+	ErrPodNodeMismatch = actor.ErrPodNodeMismatch
+	// ErrCorrupted: the call would corrupt the cache, where upstream exits
+	// the process; a *CorruptionError carries the details.
+	ErrCorrupted = actor.ErrCorrupted
+	// ErrUIDMismatch: UpdatePod's new pod has another UID that is already
+	// cached as another pod.
+	ErrUIDMismatch = actor.ErrUIDMismatch
+	// ErrNodeNotFound: the node is not in the cache.
+	ErrNodeNotFound = actor.ErrNodeNotFound
+	// ErrNodeNameMismatch: UpdateNode's old node names another live node
+	// that the zone change would drop from the zone order.
+	ErrNodeNameMismatch = actor.ErrNodeNameMismatch
+	// ErrQuantityOverflow: an amount node totals could not hold (see
+	// MaxPodQuantity and MaxPodsPerNode).
+	ErrQuantityOverflow = framework.ErrQuantityOverflow
+	// ErrTooManyPods: the pod's node already holds MaxPodsPerNode pods.
+	// It wraps ErrQuantityOverflow.
+	ErrTooManyPods = actor.ErrTooManyPods
+	// ErrNodeNotInZone: RemoveNode of a node missing from the zone its
+	// labels name (returned, wrapped, with ErrNodeNotFound).
+	ErrNodeNotInZone = nodetree.ErrNodeNotInZone
+	// ErrNodeInfoNotFound: a snapshot's Get of a name without a node
+	// object in it.
+	ErrNodeInfoNotFound = snapshot.ErrNodeInfoNotFound
+	// ErrInconsistentList: the node list does not have as many entries as
+	// the zone tree has nodes (UpdateSnapshot, Snapshot.Err).
+	ErrInconsistentList = snapshot.ErrInconsistentList
+	// ErrSnapshotPublished: an operation that would change a snapshot got
+	// one from Cache.Snapshot; published snapshots are read-only.
 	ErrSnapshotPublished = snapshot.ErrPublished
-	ErrNilSnapshot       = errors.New("schedcache: nil snapshot")
-	ErrInvalidArgument   = errors.New("schedcache: invalid argument")
+	// ErrNilSnapshot: UpdateSnapshot got a nil destination snapshot.
+	ErrNilSnapshot = errors.New("schedcache: nil snapshot")
+	// ErrInvalidArgument: New got a nil context, or an option an invalid
+	// value (an *OptionError).
+	ErrInvalidArgument = errors.New("schedcache: invalid argument")
 	// ErrNotStarted is returned by every method of a nil or zero-value
 	// *Cache: only New makes a usable one.
 	ErrNotStarted = errors.New("schedcache: cache not made by New")

@@ -71,7 +71,7 @@ type CommitBatch struct {
 
 // commitNeedsFlush reports whether a touched node's entry changed in the
 // pending epoch: its live NodeInfo is then not the last published one.
-func (c *Core) commitNeedsFlush(b *CommitBatch) bool {
+func (c *core) commitNeedsFlush(b *CommitBatch) bool {
 	for _, n := range b.Nodes {
 		if c.nodeStale(n.Name) {
 			return true
@@ -83,7 +83,7 @@ func (c *Core) commitNeedsFlush(b *CommitBatch) bool {
 // nodeStale reports whether the last committed snapshot may show another
 // NodeInfo for name than the live one: its entry changed in the pending
 // epoch, or was deleted in it.
-func (c *Core) nodeStale(name string) bool {
+func (c *core) nodeStale(name string) bool {
 	if e := c.nodes[name]; e != nil {
 		return e.dirty
 	}
@@ -94,7 +94,7 @@ func (c *Core) nodeStale(name string) bool {
 // liveInfo returns the live NodeInfo of name (its node object's entry in
 // the last committed snapshot), nil if it has no node object. The caller
 // made sure the entry did not change since that snapshot.
-func (c *Core) liveInfo(name string) *framework.NodeInfo {
+func (c *core) liveInfo(name string) *framework.NodeInfo {
 	ni, err := c.builder.Last().Get(name)
 	if err != nil {
 		return nil
@@ -120,7 +120,7 @@ func checkFn(fn func(name string, base, live *framework.NodeInfo) bool, n Commit
 // that live NodeInfos are the last committed ones. An operation failing
 // after the checks is an invariant violation: Commit panics, which fails
 // the cache before the epoch is published.
-func (c *Core) ApplyCommit(b *CommitBatch) error {
+func (c *core) ApplyCommit(b *CommitBatch) error {
 	var badNodes, badPods []string
 	for _, p := range b.Pods {
 		r := c.pods[p.Key]
@@ -231,13 +231,13 @@ func commitRemoves(p CommitPod) bool {
 }
 
 // assumeNeedsFlush reports whether node name changed in the pending epoch.
-func (c *Core) assumeNeedsFlush(name string) bool { return c.nodeStale(name) }
+func (c *core) assumeNeedsFlush(name string) bool { return c.nodeStale(name) }
 
 // AssumePodIfGeneration is AssumePod if the live NodeInfo of the pod's node
 // has generation gen (0: the node has no object), else a
 // *CommitConflictError naming the node, with nothing changed. The caller
 // publishes the pending epoch first if assumeNeedsFlush.
-func (c *Core) AssumePodIfGeneration(info *framework.PodInfo, gen int64) error {
+func (c *core) AssumePodIfGeneration(info *framework.PodInfo, gen int64) error {
 	if c.liveInfo(info.NodeName()).Generation() != gen {
 		c.seq++
 		return &CommitConflictError{Nodes: []string{info.NodeName()}}

@@ -134,14 +134,14 @@ type Options struct {
 	Dispatcher Dispatcher
 }
 
-// Coordinator is the goroutine that owns a Core and the shards. Contract:
+// Coordinator is the goroutine that owns a core and the shards. Contract:
 // Do, Submit, Snapshot, Failed and Stop are safe for concurrent use.
 // Snapshot never blocks. Do blocks until the operation is published (or the
 // coordinator stops); Submit blocks only while the mailbox is full.
 type Coordinator struct {
-	core      *Core                             // owned by the run goroutine
+	core      *core                             // owned by the run goroutine
 	shards    []*shard.Shard                    // owned by the run goroutine
-	folder    *snapshot.Folder                  // pod-log folds; owned by the run goroutine, stopped by shutdown
+	folder    *folder                           // pod-log folds; owned by the run goroutine, stopped by shutdown
 	waiters   []*Op                             // ops of the current epoch waiting for its publication; owned by run
 	chunk     []*Op                             // scratch: ops received, not yet handled; owned by run
 	pending   []*Op                             // ops taken from the mailbox when the cache failed, not yet answered; owned by run
@@ -192,7 +192,7 @@ func Start(ctx context.Context, o Options) *Coordinator {
 		o.Period = time.Second
 	}
 	a := &Coordinator{
-		core:    NewCore(o.Shards, o.TTL),
+		core:    newCore(o.Shards, o.TTL),
 		opts:    o,
 		clock:   o.Clock,
 		mailbox: make(chan *Op, o.MailboxSize),
@@ -216,8 +216,8 @@ func Start(ctx context.Context, o Options) *Coordinator {
 		}
 		a.shards = append(a.shards, shard.Start(fmt.Sprintf("shard %d", i), shard.NewCore(nextGen), hook))
 	}
-	a.folder = snapshot.StartFolder()
-	a.core.builder.SetFolder(a.folder)
+	a.folder = startFolder()
+	a.core.builder.SetFoldQueue(a.folder.q)
 	a.published.Store(a.core.Last())
 	if a.opts.OnAsyncError != nil {
 		go a.notify()
@@ -450,7 +450,7 @@ func (a *Coordinator) fail(cause error) {
 // batch applies first and whatever else is queued, up to MaxBatch, then
 // publishes once and replies to every synchronous caller of the batch. It
 // takes the ops from the mailbox a chunk at a time and loads each chunk's
-// state (Core.prefetch) before applying its ops in order; it stops taking
+// state (core.prefetch) before applying its ops in order; it stops taking
 // when the mailbox is empty or MaxBatch ops were taken. On a fault it
 // leaves the chunk's unhandled ops in pending and returns the fault.
 func (a *Coordinator) batch(first *Op) error {
@@ -650,12 +650,12 @@ func (a *Coordinator) flush() error {
 	return nil
 }
 
-// publish drives the Core's Ready/Advance protocol over the shard
+// publish drives the core's Ready/Advance protocol over the shard
 // goroutines: each shard with mutations gets them in one request, the
-// Core builds its part while the shards apply theirs, and Advance takes
+// core builds its part while the shards apply theirs, and Advance takes
 // their replies in order.
 func (a *Coordinator) publish() error {
-	var rd Ready
+	var rd ready
 	var ok bool
 	if err := guard(func() { rd, ok = a.core.Ready() }); err != nil || !ok {
 		return err
@@ -735,7 +735,7 @@ func (a *Coordinator) shutdown() {
 	for _, s := range a.shards {
 		s.Stop()
 	}
-	a.folder.Stop()
+	a.folder.stop()
 	if a.opts.OnAsyncError != nil {
 		a.finalc <- a.asyncErrs // buffered: never waits for a busy handler
 		a.asyncErrs = nil

@@ -3,8 +3,9 @@
 // image registry, drives the shards that own node state, and publishes
 // snapshots.
 //
-// Core is the deterministic state machine (no goroutines, no clock: time is
-// passed in); Coordinator is the goroutine around it.
+// The unexported core is the deterministic state machine (no goroutines,
+// no clock: time is passed in); Coordinator is the goroutine around it, and
+// the only type users drive. Package schedcache is the public API.
 package actor
 
 import (
@@ -34,23 +35,23 @@ type entry struct {
 	sent      *framework.ImageTable // registry version of the image view the shard has
 	viewStale bool                  // names changed since the shard got its view
 	ghost     []ghostImage          // a ghost's summaries from its last registration (upstream keeps them; Dump shows them)
-	pvcOn     bool                  // its PVC keys count in Core.pvcUsed: it has a node object and is in the node list (upstream builds the used set from its list)
+	pvcOn     bool                  // its PVC keys count in core.pvcUsed: it has a node object and is in the node list (upstream builds the used set from its list)
 	indexed   bool                  // in the published name index
 	dirty     bool                  // touched in the current epoch
 	deleted   bool
 }
 
-// Core is the coordinator's state. Contract: not safe for concurrent use;
+// core is the coordinator's state. Contract: not safe for concurrent use;
 // owned by one goroutine. Operations never block; the mutations they imply
 // accumulate per shard until the driver publishes the epoch with Ready and
 // Advance (epoch.go).
 //
-// Every field is owned by the goroutine that owns the Core (the
-// coordinator's, or a test's through Local); nothing here is shared.
-type Core struct {
-	ttl     time.Duration          // read-only after NewCore
-	nshards int                    // read-only after NewCore
-	seed    maphash.Seed           // node name -> shard hash; read-only after NewCore
+// Every field is owned by the goroutine that owns the core (the
+// coordinator's, or a test's through local); nothing here is shared.
+type core struct {
+	ttl     time.Duration          // read-only after newCore
+	nshards int                    // read-only after newCore
+	seed    maphash.Seed           // node name -> shard hash; read-only after newCore
 	pods    map[string]*podRecord  // pod key -> state; the pod state machine
 	nodes   map[string]*entry      // node name -> entry, ghosts and nodeless ones included
 	tree    *nodetree.Tree         // zone-interleaved order of the node objects
@@ -94,7 +95,7 @@ type Core struct {
 // scratch holds the buffers the flush steps reuse so that an epoch
 // allocates only what it publishes. None carries state from one call to
 // the next: each user truncates its buffer before use (listSlots' result
-// is valid until its next call). Owned by the goroutine that owns the Core.
+// is valid until its next call). Owned by the goroutine that owns the core.
 type scratch struct {
 	affEdits, antiEdits []persist.SeqEdit[int32] // editAffinityLists
 	affBuf, antiBuf     []int32                  // buildAffinityLists
@@ -103,13 +104,13 @@ type scratch struct {
 	slotBuf             []int32                  // prefetchFrozen
 }
 
-// NewCore returns an empty coordinator state for nshards shards (>= 1) and
+// newCore returns an empty coordinator state for nshards shards (>= 1) and
 // the given assumed-pod TTL (0: never expire).
-func NewCore(nshards int, ttl time.Duration) *Core {
+func newCore(nshards int, ttl time.Duration) *core {
 	if nshards < 1 {
 		nshards = 1
 	}
-	c := &Core{
+	c := &core{
 		ttl:           ttl,
 		nshards:       nshards,
 		seed:          maphash.MakeSeed(),
@@ -129,38 +130,38 @@ func NewCore(nshards int, ttl time.Duration) *Core {
 }
 
 // Shards returns the number of shards the core routes to.
-func (c *Core) Shards() int { return c.nshards }
+func (c *core) Shards() int { return c.nshards }
 
 // Last returns the last committed snapshot.
-func (c *Core) Last() *snapshot.Snapshot { return c.builder.Last() }
+func (c *core) Last() *snapshot.Snapshot { return c.builder.Last() }
 
 // Dirty reports whether operations since the last publication changed anything
 // a snapshot shows.
-func (c *Core) Dirty() bool {
+func (c *core) Dirty() bool {
 	return len(c.dirtyEntries) > 0 || len(c.dirtyPods) > 0 || len(c.dirtyPVC) > 0 || c.listsDirty || len(c.affFlips) > 0
 }
 
-func (c *Core) shardOf(name string) int {
+func (c *core) shardOf(name string) int {
 	if c.nshards == 1 {
 		return 0
 	}
 	return int(maphash.String(c.seed, name) % uint64(c.nshards))
 }
 
-func (c *Core) emit(e *entry, m shard.Mutation) {
+func (c *core) emit(e *entry, m shard.Mutation) {
 	m.Slot = e.slot
 	c.muts[e.shard] = append(c.muts[e.shard], m)
 	c.touch(e)
 }
 
-func (c *Core) touch(e *entry) {
+func (c *core) touch(e *entry) {
 	if !e.dirty {
 		e.dirty = true
 		c.dirtyEntries = append(c.dirtyEntries, e)
 	}
 }
 
-func (c *Core) newEntry(name string) *entry {
+func (c *core) newEntry(name string) *entry {
 	var slot int32
 	if n := len(c.freeSlots); n > 0 {
 		slot = c.freeSlots[n-1]
@@ -180,7 +181,7 @@ func (c *Core) newEntry(name string) *entry {
 	return e
 }
 
-func (c *Core) deleteEntry(e *entry) {
+func (c *core) deleteEntry(e *entry) {
 	c.emit(e, shard.Mutation{Kind: shard.Delete})
 	e.deleted = true
 	delete(c.nodes, e.name)
@@ -189,7 +190,7 @@ func (c *Core) deleteEntry(e *entry) {
 }
 
 // Entry reports the shard and slot of the entry named name.
-func (c *Core) Entry(name string) (shardIdx int, slot int32, ok bool) {
+func (c *core) Entry(name string) (shardIdx int, slot int32, ok bool) {
 	e := c.nodes[name]
 	if e == nil {
 		return 0, 0, false
@@ -198,10 +199,10 @@ func (c *Core) Entry(name string) (shardIdx int, slot int32, ok bool) {
 }
 
 // NodeCount returns the number of entries, ghosts and nodeless included.
-func (c *Core) NodeCount() int { return len(c.nodes) }
+func (c *core) NodeCount() int { return len(c.nodes) }
 
 // SlotNames returns slot -> name for every entry (for Dump).
-func (c *Core) SlotNames() map[int32]string {
+func (c *core) SlotNames() map[int32]string {
 	out := make(map[int32]string, len(c.nodes))
 	for name, e := range c.nodes {
 		out[e.slot] = name
@@ -210,7 +211,7 @@ func (c *Core) SlotNames() map[int32]string {
 }
 
 // AssumedKeys returns the set of assumed pod keys.
-func (c *Core) AssumedKeys() map[string]struct{} {
+func (c *core) AssumedKeys() map[string]struct{} {
 	out := make(map[string]struct{})
 	for k, r := range c.pods {
 		if r.assumed {

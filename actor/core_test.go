@@ -41,8 +41,8 @@ func testPod(t testing.TB, uid, node string, milli int64) *framework.PodInfo {
 // The core is deterministic: a scenario as data, applied step by step,
 // with the expected error and the published state after each step.
 func TestCoreScenario(t *testing.T) {
-	l := NewLocal(3, 0)
-	c := l.Core
+	l := newLocal(3, 0)
+	c := l.core
 	steps := []struct {
 		name     string
 		do       func() error
@@ -102,8 +102,8 @@ var errNotInZone = errors.New("any tree error")
 // Expiry removes exactly the pods whose binding finished and whose deadline
 // passed, at most `limit` per step.
 func TestCoreExpire(t *testing.T) {
-	l := NewLocal(2, 10*time.Second)
-	c := l.Core
+	l := newLocal(2, 10*time.Second)
+	c := l.core
 	c.AddNode(testNode("n", "A"))
 	t0 := time.Unix(1000, 0)
 	for i := 0; i < 10; i++ {
@@ -144,15 +144,15 @@ func cluster(spec workload.ClusterSpec) *workload.Cluster {
 	return c
 }
 
-func loadLocal(b *testing.B, cl *workload.Cluster) *Local {
-	l := NewLocal(1, 0)
+func loadLocal(b *testing.B, cl *workload.Cluster) *local {
+	l := newLocal(1, 0)
 	for _, n := range cl.Nodes {
-		l.Core.AddNode(n)
+		l.core.AddNode(n)
 	}
 	for _, p := range cl.Pods {
 		pi, err := framework.NewPodInfo(p)
 		require.NoError(b, err)
-		require.NoError(b, l.Core.AddPod(pi))
+		require.NoError(b, l.core.AddPod(pi))
 	}
 	_, err := l.Publish()
 	require.NoError(b, err)
@@ -189,13 +189,13 @@ func BenchmarkPublishOneChange(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				pi := infos[i%len(infos)]
-				if err := l.Core.AddPod(pi); err != nil {
+				if err := l.core.AddPod(pi); err != nil {
 					b.Fatal(err)
 				}
 				if _, err := l.Publish(); err != nil {
 					b.Fatal(err)
 				}
-				if err := l.Core.RemovePod(pi.Key(), pi.Pod()); err != nil {
+				if err := l.core.RemovePod(pi.Key(), pi.Pod()); err != nil {
 					b.Fatal(err)
 				}
 				if _, err := l.Publish(); err != nil {
@@ -217,7 +217,7 @@ func BenchmarkPublishNodeAddRemove(b *testing.B) {
 			l := loadLocal(b, cl)
 			extra := cl.Nodes[0].DeepCopy()
 			extra.Name = "bench-extra-node"
-			l.Core.AddNode(extra)
+			l.core.AddNode(extra)
 			if _, err := l.Publish(); err != nil {
 				b.Fatal(err)
 			}
@@ -225,13 +225,13 @@ func BenchmarkPublishNodeAddRemove(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				if err := l.Core.RemoveNode(extra); err != nil {
+				if err := l.core.RemoveNode(extra); err != nil {
 					b.Fatal(err)
 				}
 				if _, err := l.Publish(); err != nil {
 					b.Fatal(err)
 				}
-				l.Core.AddNode(extra)
+				l.core.AddNode(extra)
 				if _, err := l.Publish(); err != nil {
 					b.Fatal(err)
 				}
@@ -248,8 +248,8 @@ func BenchmarkPublishNodeAddRemove(b *testing.B) {
 // tree's names resolved by name, skipping names without a node object.
 func TestNodeListBySlotMatchesByName(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	l := NewLocal(2, 0)
-	c := l.Core
+	l := newLocal(2, 0)
+	c := l.core
 	zone := map[string]string{}
 	seq := 0
 	const (
@@ -346,8 +346,8 @@ func TestAffinityListEdits(t *testing.T) {
 
 func testAffinityListEdits(t *testing.T, nodes int) {
 	rng := rand.New(rand.NewPCG(7, 7))
-	l := NewLocal(2, 0)
-	c := l.Core
+	l := newLocal(2, 0)
+	c := l.core
 	zone := map[string]string{}
 	for i := range nodes {
 		n := fmt.Sprintf("n%02d", i)
@@ -416,7 +416,7 @@ func testAffinityListEdits(t *testing.T, nodes int) {
 				live[uid] = true
 			case r < 11 && len(live) > 0:
 				for uid := range live {
-					pi := l.Core.pods[uid]
+					pi := l.core.pods[uid]
 					require.NoError(t, c.RemovePod(uid, pi.info.Pod()))
 					delete(live, uid)
 					break
@@ -460,8 +460,8 @@ func imageNode(name string, images ...v1.ContainerImage) *v1.Node {
 // upstream's unregister-then-register gives, including the case where that
 // re-creates an image with the updated node's size.
 func TestNodeHeartbeatImages(t *testing.T) {
-	l := NewLocal(2, 0)
-	c := l.Core
+	l := newLocal(2, 0)
+	c := l.core
 	img := func(name string, size int64) v1.ContainerImage {
 		return v1.ContainerImage{Names: []string{name}, SizeBytes: size}
 	}
@@ -527,8 +527,8 @@ func TestPodChangesWithinEpoch(t *testing.T) {
 	}
 	const ttl = 10 * time.Second
 	rng := rand.New(rand.NewPCG(21, 22))
-	l := NewLocal(3, ttl)
-	c := l.Core
+	l := newLocal(3, ttl)
+	c := l.core
 	nodes := []string{"n0", "n1", "n2", "n3"}
 	for i, n := range nodes {
 		c.AddNode(testNode(n, fmt.Sprint("z", i%2)))
@@ -609,7 +609,7 @@ func TestPodChangesWithinEpoch(t *testing.T) {
 		// aggregates from the shards.
 		names := c.SlotNames()
 		ghosts := map[string]int64{}
-		for _, sh := range l.Shards {
+		for _, sh := range l.shards {
 			for slot, ni := range sh.Dump() {
 				if n := names[slot]; !slices.Contains(nodes, n) {
 					ghosts[n] = ni.Requested().MilliCPU
@@ -641,8 +641,8 @@ func BenchmarkNodeManyImages(b *testing.B) {
 			for i := range imgs {
 				imgs[i] = v1.ContainerImage{Names: []string{fmt.Sprintf("img-%d", i), fmt.Sprintf("img-%d@sha", i)}, SizeBytes: int64(i)}
 			}
-			l := NewLocal(2, 0)
-			l.Core.AddNode(imageNode("holder", imgs...))
+			l := newLocal(2, 0)
+			l.core.AddNode(imageNode("holder", imgs...))
 			if _, err := l.Publish(); err != nil {
 				b.Fatal(err)
 			}
@@ -650,11 +650,11 @@ func BenchmarkNodeManyImages(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				l.Core.AddNode(node)
+				l.core.AddNode(node)
 				if _, err := l.Publish(); err != nil {
 					b.Fatal(err)
 				}
-				if err := l.Core.RemoveNode(node); err != nil {
+				if err := l.core.RemoveNode(node); err != nil {
 					b.Fatal(err)
 				}
 				if _, err := l.Publish(); err != nil {
@@ -677,12 +677,12 @@ func BenchmarkNodeManyImages(b *testing.B) {
 func BenchmarkZoneMove20kZones(b *testing.B) {
 	for _, big := range []int{0, 5000} {
 		b.Run(fmt.Sprintf("bigzone=%d", big), func(b *testing.B) {
-			l := NewLocal(1, 0)
+			l := newLocal(1, 0)
 			for i := range 20000 {
-				l.Core.AddNode(testNode(fmt.Sprint("z-", i), fmt.Sprint("zone-", i)))
+				l.core.AddNode(testNode(fmt.Sprint("z-", i), fmt.Sprint("zone-", i)))
 			}
 			for i := range big {
-				l.Core.AddNode(testNode(fmt.Sprint("big-", i), "zone-big"))
+				l.core.AddNode(testNode(fmt.Sprint("big-", i), "zone-big"))
 			}
 			if _, err := l.Publish(); err != nil {
 				b.Fatal(err)
@@ -692,11 +692,11 @@ func BenchmarkZoneMove20kZones(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				l.Core.UpdateNode(a, m)
+				l.core.UpdateNode(a, m)
 				if _, err := l.Publish(); err != nil {
 					b.Fatal(err)
 				}
-				l.Core.UpdateNode(m, a)
+				l.core.UpdateNode(m, a)
 				if _, err := l.Publish(); err != nil {
 					b.Fatal(err)
 				}
@@ -713,9 +713,9 @@ func BenchmarkZoneMove20kZones(b *testing.B) {
 // nothing; confirming an assumed pod on its own full node (a swap) and
 // adding after a removal are accepted.
 func TestPodsPerNodeBound(t *testing.T) {
-	l := NewLocal(2, 0)
-	l.Core.AddNode(testNode("full", "z"))
-	l.Core.AddNode(testNode("other", "z"))
+	l := newLocal(2, 0)
+	l.core.AddNode(testNode("full", "z"))
+	l.core.AddNode(testNode("other", "z"))
 	containers := []v1.Container{{Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
 		v1.ResourceCPU: *resource.NewMilliQuantity(framework.MaxPodQuantity, resource.DecimalSI)}}}}
 	mk := func(uid, node string) *framework.PodInfo {
@@ -725,12 +725,12 @@ func TestPodsPerNodeBound(t *testing.T) {
 		return pi
 	}
 	assumed := mk("p0", "full")
-	require.NoError(t, l.Core.AssumePod(assumed))
+	require.NoError(t, l.core.AssumePod(assumed))
 	for i := 1; i < framework.MaxPodsPerNode; i++ {
-		require.NoError(t, l.Core.AddPod(mk(fmt.Sprint("p", i), "full")))
+		require.NoError(t, l.core.AddPod(mk(fmt.Sprint("p", i), "full")))
 	}
 	elsewhere := mk("x", "other")
-	require.NoError(t, l.Core.AssumePod(elsewhere))
+	require.NoError(t, l.core.AssumePod(elsewhere))
 	s, err := l.Publish()
 	require.NoError(t, err)
 	ni, err := s.Get("full")
@@ -742,9 +742,9 @@ func TestPodsPerNodeBound(t *testing.T) {
 		op   string
 		call func() error
 	}{
-		{"AssumePod", func() error { return l.Core.AssumePod(mk("extra", "full")) }},
-		{"AddPod", func() error { return l.Core.AddPod(mk("extra", "full")) }},
-		{"AddPod confirming on the full node", func() error { return l.Core.AddPod(mk("x", "full")) }},
+		{"AssumePod", func() error { return l.core.AssumePod(mk("extra", "full")) }},
+		{"AddPod", func() error { return l.core.AddPod(mk("extra", "full")) }},
+		{"AddPod confirming on the full node", func() error { return l.core.AddPod(mk("x", "full")) }},
 	} {
 		err := tc.call()
 		require.ErrorIs(t, err, ErrTooManyPods, tc.op)
@@ -752,7 +752,7 @@ func TestPodsPerNodeBound(t *testing.T) {
 		var pe *PodError
 		require.ErrorAs(t, err, &pe, tc.op)
 		require.Equal(t, "full", pe.Node, tc.op)
-		require.False(t, l.Core.Dirty(), "%s changed state", tc.op)
+		require.False(t, l.core.Dirty(), "%s changed state", tc.op)
 	}
 	s, err = l.Publish()
 	require.NoError(t, err)
@@ -764,11 +764,11 @@ func TestPodsPerNodeBound(t *testing.T) {
 	require.False(t, ok)
 
 	// A confirmation on the pod's own full node swaps it: accepted.
-	require.NoError(t, l.Core.AddPod(mk("p0", "full")))
+	require.NoError(t, l.core.AddPod(mk("p0", "full")))
 	// After a removal there is room for one.
-	require.NoError(t, l.Core.RemovePod("p1", mk("p1", "full").Pod()))
-	require.NoError(t, l.Core.AddPod(mk("x", "full")))
-	require.ErrorIs(t, l.Core.AddPod(mk("extra", "full")), ErrTooManyPods)
+	require.NoError(t, l.core.RemovePod("p1", mk("p1", "full").Pod()))
+	require.NoError(t, l.core.AddPod(mk("x", "full")))
+	require.ErrorIs(t, l.core.AddPod(mk("extra", "full")), ErrTooManyPods)
 	s, err = l.Publish()
 	require.NoError(t, err)
 	ni, err = s.Get("full")

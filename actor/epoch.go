@@ -6,14 +6,14 @@ import (
 	"github.com/schedcache/schedcache/snapshot"
 )
 
-// Ready is what a Core's driver must do to publish the current epoch:
+// ready is what a core's driver must do to publish the current epoch:
 // deliver Muts[i] to shard i for every i whose slice is not empty, then
 // call Advance, which takes each such shard's frozen entries from it.
-// Muts belongs to the Core and is valid until Advance returns; the driver
+// Muts belongs to the core and is valid until Advance returns; the driver
 // must not keep it. The two-step protocol follows etcd-io/raft's
-// Ready/Advance: the Core says what must happen, the driver does it and
+// Ready/Advance: the core says what must happen, the driver does it and
 // acknowledges it.
-type Ready struct {
+type ready struct {
 	Muts [][]shard.Mutation // per shard; empty: the shard has nothing this epoch
 }
 
@@ -21,11 +21,11 @@ type Ready struct {
 // anything a snapshot shows and, if so, returns the epoch's work. The
 // driver must call Advance with it before the next operation. Like the
 // operations, it may panic only on a bug; the driver runs it through guard.
-func (c *Core) Ready() (rd Ready, ok bool) {
+func (c *core) Ready() (rd ready, ok bool) {
 	if !c.Dirty() {
-		return Ready{}, false
+		return ready{}, false
 	}
-	return Ready{Muts: c.pendingMutations()}, true
+	return ready{Muts: c.pendingMutations()}, true
 }
 
 // Advance completes the publication rd describes and returns the new
@@ -35,10 +35,10 @@ func (c *Core) Ready() (rd Ready, ok bool) {
 // returns, and commits. frozen is called for each such shard even after a
 // failure, so a driver that sent every request receives every reply. On a
 // failure (frozen's error, or a panic of a step, as a *shard.PanicError)
-// the epoch is dropped and the error returned: the Core's state no longer
+// the epoch is dropped and the error returned: the core's state no longer
 // matches the shards', and the driver must publish nothing more (the
 // coordinator's failure mode).
-func (c *Core) Advance(rd Ready, frozen func(shard int) ([]shard.Frozen, error)) (*snapshot.Snapshot, error) {
+func (c *core) Advance(rd ready, frozen func(shard int) ([]shard.Frozen, error)) (*snapshot.Snapshot, error) {
 	err := guard(func() {
 		c.buildMeta()
 		c.prefetchFrozen()
@@ -70,7 +70,7 @@ func (c *Core) Advance(rd Ready, frozen func(shard int) ([]shard.Frozen, error))
 // every touched node whose shard copy reads an older registry version or
 // other names) and returns them per shard. The actor delivers shard i's
 // slice and must call ResetMutations after every shard has replied.
-func (c *Core) pendingMutations() [][]shard.Mutation {
+func (c *core) pendingMutations() [][]shard.Mutation {
 	c.syncTable()
 	for _, e := range c.dirtyEntries {
 		if e.deleted || e.node == nil {
@@ -86,7 +86,7 @@ func (c *Core) pendingMutations() [][]shard.Mutation {
 }
 
 // resetMutations empties the per-shard mutation buffers for reuse.
-func (c *Core) resetMutations() {
+func (c *core) resetMutations() {
 	for i := range c.muts {
 		clear(c.muts[i])
 		c.muts[i] = c.muts[i][:0]
@@ -96,7 +96,7 @@ func (c *Core) resetMutations() {
 // buildMeta records in the snapshot builder everything the coordinator
 // itself knows: pods, the name index, the used-PVC set, and the lists;
 // it folds the pod log when it is due, while the shards apply the epoch.
-func (c *Core) buildMeta() {
+func (c *core) buildMeta() {
 	b := c.builder
 	for _, d := range c.dirtyPods {
 		if d.rec != nil {
@@ -151,7 +151,7 @@ func (c *Core) buildMeta() {
 // prefetchFrozen loads what applyFrozen of this epoch's entries will copy
 // (their vector leaves), with the misses in flight together; the
 // coordinator calls it while the shards freeze those entries.
-func (c *Core) prefetchFrozen() {
+func (c *core) prefetchFrozen() {
 	slots := c.scratch.slotBuf[:0]
 	for _, e := range c.dirtyEntries {
 		slots = append(slots, e.slot)
@@ -161,14 +161,14 @@ func (c *Core) prefetchFrozen() {
 }
 
 // applyFrozen records the entries a shard froze for this epoch.
-func (c *Core) applyFrozen(fs []shard.Frozen) {
+func (c *core) applyFrozen(fs []shard.Frozen) {
 	for _, f := range fs {
 		c.builder.SetNode(f.Slot, f.Info)
 	}
 }
 
 // commit ends the epoch and returns the new snapshot.
-func (c *Core) commit() *snapshot.Snapshot {
+func (c *core) commit() *snapshot.Snapshot {
 	s := c.builder.Commit(c.seq, len(c.nodes), len(c.pods))
 	for _, e := range c.dirtyEntries {
 		e.dirty = false

@@ -14,11 +14,11 @@ import (
 // order, even after one failed, so that a driver receives every reply it
 // is owed; the failure is returned and nothing is committed.
 func TestAdvanceAsksEveryShardAfterAFailure(t *testing.T) {
-	l := NewLocal(3, 0)
+	l := newLocal(3, 0)
 	for i := range 30 {
-		l.Core.AddNode(testNode(fmt.Sprint("n", i), "z"))
+		l.core.AddNode(testNode(fmt.Sprint("n", i), "z"))
 	}
-	rd, ok := l.Core.Ready()
+	rd, ok := l.core.Ready()
 	require.True(t, ok)
 	var want []int
 	for i, m := range rd.Muts {
@@ -27,10 +27,10 @@ func TestAdvanceAsksEveryShardAfterAFailure(t *testing.T) {
 		}
 	}
 	require.Len(t, want, 3, "30 nodes should touch every shard")
-	before := l.Core.Last()
+	before := l.core.Last()
 	boom := errors.New("boom")
 	var asked []int
-	snap, err := l.Core.Advance(rd, func(i int) ([]shard.Frozen, error) {
+	snap, err := l.core.Advance(rd, func(i int) ([]shard.Frozen, error) {
 		asked = append(asked, i)
 		if i == want[0] {
 			return nil, boom
@@ -40,22 +40,22 @@ func TestAdvanceAsksEveryShardAfterAFailure(t *testing.T) {
 	require.ErrorIs(t, err, boom)
 	require.Nil(t, snap)
 	require.Equal(t, want, asked)
-	require.Same(t, before, l.Core.Last(), "a failed epoch must not be committed")
+	require.Same(t, before, l.core.Last(), "a failed epoch must not be committed")
 }
 
-// A panic inside Advance's own steps (here: a Core whose builder is gone)
+// A panic inside Advance's own steps (here: a core whose builder is gone)
 // becomes a *shard.PanicError of the coordinator, and every shard is still
 // asked.
 func TestAdvanceTurnsPanicIntoError(t *testing.T) {
-	l := NewLocal(2, 0)
+	l := newLocal(2, 0)
 	for i := range 20 {
-		l.Core.AddNode(testNode(fmt.Sprint("n", i), "z"))
+		l.core.AddNode(testNode(fmt.Sprint("n", i), "z"))
 	}
-	rd, ok := l.Core.Ready()
+	rd, ok := l.core.Ready()
 	require.True(t, ok)
-	l.Core.builder = nil
+	l.core.builder = nil
 	asked := 0
-	_, err := l.Core.Advance(rd, func(i int) ([]shard.Frozen, error) {
+	_, err := l.core.Advance(rd, func(i int) ([]shard.Frozen, error) {
 		asked++
 		return nil, nil
 	})

@@ -28,7 +28,7 @@ func (h *expiryHeap) Pop() any {
 
 // FinishBinding arms the expiry deadline of an assumed pod; it is a no-op
 // for other pods.
-func (c *Core) FinishBinding(key string, now time.Time) error {
+func (c *core) FinishBinding(key string, now time.Time) error {
 	c.seq++
 	r, ok := c.pods[key]
 	if !ok || !r.assumed {
@@ -46,7 +46,7 @@ func (c *Core) FinishBinding(key string, now time.Time) error {
 // Expire removes up to limit assumed pods whose binding finished and whose
 // deadline is strictly before now, as upstream's expiry pass does. It
 // returns how many it removed and whether more are due now.
-func (c *Core) Expire(now time.Time, limit int) (expired int, more bool) {
+func (c *core) Expire(now time.Time, limit int) (expired int, more bool) {
 	for c.expiry.Len() > 0 {
 		it := c.expiry[0]
 		if !now.After(it.deadline) {

@@ -11,7 +11,7 @@ import (
 // imageState is one incarnation of the registry's summary of an image
 // name (upstream's shared *ImageStateSummary): the size the first node
 // reported and how many nodes list it. Which nodes those are is kept per
-// node in Core.nodeImages (a few names per node instead of a set of node
+// node in core.nodeImages (a few names per node instead of a set of node
 // names per image). It dies (count 0, out of the registry) when its last
 // node leaves; the name registered again gets a new incarnation. Owned by
 // the coordinator goroutine.
@@ -63,7 +63,7 @@ func setOf(names []string) map[string]struct{} {
 // registerImages adds node to the node set of every name it lists (3.5):
 // a name not in the registry gets a new incarnation with the size node
 // lists first; the size of an existing one never changes.
-func (c *Core) registerImages(node *v1.Node) {
+func (c *core) registerImages(node *v1.Node) {
 	list := c.nodeImages[node.Name]
 	var member map[string]struct{}
 	if len(list)+numImageNames(node) > smallSet {
@@ -94,7 +94,7 @@ func (c *Core) registerImages(node *v1.Node) {
 
 // unregisterImages removes node's name from the node set of every name
 // node lists; an incarnation left with no nodes dies.
-func (c *Core) unregisterImages(node *v1.Node) {
+func (c *core) unregisterImages(node *v1.Node) {
 	list := c.nodeImages[node.Name]
 	if len(list) == 0 {
 		return
@@ -137,7 +137,7 @@ func (c *Core) unregisterImages(node *v1.Node) {
 
 // imageChanged notes that name's summary may have changed; syncTable
 // settles it.
-func (c *Core) imageChanged(name string) {
+func (c *core) imageChanged(name string) {
 	if _, ok := c.imgChangedSet[name]; !ok {
 		c.imgChangedSet[name] = struct{}{}
 		c.imgChanged = append(c.imgChanged, name)
@@ -148,7 +148,7 @@ func (c *Core) imageChanged(name string) {
 // names changed since the last call. A name whose summary ended where it
 // started (a node re-registered with the same images) changes nothing;
 // if no summary changed, table stays the same version.
-func (c *Core) syncTable() {
+func (c *core) syncTable() {
 	if len(c.imgChanged) == 0 {
 		return
 	}
@@ -184,7 +184,7 @@ func (c *Core) syncTable() {
 // holds is re-created with the size node lists first). A heartbeat with
 // the same images, whose re-registration would leave the registry as it
 // is, skips both steps.
-func (c *Core) replaceImages(old, node *v1.Node) {
+func (c *core) replaceImages(old, node *v1.Node) {
 	if old != nil && sameImages(old, node) && c.reregisterIsNoop(node) {
 		// Same summaries, but upstream's image that only node holds dies
 		// and is re-created: a ghost keeping the old incarnation sees it
@@ -224,7 +224,7 @@ func sameImages(a, b *v1.Node) bool {
 // registry's (a size another node fixed before it left). Duplicate names
 // with different sizes may report false where re-registration is in fact a
 // no-op; the caller then takes the long way.
-func (c *Core) reregisterIsNoop(node *v1.Node) bool {
+func (c *core) reregisterIsNoop(node *v1.Node) bool {
 	for i := range node.Status.Images {
 		img := &node.Status.Images[i]
 		for _, name := range img.Names {
@@ -238,7 +238,7 @@ func (c *Core) reregisterIsNoop(node *v1.Node) bool {
 }
 
 // setNames makes names the image names e's node object lists.
-func (c *Core) setNames(e *entry, names []string) {
+func (c *core) setNames(e *entry, names []string) {
 	e.names = names
 	e.viewStale = true
 }
@@ -248,7 +248,7 @@ func (c *Core) setNames(e *entry, names []string) {
 // registry now; a ghost's summaries of its last registration, with their
 // counts now (a dead incarnation counts no nodes); none for an entry that
 // never had a node object.
-func (c *Core) CurrentImages(name string, ni *framework.NodeInfo) *framework.NodeInfo {
+func (c *core) CurrentImages(name string, ni *framework.NodeInfo) *framework.NodeInfo {
 	e := c.nodes[name]
 	if ni == nil || e == nil {
 		return ni

@@ -24,7 +24,7 @@ type slotState struct {
 // syncSlot brings e's slot state up to date with e: buildMeta calls it for
 // every entry touched in the epoch, before the lists are built or edited.
 // A deleted entry's slot is cleared (it is not reused before commit).
-func (c *Core) syncSlot(e *entry) {
+func (c *core) syncSlot(e *entry) {
 	st := &c.slots[e.slot]
 	if e.deleted {
 		*st = slotState{}
@@ -37,7 +37,7 @@ func (c *Core) syncSlot(e *entry) {
 // has a node object and is in the node list of the last buildLists: the
 // set upstream builds by walking its list (only a pods-first entry given a
 // node by UpdateNode has a node but no place in the list).
-func (c *Core) reconcilePVC(e *entry) {
+func (c *core) reconcilePVC(e *entry) {
 	want := !e.deleted && e.node != nil && c.listed(e)
 	if want == e.pvcOn {
 		return
@@ -52,7 +52,7 @@ func (c *Core) reconcilePVC(e *entry) {
 	}
 }
 
-func (c *Core) bumpPVC(k string, sign int) {
+func (c *core) bumpPVC(k string, sign int) {
 	n := c.pvcUsed[k] + sign
 	if n <= 0 {
 		delete(c.pvcUsed, k)
@@ -68,7 +68,7 @@ func (c *Core) bumpPVC(k string, sign int) {
 // current: upstream reports the snapshot map's size and the cache's entry
 // count as of each refresh, which change without the list changing (a
 // pods-first entry, a ghost).
-func (c *Core) refreshListError() {
+func (c *core) refreshListError() {
 	order, aff, anti, err := c.builder.Lists()
 	ie, ok := err.(*snapshot.InconsistentListError)
 	if !ok || (ie.MapLen == c.withNode && ie.CacheEntries == len(c.nodes)) {
@@ -85,7 +85,7 @@ func (c *Core) refreshListError() {
 // written. A node list the
 // tree produced with a name twice, or a flip the lists disagree with, takes
 // one rebuild instead.
-func (c *Core) editAffinityLists() {
+func (c *core) editAffinityLists() {
 	order, aff, anti, err := c.builder.Lists()
 	affEdits, antiEdits := c.scratch.affEdits[:0], c.scratch.antiEdits[:0]
 	for _, e := range c.affFlips {
@@ -121,20 +121,20 @@ func (c *Core) editAffinityLists() {
 }
 
 // compareListPos orders two listed slots by their position in the node
-// list; it is the order of the affinity lists (Core.byListPos).
-func (c *Core) compareListPos(a, b int32) int {
+// list; it is the order of the affinity lists (core.byListPos).
+func (c *core) compareListPos(a, b int32) int {
 	return cmp.Compare(c.listPos[a], c.listPos[b])
 }
 
 // listed reports whether e is the live entry of its slot and in the node
 // list of the last buildLists.
-func (c *Core) listed(e *entry) bool {
+func (c *core) listed(e *entry) bool {
 	return int(e.slot) < len(c.listPos) && c.listPos[e.slot] >= 0 && c.bySlot[e.slot] == e
 }
 
 // buildAffinityLists re-derives the two affinity lists from the node list,
 // by slot, without touching the tree or hashing names.
-func (c *Core) buildAffinityLists(order []int32, err error) {
+func (c *core) buildAffinityLists(order []int32, err error) {
 	aff, anti := c.scratch.affBuf[:0], c.scratch.antiBuf[:0]
 	for _, slot := range order {
 		st := &c.slots[slot]
@@ -152,7 +152,7 @@ func (c *Core) buildAffinityLists(order []int32, err error) {
 	c.builder.SetLists(order, persist.SeqOf(aff), persist.SeqOf(anti), err)
 }
 
-func (c *Core) buildLists() {
+func (c *core) buildLists() {
 	listed := c.listSlots()
 	order := make([]int32, 0, len(listed))
 	c.listPos = slices.Grow(c.listPos[:0], int(c.nextSlot))[:c.nextSlot]
@@ -196,7 +196,7 @@ func (c *Core) buildLists() {
 // entry there; only a failed tree removal (treeStale) can break that, and
 // then every name is looked up. The slice is scratch, valid until the next
 // call.
-func (c *Core) listSlots() []int32 {
+func (c *core) listSlots() []int32 {
 	if !c.treeStale {
 		ids, _ := c.tree.AppendIDs(c.scratch.idBuf[:0])
 		c.scratch.idBuf = ids

@@ -12,7 +12,7 @@ import (
 
 // setNode makes node the entry's object. Its image names change only if
 // node lists other images than the object it replaces.
-func (c *Core) setNode(e *entry, node *v1.Node) {
+func (c *core) setNode(e *entry, node *v1.Node) {
 	if (e.node == nil) != (node == nil) {
 		c.withNode += boolSign(node != nil)
 	}
@@ -35,7 +35,7 @@ func boolSign(b bool) int {
 
 // AddNode adds node or replaces the object of an existing entry (real,
 // ghost, or created by pods), as upstream.
-func (c *Core) AddNode(node *v1.Node) {
+func (c *core) AddNode(node *v1.Node) {
 	c.seq++
 	e := c.nodes[node.Name]
 	var old *v1.Node
@@ -60,7 +60,7 @@ func (c *Core) AddNode(node *v1.Node) {
 //     lists that name for a node the cache holds with its object:
 //     ErrNodeNameMismatch (upstream would drop that other node from the
 //     zone order while it keeps its object, so it is never listed again).
-func (c *Core) UpdateNode(oldNode, newNode *v1.Node) error {
+func (c *core) UpdateNode(oldNode, newNode *v1.Node) error {
 	c.seq++
 	newZone := nodetree.ZoneKey(newNode)
 	if oldNode == nil && newZone != "" {
@@ -90,7 +90,7 @@ func (c *Core) UpdateNode(oldNode, newNode *v1.Node) error {
 // RemoveNode clears the node object; the entry stays as a ghost while it
 // holds pods. Tree and image bookkeeping use the passed node, as upstream;
 // a node missing from its zone yields an error after the entry changed.
-func (c *Core) RemoveNode(node *v1.Node) error {
+func (c *core) RemoveNode(node *v1.Node) error {
 	c.seq++
 	e := c.nodes[node.Name]
 	if e == nil {

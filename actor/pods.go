@@ -31,7 +31,7 @@ type dirtyPod struct {
 	rec *podRecord
 }
 
-func (c *Core) aggregate(info *framework.PodInfo, assumed bool) {
+func (c *core) aggregate(info *framework.PodInfo, assumed bool) {
 	r := &podRecord{info: info, entry: c.attach(info), assumed: assumed}
 	if assumed {
 		c.assumed++
@@ -43,7 +43,7 @@ func (c *Core) aggregate(info *framework.PodInfo, assumed bool) {
 
 // attach adds info to the entry of its node (created if missing) and
 // returns that entry.
-func (c *Core) attach(info *framework.PodInfo) *entry {
+func (c *core) attach(info *framework.PodInfo) *entry {
 	e := c.nodes[info.NodeName()]
 	if e == nil {
 		e = c.newEntry(info.NodeName())
@@ -77,7 +77,7 @@ func (c *Core) attach(info *framework.PodInfo) *entry {
 // subtract removes the stored pod of r from its entry and from the cache.
 // aff and anti say whether the affinity sub-lists are searched (decided by
 // the pod object the caller passed, as upstream).
-func (c *Core) subtract(r *podRecord, aff, anti bool) {
+func (c *core) subtract(r *podRecord, aff, anti bool) {
 	if r.assumed {
 		c.assumed--
 	}
@@ -92,7 +92,7 @@ func (c *Core) subtract(r *podRecord, aff, anti bool) {
 // removePod then addPod), but keeps r in the pod map: the record is reset
 // in place, so the map is neither searched nor written. An expiry-heap item
 // still pointing at r is stale from then on (r is no longer assumed).
-func (c *Core) replace(r *podRecord, aff, anti bool, info *framework.PodInfo) {
+func (c *core) replace(r *podRecord, aff, anti bool, info *framework.PodInfo) {
 	if r.assumed {
 		c.assumed--
 	}
@@ -103,7 +103,7 @@ func (c *Core) replace(r *podRecord, aff, anti bool, info *framework.PodInfo) {
 
 // detach removes the stored pod of r from its entry, deleting the entry if
 // that left it without pods and without a node.
-func (c *Core) detach(r *podRecord, aff, anti bool) {
+func (c *core) detach(r *podRecord, aff, anti bool) {
 	e := r.entry
 	c.emit(e, shard.Mutation{Kind: shard.RemovePod, Pod: r.info, Key: r.info.Key(), Affinity: aff, AntiAffinity: anti})
 	e.pods--
@@ -137,7 +137,7 @@ func (c *Core) detach(r *podRecord, aff, anti bool) {
 }
 
 // cachedKey reports whether pod key is cached.
-func (c *Core) cachedKey(key string) bool {
+func (c *core) cachedKey(key string) bool {
 	_, ok := c.pods[key]
 	return ok
 }
@@ -145,14 +145,14 @@ func (c *Core) cachedKey(key string) bool {
 // full reports whether the entry named name, if any, already holds
 // framework.MaxPodsPerNode pods: one more could make its totals overflow
 // (the arithmetic is at framework.MaxPodQuantity).
-func (c *Core) full(name string) bool {
+func (c *core) full(name string) bool {
 	e := c.nodes[name]
 	return e != nil && e.pods >= framework.MaxPodsPerNode
 }
 
 // AssumePod moves an absent pod to Assumed and aggregates it. A pod
 // without a node name is assumed on a nodeless entry named "", as upstream.
-func (c *Core) AssumePod(info *framework.PodInfo) error {
+func (c *core) AssumePod(info *framework.PodInfo) error {
 	c.seq++
 	key := info.Key()
 	if err := errs.CheckAssume(key, info.NodeName(), cached(c.pods[key]), c.full); err != nil {
@@ -172,7 +172,7 @@ func cached(r *podRecord) errs.Cached {
 
 // ForgetPod removes an assumed pod. pod is the caller's object: its node
 // name must match and its affinity decides the sub-list bookkeeping.
-func (c *Core) ForgetPod(key string, pod *v1.Pod) error {
+func (c *core) ForgetPod(key string, pod *v1.Pod) error {
 	c.seq++
 	r := c.pods[key]
 	if apply, err := errs.CheckForget(key, pod, cached(r)); !apply {
@@ -184,7 +184,7 @@ func (c *Core) ForgetPod(key string, pod *v1.Pod) error {
 
 // AddPod confirms an assumed pod (possibly on another node), re-adds an
 // expired one, or adds a new one.
-func (c *Core) AddPod(info *framework.PodInfo) error {
+func (c *core) AddPod(info *framework.PodInfo) error {
 	c.seq++
 	key := info.Key()
 	r := c.pods[key]
@@ -214,7 +214,7 @@ func (c *Core) AddPod(info *framework.PodInfo) error {
 //     the cached node again, which then holds the pod twice;
 //   - the new UID is another cached pod's: ErrUIDMismatch (upstream would
 //     hold that key twice on a node and lose the other pod's state).
-func (c *Core) UpdatePod(oldPod *v1.Pod, info *framework.PodInfo) error {
+func (c *core) UpdatePod(oldPod *v1.Pod, info *framework.PodInfo) error {
 	c.seq++
 	key := string(oldPod.UID)
 	r := c.pods[key]
@@ -233,7 +233,7 @@ func (c *Core) UpdatePod(oldPod *v1.Pod, info *framework.PodInfo) error {
 
 // RemovePod removes a cached pod (assumed or added). A non-empty node name
 // other than the cached pod's is a *CorruptionError (upstream exits).
-func (c *Core) RemovePod(key string, pod *v1.Pod) error {
+func (c *core) RemovePod(key string, pod *v1.Pod) error {
 	c.seq++
 	r := c.pods[key]
 	if err := errs.CheckRemove(key, pod, cached(r)); err != nil {

@@ -13,7 +13,7 @@ import (
 // loop whose iterations do not depend on each other, so the processor
 // keeps many of the misses of a chunk in flight at once, and the ops then
 // find their state in cache. It has no effect on what the ops do.
-func (c *Core) prefetch(ops []*Op) {
+func (c *core) prefetch(ops []*Op) {
 	if len(ops) < prefetchMin {
 		return
 	}

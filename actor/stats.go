@@ -162,4 +162,4 @@ type Dispatcher interface {
 func (a *Coordinator) Dispatcher() Dispatcher { return a.opts.Dispatcher }
 
 // AssumedCount returns the number of assumed pods.
-func (c *Core) AssumedCount() int { return c.assumed }
+func (c *core) AssumedCount() int { return c.assumed }

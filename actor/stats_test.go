@@ -14,7 +14,7 @@ import (
 // updates, removes and expiries.
 func TestAssumedCountMatchesRecords(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	c := NewCore(2, time.Second)
+	c := newCore(2, time.Second)
 	c.AddNode(testNode("n0", "A"))
 	c.AddNode(testNode("n1", "B"))
 	now := time.Unix(0, 0)

@@ -25,7 +25,7 @@ type pvcRef struct {
 // NodeInfo is immutable, so it is safe for concurrent use from any goroutine
 // and no method blocks. It is a frozen copy of one node's aggregate
 // (upstream framework.NodeInfo after SnapshotConcrete), made only by
-// NodeState.Freeze (or NewNodeInfoForTest). Accessors returning
+// NodeState.Freeze. Accessors returning
 // slices or maps return fresh copies; the *v1.Node, *PodInfo and *v1.Pod
 // pointers are shared and must not be mutated. Methods are nil-safe.
 type NodeInfo struct {
@@ -336,20 +336,6 @@ func (n *NodeInfo) String() string {
 	}
 	return fmt.Sprintf("&NodeInfo{Node:%s, Generation:%d, Pods:[%s], Requested:%v, NonZeroRequested:%v, UsedPorts:%v, Allocatable:%v}",
 		name, n.generation, strings.Join(names, " "), n.requested, n.nonZeroRequested, n.usedPorts, n.allocatable)
-}
-
-// NewNodeInfoForTest returns the frozen aggregate of node with pods added
-// in order, drawing generations from NextGeneration. Meant for tests of
-// packages that consume NodeInfos.
-func NewNodeInfoForTest(node *v1.Node, pods ...*PodInfo) *NodeInfo {
-	s := NewNodeState(NextGeneration)
-	if node != nil {
-		s.SetNode(node)
-	}
-	for _, p := range pods {
-		s.AddPod(p)
-	}
-	return s.Freeze()
 }
 
 func findPVC(s []pvcRef, key string) (int, bool) {

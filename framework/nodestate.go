@@ -14,8 +14,7 @@ var generation atomic.Int64
 
 // NextGeneration returns the next value of a process-wide counter starting
 // at 1 (upstream nextGeneration). Safe for concurrent use. Caches normally
-// pass their own source to NewNodeState; this one backs NewNodeInfoForTest
-// and a nil source.
+// pass their own source to NewNodeState; this one backs a nil source.
 func NextGeneration() int64 { return generation.Add(1) }
 
 // Dirty bits: which parts changed since the last Freeze. Parts not dirty

@@ -481,10 +481,23 @@ func TestNodeInfoNilSafe(t *testing.T) {
 	require.Equal(t, "<nil>", n.String())
 }
 
+// newNodeInfoForTest returns the frozen aggregate of node with pods added
+// in order, drawing generations from NextGeneration.
+func newNodeInfoForTest(node *v1.Node, pods ...*PodInfo) *NodeInfo {
+	s := NewNodeState(NextGeneration)
+	if node != nil {
+		s.SetNode(node)
+	}
+	for _, p := range pods {
+		s.AddPod(p)
+	}
+	return s.Freeze()
+}
+
 func TestNewNodeInfoForTest(t *testing.T) {
 	node := mkNode("n", rl("cpu", "2"))
 	p := mustPodInfo(t, mkPod("p", withContainers(ctr("c", rl("cpu", "500m")))))
-	n := NewNodeInfoForTest(node, p)
+	n := newNodeInfoForTest(node, p)
 	require.Equal(t, "n", n.NodeName())
 	require.Equal(t, int64(500), n.Requested().MilliCPU)
 	require.Equal(t, int64(2000), n.Allocatable().MilliCPU)

@@ -548,7 +548,6 @@ type simDispatcher struct {
 	latency time.Duration        // immutable
 	fail    float64              // immutable
 	det     bool                 // immutable: calls are queued for the event loop
-	start   time.Time            // immutable: time zero of a real-time run
 	now     func() time.Duration // immutable once the run starts: run time for watch events
 
 	mu      sync.Mutex

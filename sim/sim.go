@@ -835,14 +835,3 @@ func pick(r *rand.Rand, snap *schedcache.Snapshot, info *framework.PodInfo, samp
 	}
 	return best
 }
-
-// popRandom removes and returns a random element of *live (the informer's
-// deletion of an old pod), moving the last element into its place.
-func popRandom(r *rand.Rand, live *[]*v1.Pod) *v1.Pod {
-	l := *live
-	j := r.IntN(len(l))
-	victim := l[j]
-	l[j] = l[len(l)-1]
-	*live = l[:len(l)-1]
-	return victim
-}

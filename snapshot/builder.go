@@ -25,8 +25,8 @@ type Builder struct {
 	pods    persist.Map[PodEntry] // the pod trie of the transaction: the last snapshot's, or the fold of its log
 	podLog  []podChange           // pod changes after pods: the last snapshot's log extended in place past its length, or a new log after a fold
 	podSum  []uint64              // podHash of each podLog key, kept alongside podLog
-	folder  *Folder               // nil: folds run in FoldPods
-	foldLen int                   // > 0: the folder is folding podLog[:foldLen] onto pods
+	foldq   *FoldQueue            // nil: folds run in FoldPods
+	foldLen int                   // > 0: a fold of podLog[:foldLen] onto pods is in flight
 	lists   bool                  // SetLists was called in this transaction
 	order   []int32
 	aff     persist.Seq[int32]
@@ -97,7 +97,7 @@ func (b *Builder) DeleteIndex(name string) {
 // copy serves many changes (the larger the fold, the more changes share the
 // upper nodes of the trie). A lookup scans the log's hashes, a dense
 // []uint64, before it walks the trie. podLogCap is a new log's capacity;
-// podLogMax is the length at which the builder waits for its folder.
+// podLogMax is the length at which the builder waits for its fold in flight.
 const (
 	podLogFold = 1024
 	podLogCap  = 2 * podLogFold
@@ -162,7 +162,7 @@ func (b *Builder) Commit(epoch uint64, nodeCount, podCount int) *Snapshot {
 	s.epoch = epoch
 	s.nodeCount = nodeCount
 	s.podCount = podCount
-	if b.folder == nil {
+	if b.foldq == nil {
 		b.FoldPods()
 	}
 	s.pods, s.podLog, s.podSum = b.pods, b.podLog, b.podSum

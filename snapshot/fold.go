@@ -8,19 +8,39 @@ import (
 	"github.com/schedcache/schedcache/internal/persist"
 )
 
-// Folder folds pod logs into pod tries on its own goroutine, so that the
-// builder's owner (the coordinator) only appends to the log.
+// FoldQueue carries a Builder's pod-log folds to the goroutine that runs
+// them, and their results back, so that the builder's owner (the
+// coordinator) only appends to the log. The package starts no goroutine:
+// the owner runs Serve on one of its own.
 //
-// Contract: one Builder uses a Folder (Builder.SetFolder), from the builder's
-// goroutine; Stop is called once, by the owner, after the builder's last use.
-// A fold reads only immutable values (a trie and a log prefix no one writes
-// again), so it runs concurrently with the builder and with every reader.
-// The builder never waits for a fold unless its log reaches podLogMax.
-type Folder struct {
-	reqc chan foldReq    // builder -> folder; at most one request in flight
-	resc chan foldResult // folder -> builder; buffered, so the folder never waits
-	done chan struct{}   // closed when the goroutine has returned
+// Contract: one Builder uses a FoldQueue (Builder.SetFoldQueue), from the
+// builder's goroutine; one goroutine calls Serve; Close is called once, by
+// the owner, after the builder's last use, and Serve then returns after
+// the fold in flight, if any (its result is dropped). A fold reads only
+// immutable values (a trie and a log prefix no one writes again), so it
+// runs concurrently with the builder and with every reader. The builder
+// never waits for a fold unless its log reaches podLogMax.
+type FoldQueue struct {
+	reqc chan foldReq    // builder -> Serve; at most one request in flight; closed by Close
+	resc chan foldResult // Serve -> builder; buffered, so Serve never waits
 }
+
+// NewFoldQueue returns a queue with no fold in flight.
+func NewFoldQueue() *FoldQueue {
+	return &FoldQueue{reqc: make(chan foldReq, 1), resc: make(chan foldResult, 1)}
+}
+
+// Serve runs the queue's folds on the calling goroutine until Close. A fold
+// that panics is reported to the builder, and Serve goes on.
+func (q *FoldQueue) Serve() {
+	seen := make(map[string]struct{}, podLogCap) // owned by this goroutine; reused by every fold
+	for r := range q.reqc {
+		q.resc <- r.fold(seen) // buffered: the builder receives before it sends again
+	}
+}
+
+// Close ends Serve once the fold in flight, if any, is done.
+func (q *FoldQueue) Close() { close(q.reqc) }
 
 type foldReq struct {
 	base persist.Map[PodEntry]
@@ -30,22 +50,6 @@ type foldReq struct {
 type foldResult struct {
 	pods persist.Map[PodEntry]
 	err  error // a panic of the fold; the builder panics with it
-}
-
-// StartFolder starts a folder goroutine. The caller owns it and stops it
-// with Stop.
-func StartFolder() *Folder {
-	f := &Folder{reqc: make(chan foldReq, 1), resc: make(chan foldResult, 1), done: make(chan struct{})}
-	go f.run()
-	return f
-}
-
-func (f *Folder) run() {
-	defer close(f.done)
-	seen := make(map[string]struct{}, podLogCap) // owned by this goroutine; reused by every fold
-	for r := range f.reqc {
-		f.resc <- r.fold(seen)
-	}
 }
 
 // foldHook, if non-nil, runs at the start of every fold. Tests set it to
@@ -65,18 +69,11 @@ func (r foldReq) fold(seen map[string]struct{}) (res foldResult) {
 	return foldResult{pods: foldLog(r.base, r.log, foldYield, seen)}
 }
 
-// foldYield is how many keys a fold on the folder applies between two
+// foldYield is how many keys a fold run by Serve applies between two
 // yields of its P. A fold of a full window takes milliseconds; without
 // yields, a goroutine made runnable on the folder's P (the informer, the
 // coordinator, a shard) could wait for it up to a whole time slice (10 ms).
 const foldYield = 64
-
-// Stop ends the goroutine after the fold in flight, if any, and waits for
-// it. Its result is dropped.
-func (f *Folder) Stop() {
-	close(f.reqc)
-	<-f.done
-}
 
 // foldLog returns base with the changes of log applied, yielding the P
 // (runtime.Gosched) after every yieldEvery keys if yieldEvery > 0. Only each
@@ -121,28 +118,29 @@ func foldLog(base persist.Map[PodEntry], log []podChange, yieldEvery int, seen m
 	return e.Done()
 }
 
-// SetFolder makes the builder fold its pod log on f's goroutine; nil (the
-// default) folds on the builder's own goroutine, in FoldPods.
-func (b *Builder) SetFolder(f *Folder) { b.folder = f }
+// SetFoldQueue makes the builder fold its pod log through q, on the
+// goroutine that serves it; nil (the default) folds on the builder's own
+// goroutine, in FoldPods.
+func (b *Builder) SetFoldQueue(q *FoldQueue) { b.foldq = q }
 
 // FoldPods keeps the pod log short: past podLogFold entries it folds them
-// into a new trie, on the folder if the builder has one (the snapshots
+// into a new trie, through the fold queue if the builder has one (the snapshots
 // committed meanwhile keep the old trie and the whole log), else at once.
 // A fold's result is installed by the first FoldPods after it is ready,
 // and waited for only if the log has reached podLogMax. A builder with a
-// folder must call FoldPods in every transaction (the coordinator does,
+// fold queue must call FoldPods in every transaction (the coordinator does,
 // while the shards apply the epoch's mutations); without one, Commit does.
 // A fold that panicked panics here, on the builder's goroutine.
 func (b *Builder) FoldPods() {
 	if b.foldLen > 0 {
 		select {
-		case r := <-b.folder.resc:
+		case r := <-b.foldq.resc:
 			b.installFold(r)
 		default:
 			if len(b.podLog) < podLogMax {
 				return
 			}
-			b.installFold(<-b.folder.resc)
+			b.installFold(<-b.foldq.resc)
 		}
 	}
 	if len(b.podLog) <= podLogFold {
@@ -150,12 +148,12 @@ func (b *Builder) FoldPods() {
 	}
 	n := len(b.podLog)
 	req := foldReq{base: b.pods, log: b.podLog[:n:n]}
-	if b.folder == nil {
+	if b.foldq == nil {
 		b.foldLen = n
 		b.installFold(foldResult{pods: foldLog(req.base, req.log, 0, nil)})
 		return
 	}
-	b.folder.reqc <- req
+	b.foldq.reqc <- req
 	b.foldLen = n
 }
 

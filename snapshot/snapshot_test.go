@@ -135,16 +135,15 @@ func TestPodLogFoldsAndHeldSnapshots(t *testing.T) {
 	for _, mode := range []string{"inline", "folder", "stalled"} {
 		t.Run(mode, func(t *testing.T) {
 			b := NewBuilder()
-			var stalled *Folder
+			var stalled *FoldQueue
 			switch mode {
 			case "folder":
-				f := StartFolder()
-				defer f.Stop()
-				b.SetFolder(f)
+				q := serveFolds(t)
+				b.SetFoldQueue(q)
 			case "stalled":
 				// No goroutine: the test runs each fold when it chooses.
-				stalled = &Folder{reqc: make(chan foldReq, 1), resc: make(chan foldResult, 1)}
-				b.SetFolder(stalled)
+				stalled = NewFoldQueue()
+				b.SetFoldQueue(stalled)
 			}
 			model := map[string]bool{} // key -> assumed
 			type held struct {
@@ -221,18 +220,17 @@ func TestPodLogFoldsAndHeldSnapshots(t *testing.T) {
 }
 
 // A fold that panics fails the builder's next FoldPods with the panic, on
-// the builder's goroutine; the folder goroutine survives it and stops.
+// the builder's goroutine; the goroutine serving the queue survives it and stops.
 func TestFoldPanicReachesBuilder(t *testing.T) {
 	foldHook = func() { panic("boom") }
 	defer func() { foldHook = nil }()
-	f := StartFolder()
-	defer f.Stop()
+	q := serveFolds(t)
 	b := NewBuilder()
-	b.SetFolder(f)
+	b.SetFoldQueue(q)
 	for i := 0; i <= podLogFold; i++ {
 		b.SetPod(fmt.Sprint(i), PodEntry{Pod: &v1.Pod{}})
 	}
-	b.FoldPods() // submitted; the folder panics and reports it
+	b.FoldPods() // submitted; the fold panics and Serve reports it
 	require.Positive(t, b.foldLen)
 	for len(b.podLog) < podLogMax {
 		b.DeletePod("x")
@@ -320,4 +318,20 @@ func TestForkImagesWith(t *testing.T) {
 		"a": {Size: 10, NumNodes: 1}, "b": {Size: 10, NumNodes: 1}, "c": {Size: 20, NumNodes: 1}, "d": {Size: 40, NumNodes: 1},
 	}, got)
 	require.Equal(t, 0, t0.Map().Len(), "the tables are persistent")
+}
+
+// serveFolds serves a new FoldQueue on a goroutine of the test's, as the
+// coordinator does, and closes it (and waits for the goroutine) at cleanup.
+func serveFolds(t *testing.T) *FoldQueue {
+	q := NewFoldQueue()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		q.Serve()
+	}()
+	t.Cleanup(func() {
+		q.Close()
+		<-done
+	})
+	return q
 }

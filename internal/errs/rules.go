@@ -3,7 +3,7 @@ package errs
 import v1 "k8s.io/api/core/v1"
 
 // The pod state machine's rules: which operation a cached pod's state
-// refuses, and with which error. The cache's coordinator (actor.Core) and
+// refuses, and with which error. The cache's coordinator (actor's core) and
 // what-if forks (snapshot.Fork) both decide with these functions and then
 // apply the change to their own state; they are pure and safe for
 // concurrent use.

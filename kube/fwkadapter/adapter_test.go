@@ -270,7 +270,10 @@ func TestViewMatchesUpstreamAggregation(t *testing.T) {
 func TestPublishedViewIsReadOnly(t *testing.T) {
 	node := mkNode("n1", "img-a")
 	p := mkPod("a", "n1", hostPort(8080), affinity)
-	ni := framework.NewNodeInfoForTest(node, podInfo(t, p))
+	st := framework.NewNodeState(framework.NextGeneration)
+	st.SetNode(node)
+	st.AddPod(podInfo(t, p))
+	ni := st.Freeze()
 	view := WrapNode(ni)
 	before := shapeOf(view)
 	gen := view.GetGeneration()

@@ -1,4 +1,4 @@
-package snapshot_test
+package actor
 
 import (
 	"errors"
@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/schedcache/schedcache/actor"
 	"github.com/schedcache/schedcache/framework"
 	"github.com/schedcache/schedcache/internal/zonemodel"
 	"github.com/schedcache/schedcache/nodetree"
@@ -72,10 +71,10 @@ func (m *fmodel) drop(k string) {
 
 func (m *fmodel) assume(p *v1.Pod) error {
 	if _, ok := m.pods[string(p.UID)]; ok {
-		return actor.ErrPodAlreadyCached
+		return ErrPodAlreadyCached
 	}
 	if m.entries[p.Spec.NodeName] == nil {
-		return actor.ErrNodeNotFound
+		return ErrNodeNotFound
 	}
 	m.put(p, true)
 	return nil
@@ -86,7 +85,7 @@ func (m *fmodel) forget(k string) error {
 		return nil
 	}
 	if !m.assumed[k] {
-		return actor.ErrPodNotAssumed
+		return ErrPodNotAssumed
 	}
 	m.drop(k)
 	return nil
@@ -95,10 +94,10 @@ func (m *fmodel) forget(k string) error {
 func (m *fmodel) add(p *v1.Pod) error {
 	k := string(p.UID)
 	if _, ok := m.pods[k]; ok && !m.assumed[k] {
-		return actor.ErrPodAlreadyAdded
+		return ErrPodAlreadyAdded
 	}
 	if m.entries[p.Spec.NodeName] == nil {
-		return actor.ErrNodeNotFound
+		return ErrNodeNotFound
 	}
 	if _, ok := m.pods[k]; ok {
 		delete(m.entries[m.pods[k].Spec.NodeName].pods, k)
@@ -113,10 +112,10 @@ func (m *fmodel) add(p *v1.Pod) error {
 func (m *fmodel) update(p *v1.Pod) error {
 	k := string(p.UID)
 	if _, ok := m.pods[k]; !ok {
-		return actor.ErrPodNotFound
+		return ErrPodNotFound
 	}
 	if m.assumed[k] {
-		return actor.ErrPodAssumed
+		return ErrPodAssumed
 	}
 	m.put(p, false)
 	return nil
@@ -124,7 +123,7 @@ func (m *fmodel) update(p *v1.Pod) error {
 
 func (m *fmodel) remove(k string) error {
 	if _, ok := m.pods[k]; !ok {
-		return actor.ErrPodNotFound
+		return ErrPodNotFound
 	}
 	m.drop(k)
 	return nil
@@ -151,7 +150,7 @@ func (m *fmodel) updateNode(old, n *v1.Node) {
 func (m *fmodel) removeNode(n *v1.Node) error {
 	e := m.entries[n.Name]
 	if e == nil {
-		return actor.ErrNodeNotFound
+		return ErrNodeNotFound
 	}
 	e.node = nil
 	if len(e.pods) == 0 {
@@ -298,13 +297,13 @@ func forkPod(r *rand.Rand, uid, node string) *v1.Pod {
 }
 
 // baseCluster builds a cache state with nodes and pods through the real
-// coordinator core (actor.Local) and its model.
-func baseCluster(t testing.TB, r *rand.Rand, nodes, pods int) (*actor.Local, *snapshot.Snapshot, *fmodel) {
-	l := actor.NewLocal(2, 0)
+// coordinator core (the package's local driver) and its model.
+func baseCluster(t testing.TB, r *rand.Rand, nodes, pods int) (*local, *snapshot.Snapshot, *fmodel) {
+	l := newLocal(2, 0)
 	m := newFModel()
 	for i := 0; i < nodes; i++ {
 		n := forkNode(r, fmt.Sprintf("n%d", i))
-		l.Core.AddNode(n)
+		l.core.AddNode(n)
 		m.addNode(n)
 	}
 	for i := 0; i < pods; i++ {
@@ -312,10 +311,10 @@ func baseCluster(t testing.TB, r *rand.Rand, nodes, pods int) (*actor.Local, *sn
 		info, err := framework.NewPodInfo(p)
 		require.NoError(t, err)
 		if i%3 == 0 {
-			require.NoError(t, l.Core.AssumePod(info))
+			require.NoError(t, l.core.AssumePod(info))
 			require.NoError(t, m.assume(p))
 		} else {
-			require.NoError(t, l.Core.AddPod(info))
+			require.NoError(t, l.core.AddPod(info))
 			require.NoError(t, m.add(p))
 		}
 	}
@@ -342,8 +341,8 @@ func fingerprint(s *snapshot.Snapshot) string {
 }
 
 func errSentinel(err error) error {
-	for _, s := range []error{actor.ErrPodAlreadyCached, actor.ErrPodAlreadyAdded, actor.ErrPodNotFound, actor.ErrPodAssumed,
-		actor.ErrPodNotAssumed, actor.ErrNodeNotFound, snapshot.ErrNoForkPoint, snapshot.ErrStaleForkPoint} {
+	for _, s := range []error{ErrPodAlreadyCached, ErrPodAlreadyAdded, ErrPodNotFound, ErrPodAssumed,
+		ErrPodNotAssumed, ErrNodeNotFound, snapshot.ErrNoForkPoint, snapshot.ErrStaleForkPoint} {
 		if errors.Is(err, s) {
 			return s
 		}
@@ -581,7 +580,7 @@ func view(s *snapshot.Snapshot) string {
 }
 
 // TestForkMatchesCore applies the same random operations to a fork and to
-// the coordinator's own core (actor.Local, the cache's state machine and
+// the coordinator's own core (the package's local driver, the cache's state machine and
 // publication) and compares what their snapshots show after every step:
 // one implementation of the rules, zone order and aggregation.
 func TestForkMatchesCore(t *testing.T) {
@@ -626,10 +625,10 @@ func TestForkMatchesCore(t *testing.T) {
 				}
 				info, _ := framework.NewPodInfo(p)
 				if op == 0 {
-					ef, ec = f.AssumePod(p), l.Core.AssumePod(info)
+					ef, ec = f.AssumePod(p), l.core.AssumePod(info)
 					_ = m.assume(p)
 				} else {
-					ef, ec = f.AddPod(p), l.Core.AddPod(info)
+					ef, ec = f.AddPod(p), l.core.AddPod(info)
 					_ = m.add(p)
 				}
 			case 2, 3:
@@ -639,10 +638,10 @@ func TestForkMatchesCore(t *testing.T) {
 					continue
 				}
 				if op == 2 {
-					ef, ec = f.ForgetPod(p), l.Core.ForgetPod(k, p)
+					ef, ec = f.ForgetPod(p), l.core.ForgetPod(k, p)
 					_ = m.forget(k)
 				} else {
-					ef, ec = f.RemovePod(p), l.Core.RemovePod(k, p)
+					ef, ec = f.RemovePod(p), l.core.RemovePod(k, p)
 					_ = m.remove(k)
 				}
 			case 4:
@@ -653,7 +652,7 @@ func TestForkMatchesCore(t *testing.T) {
 				}
 				p := forkPod(r, k, old.Spec.NodeName)
 				info, _ := framework.NewPodInfo(p)
-				ef, ec = f.UpdatePod(old, p), l.Core.UpdatePod(old, info)
+				ef, ec = f.UpdatePod(old, p), l.core.UpdatePod(old, info)
 				_ = m.update(p)
 			case 5:
 				n := forkNode(r, fmt.Sprintf("n%d", r.Intn(9)))
@@ -661,7 +660,7 @@ func TestForkMatchesCore(t *testing.T) {
 					n.Labels = e.node.Labels
 				}
 				ef = f.AddNode(n)
-				l.Core.AddNode(n)
+				l.core.AddNode(n)
 				m.addNode(n)
 			case 6:
 				if len(live) == 0 {
@@ -669,14 +668,14 @@ func TestForkMatchesCore(t *testing.T) {
 				}
 				old := m.entries[node].node
 				n := forkNode(r, node)
-				ef, ec = f.UpdateNode(old, n), l.Core.UpdateNode(old, n)
+				ef, ec = f.UpdateNode(old, n), l.core.UpdateNode(old, n)
 				m.updateNode(old, n)
 			case 7:
 				if len(live) == 0 {
 					continue
 				}
 				n := m.entries[node].node
-				ef, ec = f.RemoveNode(n), l.Core.RemoveNode(n)
+				ef, ec = f.RemoveNode(n), l.core.RemoveNode(n)
 				_ = m.removeNode(n)
 			}
 			require.Equal(t, errSentinel(ec), errSentinel(ef), "seed %d step %d: %v / %v", seed, step, ec, ef)
@@ -697,7 +696,7 @@ func TestForkRefusals(t *testing.T) {
 	_, base, _ := baseCluster(t, r, 3, 5)
 	f := base.Fork()
 	before := f.Snapshot()
-	var pe *actor.PodError
+	var pe *PodError
 	require.ErrorAs(t, f.AssumePod(nil), &pe)
 	require.ErrorIs(t, f.AssumePod(nil), framework.ErrNilPod)
 	require.ErrorIs(t, f.AddPod(&v1.Pod{}), framework.ErrEmptyUID)
@@ -707,8 +706,8 @@ func TestForkRefusals(t *testing.T) {
 	require.ErrorIs(t, f.AddNode(nil), framework.ErrNilNode)
 	require.ErrorIs(t, f.UpdateNode(nil, nil), framework.ErrNilNode)
 	require.ErrorIs(t, f.RemoveNode(nil), framework.ErrNilNode)
-	require.ErrorIs(t, f.RemoveNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "nope"}}), actor.ErrNodeNotFound)
-	require.ErrorIs(t, f.AssumePod(forkPod(r, "x", "nope")), actor.ErrNodeNotFound)
+	require.ErrorIs(t, f.RemoveNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "nope"}}), ErrNodeNotFound)
+	require.ErrorIs(t, f.AssumePod(forkPod(r, "x", "nope")), ErrNodeNotFound)
 	require.ErrorIs(t, f.Revert(), snapshot.ErrNoForkPoint)
 	require.ErrorIs(t, f.Commit(), snapshot.ErrNoForkPoint)
 	require.ErrorIs(t, f.RevertTo(snapshot.ForkPoint{}), snapshot.ErrStaleForkPoint)
