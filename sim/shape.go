@@ -93,25 +93,7 @@ type QuantityRange struct {
 	Max Quantity `json:"max"`
 }
 
-func (r *QuantityRange) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '{' {
-		type plain QuantityRange
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		var p plain
-		if err := dec.Decode(&p); err != nil {
-			return err
-		}
-		*r = QuantityRange(p)
-		return nil
-	}
-	var q Quantity
-	if err := q.UnmarshalJSON(b); err != nil {
-		return err
-	}
-	r.Min, r.Max = q, q
-	return nil
-}
+func (r *QuantityRange) UnmarshalJSON(b []byte) error { return unmarshalRange(b, &r.Min, &r.Max) }
 
 // IntRange is {min, max}, or one integer for both.
 type IntRange struct {
@@ -119,23 +101,29 @@ type IntRange struct {
 	Max int64 `json:"max"`
 }
 
-func (r *IntRange) UnmarshalJSON(b []byte) error {
+func (r *IntRange) UnmarshalJSON(b []byte) error { return unmarshalRange(b, &r.Min, &r.Max) }
+
+// unmarshalRange decodes {min, max} (unknown fields refused) into lo and
+// hi, or one value into both.
+func unmarshalRange[T any](b []byte, lo, hi *T) error {
 	if len(b) > 0 && b[0] == '{' {
-		type plain IntRange
+		var p struct {
+			Min T `json:"min"`
+			Max T `json:"max"`
+		}
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
-		var p plain
 		if err := dec.Decode(&p); err != nil {
 			return err
 		}
-		*r = IntRange(p)
+		*lo, *hi = p.Min, p.Max
 		return nil
 	}
-	var n int64
-	if err := json.Unmarshal(b, &n); err != nil {
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	r.Min, r.Max = n, n
+	*lo, *hi = v, v
 	return nil
 }
 
