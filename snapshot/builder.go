@@ -158,7 +158,13 @@ func (b *Builder) Lists() (order []int32, aff, anti persist.Seq[int32], err erro
 // Last. nodeCount is the number of node entries (ghosts included), podCount
 // the number of pods.
 func (b *Builder) Commit(epoch uint64, nodeCount, podCount int) *Snapshot {
-	s := *b.last
+	// The snapshot and its two lazily built indexes in one allocation.
+	p := &struct {
+		s  Snapshot
+		pc pvcIndex
+		lx podLogIndex
+	}{s: *b.last}
+	s := &p.s
 	s.epoch = epoch
 	s.nodeCount = nodeCount
 	s.podCount = podCount
@@ -167,11 +173,7 @@ func (b *Builder) Commit(epoch uint64, nodeCount, podCount int) *Snapshot {
 	}
 	s.pods, s.podLog, s.podSum = b.pods, b.podLog, b.podSum
 	s.published = true
-	ix := new(struct { // one allocation for both per-snapshot indexes
-		pc pvcIndex
-		lx podLogIndex
-	})
-	s.pc, s.logIx = &ix.pc, &ix.lx // built by the first fork that needs them
+	s.pc, s.logIx = &p.pc, &p.lx // built by the first fork that needs them
 	if b.nodes != nil {
 		s.nodes = b.nodes.Done()
 		b.nodes = nil
@@ -195,6 +197,6 @@ func (b *Builder) Commit(epoch uint64, nodeCount, podCount int) *Snapshot {
 		b.lists = false
 		b.order, b.aff, b.anti, b.err = nil, persist.Seq[int32]{}, persist.Seq[int32]{}, nil
 	}
-	b.last = &s
-	return b.last
+	b.last = s
+	return s
 }
