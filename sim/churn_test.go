@@ -143,19 +143,24 @@ func TestRealtimeMidRunAuditCatchesDivergence(t *testing.T) {
 // Without the planted divergence, audits asked for on the channel pass.
 func TestRealtimeAuditOnDemand(t *testing.T) {
 	auditNow := make(chan struct{})
-	done := make(chan *Report)
+	type result struct {
+		rep *Report
+		err error
+	}
+	done := make(chan result, 1)
 	cfg := churnConfig(false)
 	cfg.Duration = 800 * time.Millisecond
-	go func() {
+	go func() { // owned by the test: it receives the result below
 		rep, err := run(context.Background(), cfg, nil, hooks{auditNow: auditNow})
-		require.NoError(t, err)
-		done <- rep
+		done <- result{rep, err}
 	}()
 	for i := 0; i < 4; i++ {
 		time.Sleep(120 * time.Millisecond)
 		auditNow <- struct{}{}
 	}
-	rep := <-done
+	res := <-done
+	require.NoError(t, res.err)
+	rep := res.rep
 	require.Equal(t, 4, rep.MidAudits.Count)
 	require.Zero(t, rep.MidAudits.Failed, "%+v", rep.MidAudits.FirstFail)
 	require.True(t, rep.Consistent)
