@@ -20,7 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache/actor"
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/nodetree"
 	"github.com/schedcache/schedcache/shard"
 	"github.com/schedcache/schedcache/snapshot"
@@ -30,18 +30,18 @@ import (
 type (
 	// NodeInfo is one node's immutable aggregate as a snapshot shows it
 	// (upstream's NodeInfo after a clone).
-	NodeInfo = framework.NodeInfo
+	NodeInfo = nodeinfo.NodeInfo
 	// PodInfo is a pod with what the cache precomputes for it (requests,
 	// host ports, PVC keys, affinity flags); immutable.
-	PodInfo = framework.PodInfo
+	PodInfo = nodeinfo.PodInfo
 	// Resource is a set of resource amounts (cpu in millicores, memory and
 	// storage in bytes, scalars).
-	Resource = framework.Resource
+	Resource = nodeinfo.Resource
 	// ImageStateSummary is an image's size and the number of nodes listing
 	// it, as one clone shows them.
-	ImageStateSummary = framework.ImageStateSummary
+	ImageStateSummary = nodeinfo.ImageStateSummary
 	// HostPortInfo is the set of host ports a node's pods use, by IP.
-	HostPortInfo = framework.HostPortInfo
+	HostPortInfo = nodeinfo.HostPortInfo
 	// Snapshot is an immutable view published by the cache, or a snapshot
 	// the caller owns and refreshes with UpdateSnapshot.
 	Snapshot = snapshot.Snapshot
@@ -75,30 +75,30 @@ type (
 	NodeInfoNotFoundError = snapshot.NotFoundError
 	// QuantityError refuses a pod amount that could make a node's totals
 	// overflow (see MaxPodQuantity).
-	QuantityError = framework.QuantityError
+	QuantityError = nodeinfo.QuantityError
 )
 
 // Bounds that keep node totals from overflowing (the arithmetic is at
-// framework.MaxPodQuantity): every per-pod amount a node sums (cpu in
+// nodeinfo.MaxPodQuantity): every per-pod amount a node sums (cpu in
 // millicores, memory, ephemeral storage, each scalar, the non-zero cpu and
 // memory, pod overhead included) is at most MaxPodQuantity in absolute
 // value, or the call fails with a *QuantityError; a node entry holds at
 // most MaxPodsPerNode pods, or the call fails with ErrTooManyPods. Both
 // wrap ErrQuantityOverflow, and neither changes anything.
 const (
-	MaxPodQuantity = framework.MaxPodQuantity
-	MaxPodsPerNode = framework.MaxPodsPerNode
+	MaxPodQuantity = nodeinfo.MaxPodQuantity
+	MaxPodsPerNode = nodeinfo.MaxPodsPerNode
 )
 
 // Errors. Every error the cache returns matches one of these with errors.Is.
 var (
 	// ErrNilPod: a nil *v1.Pod argument.
-	ErrNilPod = framework.ErrNilPod
+	ErrNilPod = nodeinfo.ErrNilPod
 	// ErrNilNode: a nil *v1.Node argument (or UpdateNode's nil old node
 	// where the new one has a zone).
-	ErrNilNode = framework.ErrNilNode
+	ErrNilNode = nodeinfo.ErrNilNode
 	// ErrEmptyUID: a pod whose UID, its cache key, is empty.
-	ErrEmptyUID = framework.ErrEmptyUID
+	ErrEmptyUID = nodeinfo.ErrEmptyUID
 	// ErrEmptyNodeName: an operation that needs a target node got a pod
 	// without one (AssumePod and AddPod accept it, as upstream).
 	ErrEmptyNodeName = actor.ErrEmptyNodeName
@@ -133,7 +133,7 @@ var (
 	ErrNodeNameMismatch = actor.ErrNodeNameMismatch
 	// ErrQuantityOverflow: an amount node totals could not hold (see
 	// MaxPodQuantity and MaxPodsPerNode).
-	ErrQuantityOverflow = framework.ErrQuantityOverflow
+	ErrQuantityOverflow = nodeinfo.ErrQuantityOverflow
 	// ErrTooManyPods: the pod's node already holds MaxPodsPerNode pods.
 	// It wraps ErrQuantityOverflow.
 	ErrTooManyPods = actor.ErrTooManyPods
@@ -335,7 +335,7 @@ func (c *Cache) started() error {
 }
 
 func (c *Cache) podOp(kind actor.OpKind, pod *v1.Pod) (*actor.Op, error) {
-	key, err := framework.PodKey(pod)
+	key, err := nodeinfo.PodKey(pod)
 	if err != nil {
 		return nil, &PodError{Op: kind.String(), Key: podName(pod), Err: err}
 	}
@@ -346,7 +346,7 @@ func (c *Cache) podOp(kind actor.OpKind, pod *v1.Pod) (*actor.Op, error) {
 
 // infoOp precomputes the PodInfo of pod on the caller's goroutine.
 func (c *Cache) infoOp(kind actor.OpKind, pod *v1.Pod) (*actor.Op, error) {
-	info, err := framework.NewPodInfo(pod)
+	info, err := nodeinfo.NewPodInfo(pod)
 	if err != nil {
 		var pe *PodError
 		if errors.As(err, &pe) {
@@ -414,7 +414,7 @@ func (c *Cache) AddPod(logger klog.Logger, pod *v1.Pod) error {
 }
 
 func (c *Cache) updatePodOp(oldPod, newPod *v1.Pod) (*actor.Op, error) {
-	if _, err := framework.PodKey(oldPod); err != nil {
+	if _, err := nodeinfo.PodKey(oldPod); err != nil {
 		return nil, err
 	}
 	op, err := c.infoOp(actor.OpUpdatePod, newPod)
@@ -461,7 +461,7 @@ func (c *Cache) GetPod(pod *v1.Pod) (*v1.Pod, error) {
 	if err := c.started(); err != nil {
 		return nil, err
 	}
-	key, err := framework.PodKey(pod)
+	key, err := nodeinfo.PodKey(pod)
 	if err != nil {
 		return nil, err
 	}
@@ -477,7 +477,7 @@ func (c *Cache) IsAssumedPod(pod *v1.Pod) (bool, error) {
 	if err := c.started(); err != nil {
 		return false, err
 	}
-	key, err := framework.PodKey(pod)
+	key, err := nodeinfo.PodKey(pod)
 	if err != nil {
 		return false, err
 	}

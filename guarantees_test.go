@@ -17,7 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
 var logger = klog.Background()
@@ -367,11 +367,11 @@ func TestGuaranteeImmutability(t *testing.T) {
 	pods := ni.Pods()
 	pods[0] = nil
 	ports := ni.UsedPorts()
-	ports["1.2.3.4"] = map[framework.ProtocolPort]struct{}{{Protocol: "TCP", Port: 1}: {}}
+	ports["1.2.3.4"] = map[nodeinfo.ProtocolPort]struct{}{{Protocol: "TCP", Port: 1}: {}}
 	pvc := ni.PVCRefCounts()
 	pvc["x/y"] = 9
 	imgs := ni.ImageStates()
-	imgs["z"] = framework.ImageStateSummary{Size: 1}
+	imgs["z"] = nodeinfo.ImageStateSummary{Size: 1}
 	list, _ := held.List()
 	list[0] = nil
 

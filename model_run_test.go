@@ -16,7 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
 // TestModelRandomized runs long random operation sequences against the
@@ -83,7 +83,7 @@ func runModel(t *testing.T, seed int64, steps int) {
 			}
 			p := randPod(r, uid, node)
 			desc = "AssumePod " + uid + "@" + node
-			info, _ := framework.NewPodInfo(p)
+			info, _ := nodeinfo.NewPodInfo(p)
 			got, want = c.AssumePod(logger, p), m.assume(info)
 		case 2:
 			p := stored(uid)
@@ -105,7 +105,7 @@ func runModel(t *testing.T, seed int64, steps int) {
 			}
 			p := randPod(r, uid, node)
 			desc = "AddPod " + uid + "@" + node
-			info, _ := framework.NewPodInfo(p)
+			info, _ := nodeinfo.NewPodInfo(p)
 			got, want = c.AddPod(logger, p), m.add(info)
 		case 6:
 			old := stored(uid)
@@ -117,7 +117,7 @@ func runModel(t *testing.T, seed int64, steps int) {
 				np.UID = types.UID(uids[r.Intn(len(uids))]) // a rename: to a free UID, or refused
 			}
 			desc = "UpdatePod " + uid + " -> " + string(np.UID) + "@" + np.Spec.NodeName
-			info, _ := framework.NewPodInfo(np)
+			info, _ := nodeinfo.NewPodInfo(np)
 			got, want = c.UpdatePod(logger, old, np), m.update(old, info)
 		case 7:
 			p := stored(uid)
@@ -219,14 +219,14 @@ func checkModel(t *testing.T, c *schedcache.Cache, m *model, snap, prev *schedca
 		}
 	}
 	var gotList []string
-	snap.Range(func(_ int, ni *framework.NodeInfo) bool {
+	snap.Range(func(_ int, ni *nodeinfo.NodeInfo) bool {
 		gotList = append(gotList, ni.Node().Name)
 		return true
 	})
 	require.Equal(t, wantList, gotList, "%s: List order", at)
 	require.Equal(t, len(wantList), snap.NumNodes())
 	require.Equal(t, len(wantList) != m.tree.Count(), snap.Err() != nil, "%s: list consistency error %v", at, snap.Err())
-	names := func(nis []*framework.NodeInfo) []string {
+	names := func(nis []*nodeinfo.NodeInfo) []string {
 		var out []string
 		for _, ni := range nis {
 			out = append(out, ni.Node().Name)
@@ -270,11 +270,11 @@ func checkModel(t *testing.T, c *schedcache.Cache, m *model, snap, prev *schedca
 				require.Equal(t, sum, req.Scalar(s.Name), "%s: %s scalar %s", at, name, s.Name)
 			}
 		}
-		require.True(t, framework.NewResource(e.node.Status.Allocatable).Equal(ni.Allocatable()), "%s: %s allocatable", at, name)
+		require.True(t, nodeinfo.NewResource(e.node.Status.Allocatable).Equal(ni.Allocatable()), "%s: %s allocatable", at, name)
 		require.Equal(t, a.pvc, ni.PVCRefCounts(), "%s: %s PVC counts", at, name)
-		wantPorts := framework.HostPortInfo{}
+		wantPorts := nodeinfo.HostPortInfo{}
 		for ip, set := range e.ports {
-			wantPorts[ip] = map[framework.ProtocolPort]struct{}{}
+			wantPorts[ip] = map[nodeinfo.ProtocolPort]struct{}{}
 			for pp := range set {
 				wantPorts[ip][pp] = struct{}{}
 			}
@@ -309,7 +309,7 @@ func checkModel(t *testing.T, c *schedcache.Cache, m *model, snap, prev *schedca
 func fingerprint(s *schedcache.Snapshot) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "epoch=%d nodes=%d pods=%d err=%v\n", s.Epoch(), s.NodeCount(), s.PodCount(), s.Err())
-	s.Range(func(i int, ni *framework.NodeInfo) bool {
+	s.Range(func(i int, ni *nodeinfo.NodeInfo) bool {
 		fmt.Fprintf(&b, "%d %s gen=%d pods=%v aff=%v anti=%v req=%+v nz=%+v alloc=%+v ports=%v pvc=%v img=%v\n",
 			i, ni.Node().Name, ni.Generation(), keys(ni.Pods()), keys(ni.PodsWithAffinity()), keys(ni.PodsWithRequiredAntiAffinity()),
 			ni.Requested(), ni.NonZeroRequested(), ni.Allocatable(), ni.UsedPorts(), ni.PVCRefCounts(), ni.ImageStates())

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedcache/schedcache"
-	"github.com/schedcache/schedcache/framework"
 	"github.com/schedcache/schedcache/internal/zonemodel"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/nodetree"
 )
 
@@ -33,7 +33,7 @@ type model struct {
 }
 
 type mPod struct {
-	info        *framework.PodInfo
+	info        *nodeinfo.PodInfo
 	assumed     bool
 	finished    bool
 	deadline    time.Time
@@ -42,10 +42,10 @@ type mPod struct {
 
 type mEntry struct {
 	node      *v1.Node
-	pods      []*framework.PodInfo
-	aff, anti []*framework.PodInfo
-	ports     map[string]map[framework.ProtocolPort]bool
-	images    map[string]framework.ImageStateSummary // as of the entry's last change
+	pods      []*nodeinfo.PodInfo
+	aff, anti []*nodeinfo.PodInfo
+	ports     map[string]map[nodeinfo.ProtocolPort]bool
+	images    map[string]nodeinfo.ImageStateSummary // as of the entry's last change
 }
 
 type mImage struct {
@@ -67,14 +67,14 @@ func newModel(ttl time.Duration) *model {
 func (m *model) entry(name string) *mEntry {
 	e := m.entries[name]
 	if e == nil {
-		e = &mEntry{ports: map[string]map[framework.ProtocolPort]bool{}}
+		e = &mEntry{ports: map[string]map[nodeinfo.ProtocolPort]bool{}}
 		m.entries[name] = e
 	}
 	m.touched[name] = true
 	return e
 }
 
-func (m *model) agg(info *framework.PodInfo, assumed bool) {
+func (m *model) agg(info *nodeinfo.PodInfo, assumed bool) {
 	e := m.entry(info.NodeName())
 	e.pods = append(e.pods, info)
 	if info.HasAffinity() {
@@ -85,14 +85,14 @@ func (m *model) agg(info *framework.PodInfo, assumed bool) {
 	}
 	for _, hp := range info.HostPorts() {
 		if e.ports[hp.IP] == nil {
-			e.ports[hp.IP] = map[framework.ProtocolPort]bool{}
+			e.ports[hp.IP] = map[nodeinfo.ProtocolPort]bool{}
 		}
-		e.ports[hp.IP][framework.ProtocolPort{Protocol: string(hp.Protocol), Port: hp.Port}] = true
+		e.ports[hp.IP][nodeinfo.ProtocolPort{Protocol: string(hp.Protocol), Port: hp.Port}] = true
 	}
 	m.pods[info.Key()] = &mPod{info: info, assumed: assumed}
 }
 
-func swapRemove(s []*framework.PodInfo, key string) []*framework.PodInfo {
+func swapRemove(s []*nodeinfo.PodInfo, key string) []*nodeinfo.PodInfo {
 	for i := range s {
 		if s[i].Key() == key {
 			s[i] = s[len(s)-1]
@@ -118,7 +118,7 @@ func (m *model) sub(p *mPod, aff, anti bool) {
 	}
 	e.pods = swapRemove(e.pods, key)
 	for _, hp := range p.info.HostPorts() {
-		delete(e.ports[hp.IP], framework.ProtocolPort{Protocol: string(hp.Protocol), Port: hp.Port})
+		delete(e.ports[hp.IP], nodeinfo.ProtocolPort{Protocol: string(hp.Protocol), Port: hp.Port})
 		if len(e.ports[hp.IP]) == 0 {
 			delete(e.ports, hp.IP)
 		}
@@ -129,7 +129,7 @@ func (m *model) sub(p *mPod, aff, anti bool) {
 	}
 }
 
-func (m *model) assume(info *framework.PodInfo) error {
+func (m *model) assume(info *nodeinfo.PodInfo) error {
 	if m.pods[info.Key()] != nil {
 		return schedcache.ErrPodAlreadyCached
 	}
@@ -158,11 +158,11 @@ func (m *model) forget(pod *v1.Pod) error {
 	case !p.assumed:
 		return schedcache.ErrPodNotAssumed
 	}
-	m.sub(p, framework.PodHasAffinity(pod), framework.PodHasRequiredAntiAffinity(pod))
+	m.sub(p, nodeinfo.PodHasAffinity(pod), nodeinfo.PodHasRequiredAntiAffinity(pod))
 	return nil
 }
 
-func (m *model) add(info *framework.PodInfo) error {
+func (m *model) add(info *nodeinfo.PodInfo) error {
 	p := m.pods[info.Key()]
 	switch {
 	case p == nil:
@@ -176,7 +176,7 @@ func (m *model) add(info *framework.PodInfo) error {
 	return nil
 }
 
-func (m *model) update(oldPod *v1.Pod, info *framework.PodInfo) error {
+func (m *model) update(oldPod *v1.Pod, info *nodeinfo.PodInfo) error {
 	p := m.pods[string(oldPod.UID)]
 	switch {
 	case p == nil:
@@ -190,7 +190,7 @@ func (m *model) update(oldPod *v1.Pod, info *framework.PodInfo) error {
 	case info.Key() != string(oldPod.UID) && m.pods[info.Key()] != nil:
 		return schedcache.ErrUIDMismatch // a rename to a free UID is accepted
 	}
-	m.sub(p, framework.PodHasAffinity(oldPod), framework.PodHasRequiredAntiAffinity(oldPod))
+	m.sub(p, nodeinfo.PodHasAffinity(oldPod), nodeinfo.PodHasRequiredAntiAffinity(oldPod))
 	m.agg(info, false)
 	return nil
 }
@@ -318,15 +318,15 @@ func (m *model) endOp() {
 		if e == nil || e.node == nil {
 			continue
 		}
-		e.images = map[string]framework.ImageStateSummary{}
+		e.images = map[string]nodeinfo.ImageStateSummary{}
 		for _, img := range e.node.Status.Images {
 			for _, in := range img.Names {
 				st := m.images[in]
 				if st == nil {
-					e.images[in] = framework.ImageStateSummary{Size: img.SizeBytes}
+					e.images[in] = nodeinfo.ImageStateSummary{Size: img.SizeBytes}
 					continue
 				}
-				e.images[in] = framework.ImageStateSummary{Size: st.size, NumNodes: len(st.nodes)}
+				e.images[in] = nodeinfo.ImageStateSummary{Size: st.size, NumNodes: len(st.nodes)}
 			}
 		}
 	}
@@ -336,7 +336,7 @@ func (m *model) endOp() {
 // ---- expectations derived from scratch ----
 
 type aggregate struct {
-	requested, nonZero framework.Resource
+	requested, nonZero nodeinfo.Resource
 	pvc                map[string]int
 }
 
@@ -364,7 +364,7 @@ func (e *mEntry) aggregate() aggregate {
 	return a
 }
 
-func keys(ps []*framework.PodInfo) []string {
+func keys(ps []*nodeinfo.PodInfo) []string {
 	var out []string
 	for _, p := range ps {
 		out = append(out, p.Key())

@@ -8,7 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedcache/schedcache/actor"
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/snapshot"
 )
 
@@ -79,7 +79,7 @@ func CommitIf(check func(name string, base, live *NodeInfo) bool) CommitOption {
 //     unchanged: its live NodeInfo generation equals the base's (0 when it
 //     has no object), unless CommitIf chose another check;
 //   - every node receiving pods has its object and room for them
-//     (framework.MaxPodsPerNode).
+//     (nodeinfo.MaxPodsPerNode).
 //
 // If a check fails nothing is applied and Commit returns a
 // *CommitConflictError (errors.Is ErrCommitConflict) listing the nodes and
@@ -120,7 +120,7 @@ func (c *Cache) Commit(ctx context.Context, fork *Fork, opts ...CommitOption) er
 			touched[pc.Base.Pod.Spec.NodeName] = struct{}{}
 		}
 		if pc.InNow {
-			if p.New, err = framework.NewPodInfo(pc.Now.Pod); err != nil {
+			if p.New, err = nodeinfo.NewPodInfo(pc.Now.Pod); err != nil {
 				err = &PodError{Op: "Commit", Key: pc.Key, Err: err}
 				return false
 			}

@@ -12,7 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
 // whatifCluster starts a cache holding nodes n0..n(nodes-1) in two zones
@@ -37,7 +37,7 @@ func whatifCluster(t *testing.T, nodes, podsPerNode int) *schedcache.Cache {
 // node totals and generations, in list order.
 func snapSum(s *schedcache.Snapshot) string {
 	out := fmt.Sprint(s.Epoch(), s.PodCount(), s.NodeCount(), s.NumNodes(), "|")
-	s.Range(func(_ int, ni *framework.NodeInfo) bool {
+	s.Range(func(_ int, ni *nodeinfo.NodeInfo) bool {
 		out += fmt.Sprint(ni.NodeName(), ni.Generation(), ni.NumPods(), ni.Requested().MilliCPU, ";")
 		return true
 	})
@@ -403,7 +403,7 @@ func TestCommitLinearizable(t *testing.T) {
 // comparing the cache after a commit with the fork it committed.
 func commitView(s *schedcache.Snapshot) string {
 	out := fmt.Sprint(s.NumNodes(), s.NodeCount(), s.PodCount(), "|")
-	s.Range(func(_ int, ni *framework.NodeInfo) bool {
+	s.Range(func(_ int, ni *nodeinfo.NodeInfo) bool {
 		var keys []string
 		for _, pi := range ni.Pods() {
 			keys = append(keys, pi.Key())

@@ -8,7 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
 // ErrCommitConflict is wrapped by *CommitConflictError: an optimistic
@@ -44,7 +44,7 @@ type CommitPod struct {
 	Key         string
 	Base        *v1.Pod // the object the snapshot held; nil: absent
 	BaseAssumed bool
-	New         *framework.PodInfo // nil: remove the pod
+	New         *nodeinfo.PodInfo // nil: remove the pod
 	NewAssumed  bool
 }
 
@@ -54,7 +54,7 @@ type CommitPod struct {
 type CommitNode struct {
 	Name string
 	Gen  int64
-	Base *framework.NodeInfo
+	Base *nodeinfo.NodeInfo
 }
 
 // CommitBatch is a commit: pod changes applied together, nodes checked.
@@ -66,7 +66,7 @@ type CommitNode struct {
 type CommitBatch struct {
 	Pods  []CommitPod
 	Nodes []CommitNode
-	Check func(name string, base, live *framework.NodeInfo) bool
+	Check func(name string, base, live *nodeinfo.NodeInfo) bool
 }
 
 // commitNeedsFlush reports whether a touched node's entry changed in the
@@ -94,7 +94,7 @@ func (c *core) nodeStale(name string) bool {
 // liveInfo returns the live NodeInfo of name (its node object's entry in
 // the last committed snapshot), nil if it has no node object. The caller
 // made sure the entry did not change since that snapshot.
-func (c *core) liveInfo(name string) *framework.NodeInfo {
+func (c *core) liveInfo(name string) *nodeinfo.NodeInfo {
 	ni, err := c.builder.Last().Get(name)
 	if err != nil {
 		return nil
@@ -103,7 +103,7 @@ func (c *core) liveInfo(name string) *framework.NodeInfo {
 }
 
 // checkFn runs a caller's check, a panic counting as a failed check.
-func checkFn(fn func(name string, base, live *framework.NodeInfo) bool, n CommitNode, live *framework.NodeInfo) (ok bool) {
+func checkFn(fn func(name string, base, live *nodeinfo.NodeInfo) bool, n CommitNode, live *nodeinfo.NodeInfo) (ok bool) {
 	defer func() {
 		if recover() != nil {
 			ok = false
@@ -165,7 +165,7 @@ func (c *core) ApplyCommit(b *CommitBatch) error {
 			}
 			continue
 		}
-		if e.pods+count[name] > framework.MaxPodsPerNode {
+		if e.pods+count[name] > nodeinfo.MaxPodsPerNode {
 			c.seq++
 			return &PodError{Op: "Commit", Key: p.Key, Node: name, Err: ErrTooManyPods}
 		}
@@ -237,7 +237,7 @@ func (c *core) assumeNeedsFlush(name string) bool { return c.nodeStale(name) }
 // has generation gen (0: the node has no object), else a
 // *CommitConflictError naming the node, with nothing changed. The caller
 // publishes the pending epoch first if assumeNeedsFlush.
-func (c *core) AssumePodIfGeneration(info *framework.PodInfo, gen int64) error {
+func (c *core) AssumePodIfGeneration(info *nodeinfo.PodInfo, gen int64) error {
 	if c.liveInfo(info.NodeName()).Generation() != gen {
 		c.seq++
 		return &CommitConflictError{Nodes: []string{info.NodeName()}}

@@ -10,7 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/shard"
 	"github.com/schedcache/schedcache/snapshot"
 )
@@ -66,14 +66,14 @@ func (k OpKind) String() string {
 // again (Submit).
 type Op struct {
 	Kind    OpKind
-	Info    *framework.PodInfo // AssumePod, AddPod, UpdatePod (new pod)
-	Pod     *v1.Pod            // the caller's pod: FinishBinding, ForgetPod, RemovePod, UpdatePod (old pod)
-	Key     string             // pod key
-	Node    *v1.Node           // AddNode, UpdateNode (new), RemoveNode
-	OldNode *v1.Node           // UpdateNode
-	Name    string             // GetNode
-	Batch   *CommitBatch       // Commit
-	Gen     int64              // AssumeIfGen: the node generation the caller saw
+	Info    *nodeinfo.PodInfo // AssumePod, AddPod, UpdatePod (new pod)
+	Pod     *v1.Pod           // the caller's pod: FinishBinding, ForgetPod, RemovePod, UpdatePod (old pod)
+	Key     string            // pod key
+	Node    *v1.Node          // AddNode, UpdateNode (new), RemoveNode
+	OldNode *v1.Node          // UpdateNode
+	Name    string            // GetNode
+	Batch   *CommitBatch      // Commit
+	Gen     int64             // AssumeIfGen: the node generation the caller saw
 
 	async bool
 	res   Result
@@ -83,13 +83,13 @@ type Op struct {
 // Result is the coordinator's answer to one Op.
 type Result struct {
 	Err  error
-	Node *framework.NodeInfo // AddNode, UpdateNode, GetNode
-	Dump *Dump               // Dump
+	Node *nodeinfo.NodeInfo // AddNode, UpdateNode, GetNode
+	Dump *Dump              // Dump
 }
 
 // Dump is a copy of the whole cache state (upstream's Dump).
 type Dump struct {
-	Nodes       map[string]*framework.NodeInfo // every entry, ghosts and nodeless ones included
+	Nodes       map[string]*nodeinfo.NodeInfo // every entry, ghosts and nodeless ones included
 	AssumedPods map[string]struct{}
 }
 
@@ -613,7 +613,7 @@ func (a *Coordinator) serveBarrier(op *Op) (Result, error) {
 		return Result{Node: a.core.CurrentImages(op.Name, resp.Node)}, nil
 	case OpDump:
 		names := a.core.SlotNames()
-		d := &Dump{Nodes: make(map[string]*framework.NodeInfo, len(names)), AssumedPods: a.core.AssumedKeys()}
+		d := &Dump{Nodes: make(map[string]*nodeinfo.NodeInfo, len(names)), AssumedPods: a.core.AssumedKeys()}
 		for _, s := range a.shards {
 			resp := s.Do(shard.Request{Dump: true})
 			if resp.Err != nil {

@@ -14,8 +14,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/schedcache/schedcache/framework"
-	"github.com/schedcache/schedcache/internal/persist"
+	"github.com/schedcache/schedcache/internal/immutable"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/nodetree"
 	"github.com/schedcache/schedcache/shard"
 	"github.com/schedcache/schedcache/snapshot"
@@ -29,15 +29,15 @@ type entry struct {
 	shard     int
 	node      *v1.Node // nil: nodeless (ghost, or created by a pod)
 	pods      int
-	aff, anti int                   // lengths of the shard's affinity sub-lists
-	pvc       map[string]int        // PVCRefCounts of the entry (nil when empty)
-	names     []string              // image names of node, each once (framework.ImageNames); immutable, shared with the shard
-	sent      *framework.ImageTable // registry version of the image view the shard has
-	viewStale bool                  // names changed since the shard got its view
-	ghost     []ghostImage          // a ghost's summaries from its last registration (upstream keeps them; Dump shows them)
-	pvcOn     bool                  // its PVC keys count in core.pvcUsed: it has a node object and is in the node list (upstream builds the used set from its list)
-	indexed   bool                  // in the published name index
-	dirty     bool                  // touched in the current epoch
+	aff, anti int                  // lengths of the shard's affinity sub-lists
+	pvc       map[string]int       // PVCRefCounts of the entry (nil when empty)
+	names     []string             // image names of node, each once (nodeinfo.ImageNames); immutable, shared with the shard
+	sent      *nodeinfo.ImageTable // registry version of the image view the shard has
+	viewStale bool                 // names changed since the shard got its view
+	ghost     []ghostImage         // a ghost's summaries from its last registration (upstream keeps them; Dump shows them)
+	pvcOn     bool                 // its PVC keys count in core.pvcUsed: it has a node object and is in the node list (upstream builds the used set from its list)
+	indexed   bool                 // in the published name index
+	dirty     bool                 // touched in the current epoch
 	deleted   bool
 }
 
@@ -59,12 +59,12 @@ type core struct {
 	// nodeImages is the registry's membership: node name -> the image names
 	// registered for it (upstream's per-image node sets, stored per node).
 	nodeImages    map[string][]string
-	table         *framework.ImageTable                          // the registry as of the last syncTable; immutable
-	tableEd       persist.MapEditor[framework.ImageStateSummary] // scratch editor of table
-	imgChanged    []string                                       // names whose summary may have changed since the last syncTable
-	imgChangedSet map[string]struct{}                            // the same names, for dedup
-	expiry        expiryHeap                                     // armed deadlines, earliest first; stale items skipped
-	armSeq        uint64                                         // generation of the last armed deadline
+	table         *nodeinfo.ImageTable                            // the registry as of the last syncTable; immutable
+	tableEd       immutable.MapEditor[nodeinfo.ImageStateSummary] // scratch editor of table
+	imgChanged    []string                                        // names whose summary may have changed since the last syncTable
+	imgChangedSet map[string]struct{}                             // the same names, for dedup
+	expiry        expiryHeap                                      // armed deadlines, earliest first; stale items skipped
+	armSeq        uint64                                          // generation of the last armed deadline
 
 	freeSlots  []int32 // reusable slots
 	freedEpoch []int32 // slots freed in the current epoch; reusable after commit
@@ -97,11 +97,11 @@ type core struct {
 // the next: each user truncates its buffer before use (listSlots' result
 // is valid until its next call). Owned by the goroutine that owns the core.
 type scratch struct {
-	affEdits, antiEdits []persist.SeqEdit[int32] // editAffinityLists
-	affBuf, antiBuf     []int32                  // buildAffinityLists
-	listBuf             []string                 // listSlots: the tree's list by name
-	idBuf               []int32                  // listSlots: the tree's list by slot
-	slotBuf             []int32                  // prefetchFrozen
+	affEdits, antiEdits []immutable.SeqEdit[int32] // editAffinityLists
+	affBuf, antiBuf     []int32                    // buildAffinityLists
+	listBuf             []string                   // listSlots: the tree's list by name
+	idBuf               []int32                    // listSlots: the tree's list by slot
+	slotBuf             []int32                    // prefetchFrozen
 }
 
 // newCore returns an empty coordinator state for nshards shards (>= 1) and

@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/snapshot"
 	"github.com/schedcache/schedcache/workload"
 )
@@ -30,10 +30,10 @@ func testNode(name, zone string) *v1.Node {
 		Status: v1.NodeStatus{Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("8")}}}
 }
 
-func testPod(t testing.TB, uid, node string, milli int64) *framework.PodInfo {
+func testPod(t testing.TB, uid, node string, milli int64) *nodeinfo.PodInfo {
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, UID: types.UID(uid)}, Spec: v1.PodSpec{NodeName: node,
 		Containers: []v1.Container{{Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: *resource.NewMilliQuantity(milli, resource.DecimalSI)}}}}}}
-	pi, err := framework.NewPodInfo(p)
+	pi, err := nodeinfo.NewPodInfo(p)
 	require.NoError(t, err)
 	return pi
 }
@@ -84,7 +84,7 @@ func TestCoreScenario(t *testing.T) {
 		}
 		if st.list != nil {
 			var got []string
-			s.Range(func(_ int, ni *framework.NodeInfo) bool { got = append(got, ni.NodeName()); return true })
+			s.Range(func(_ int, ni *nodeinfo.NodeInfo) bool { got = append(got, ni.NodeName()); return true })
 			require.Equal(t, st.list, got, st.name)
 		}
 		for name, want := range st.requests {
@@ -150,7 +150,7 @@ func loadLocal(b *testing.B, cl *workload.Cluster) *local {
 		l.core.AddNode(n)
 	}
 	for _, p := range cl.Pods {
-		pi, err := framework.NewPodInfo(p)
+		pi, err := nodeinfo.NewPodInfo(p)
 		require.NoError(b, err)
 		require.NoError(b, l.core.AddPod(pi))
 	}
@@ -180,7 +180,7 @@ func BenchmarkPublishOneChange(b *testing.B) {
 			cl := cluster(spec)
 			l := loadLocal(b, cl)
 			r := rand.New(rand.NewPCG(1, 2))
-			infos := make([]*framework.PodInfo, 1024)
+			infos := make([]*nodeinfo.PodInfo, 1024)
 			for i := range infos {
 				infos[i] = testPod(b, fmt.Sprint("bench-", i), cl.Nodes[r.IntN(len(cl.Nodes))].Name, 100)
 			}
@@ -314,7 +314,7 @@ func TestNodeListBySlotMatchesByName(t *testing.T) {
 	}
 }
 
-func affinityPod(t testing.TB, uid, node string, aff, anti bool) *framework.PodInfo {
+func affinityPod(t testing.TB, uid, node string, aff, anti bool) *nodeinfo.PodInfo {
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, UID: types.UID(uid)}, Spec: v1.PodSpec{NodeName: node}}
 	term := []v1.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}}}
 	if aff || anti {
@@ -326,7 +326,7 @@ func affinityPod(t testing.TB, uid, node string, aff, anti bool) *framework.PodI
 	if anti {
 		p.Spec.Affinity.PodAntiAffinity = &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: term}
 	}
-	pi, err := framework.NewPodInfo(p)
+	pi, err := nodeinfo.NewPodInfo(p)
 	require.NoError(t, err)
 	return pi
 }
@@ -361,7 +361,7 @@ func testAffinityListEdits(t *testing.T, nodes int) {
 		snap      *snapshot.Snapshot
 		aff, anti []string
 	}
-	names := func(list []*framework.NodeInfo) []string {
+	names := func(list []*nodeinfo.NodeInfo) []string {
 		out := make([]string, 0, len(list))
 		for _, ni := range list {
 			out = append(out, ni.Node().Name)
@@ -465,7 +465,7 @@ func TestNodeHeartbeatImages(t *testing.T) {
 	img := func(name string, size int64) v1.ContainerImage {
 		return v1.ContainerImage{Names: []string{name}, SizeBytes: size}
 	}
-	summary := func(node, image string) framework.ImageStateSummary {
+	summary := func(node, image string) nodeinfo.ImageStateSummary {
 		t.Helper()
 		s, err := l.Publish()
 		require.NoError(t, err)
@@ -477,7 +477,7 @@ func TestNodeHeartbeatImages(t *testing.T) {
 	}
 	c.AddNode(imageNode("n1", img("x", 100)))
 	c.AddNode(imageNode("n2", img("x", 200), img("y", 50)))
-	require.Equal(t, framework.ImageStateSummary{Size: 100, NumNodes: 2}, summary("n2", "x"))
+	require.Equal(t, nodeinfo.ImageStateSummary{Size: 100, NumNodes: 2}, summary("n2", "x"))
 
 	// A heartbeat: a new object, same images. Nothing moves.
 	table, names := c.table, c.nodes["n2"].names
@@ -486,8 +486,8 @@ func TestNodeHeartbeatImages(t *testing.T) {
 	require.Empty(t, c.imgChanged, "a heartbeat changes no image summary")
 	require.Len(t, c.nodes["n2"].names, 2)
 	require.Equal(t, fmt.Sprintf("%p", names), fmt.Sprintf("%p", c.nodes["n2"].names), "names kept")
-	require.Equal(t, framework.ImageStateSummary{Size: 100, NumNodes: 2}, summary("n2", "x"))
-	require.Equal(t, framework.ImageStateSummary{Size: 50, NumNodes: 1}, summary("n2", "y"))
+	require.Equal(t, nodeinfo.ImageStateSummary{Size: 100, NumNodes: 2}, summary("n2", "x"))
+	require.Equal(t, nodeinfo.ImageStateSummary{Size: 50, NumNodes: 1}, summary("n2", "y"))
 	require.Same(t, table, c.table, "a heartbeat publishes no new registry version")
 
 	// n1 leaves: x keeps the size n1 fixed, now held by n2 alone; n2's
@@ -495,20 +495,20 @@ func TestNodeHeartbeatImages(t *testing.T) {
 	// long-lived snapshot's.
 	require.NoError(t, c.RemoveNode(c.nodes["n1"].node))
 	require.Equal(t, 1, c.images["x"].count)
-	require.Equal(t, framework.ImageStateSummary{Size: 100, NumNodes: 2}, summary("n2", "x"))
+	require.Equal(t, nodeinfo.ImageStateSummary{Size: 100, NumNodes: 2}, summary("n2", "x"))
 
 	// A heartbeat of n2 now re-creates x with n2's size, as upstream's
 	// unregister and register do.
 	c.UpdateNode(c.nodes["n2"].node, imageNode("n2", img("x", 200), img("y", 50)))
-	require.Equal(t, framework.ImageStateSummary{Size: 200, NumNodes: 1}, summary("n2", "x"))
+	require.Equal(t, nodeinfo.ImageStateSummary{Size: 200, NumNodes: 1}, summary("n2", "x"))
 
 	// An update that changes the list rebuilds the summaries.
 	table = c.table
 	c.UpdateNode(c.nodes["n2"].node, imageNode("n2", img("x", 200), img("y", 50), img("z", 7)))
 	summary("n2", "z")
 	require.NotSame(t, table, c.table)
-	require.Equal(t, framework.ImageStateSummary{Size: 7, NumNodes: 1}, summary("n2", "z"))
-	require.Equal(t, framework.ImageStateSummary{Size: 200, NumNodes: 1}, summary("n2", "x"))
+	require.Equal(t, nodeinfo.ImageStateSummary{Size: 7, NumNodes: 1}, summary("n2", "z"))
+	require.Equal(t, nodeinfo.ImageStateSummary{Size: 200, NumNodes: 1}, summary("n2", "x"))
 }
 
 // Several changes of one pod within an epoch (confirmations and updates
@@ -706,8 +706,8 @@ func BenchmarkZoneMove20kZones(b *testing.B) {
 	}
 }
 
-// A node entry holds at most framework.MaxPodsPerNode pods: at the bound,
-// with every pod at framework.MaxPodQuantity millicores, the published
+// A node entry holds at most nodeinfo.MaxPodsPerNode pods: at the bound,
+// with every pod at nodeinfo.MaxPodQuantity millicores, the published
 // total is exact (no wrap); one pod more, assumed, added, or confirmed
 // there from another node, is refused with ErrTooManyPods and changes
 // nothing; confirming an assumed pod on its own full node (a swap) and
@@ -717,16 +717,16 @@ func TestPodsPerNodeBound(t *testing.T) {
 	l.core.AddNode(testNode("full", "z"))
 	l.core.AddNode(testNode("other", "z"))
 	containers := []v1.Container{{Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
-		v1.ResourceCPU: *resource.NewMilliQuantity(framework.MaxPodQuantity, resource.DecimalSI)}}}}
-	mk := func(uid, node string) *framework.PodInfo {
+		v1.ResourceCPU: *resource.NewMilliQuantity(nodeinfo.MaxPodQuantity, resource.DecimalSI)}}}}
+	mk := func(uid, node string) *nodeinfo.PodInfo {
 		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, UID: types.UID(uid)}, Spec: v1.PodSpec{NodeName: node, Containers: containers}}
-		pi, err := framework.NewPodInfo(p)
+		pi, err := nodeinfo.NewPodInfo(p)
 		require.NoError(t, err)
 		return pi
 	}
 	assumed := mk("p0", "full")
 	require.NoError(t, l.core.AssumePod(assumed))
-	for i := 1; i < framework.MaxPodsPerNode; i++ {
+	for i := 1; i < nodeinfo.MaxPodsPerNode; i++ {
 		require.NoError(t, l.core.AddPod(mk(fmt.Sprint("p", i), "full")))
 	}
 	elsewhere := mk("x", "other")
@@ -735,8 +735,8 @@ func TestPodsPerNodeBound(t *testing.T) {
 	require.NoError(t, err)
 	ni, err := s.Get("full")
 	require.NoError(t, err)
-	require.Equal(t, framework.MaxPodsPerNode, ni.NumPods())
-	require.Equal(t, int64(framework.MaxPodsPerNode)*framework.MaxPodQuantity, ni.Requested().MilliCPU)
+	require.Equal(t, nodeinfo.MaxPodsPerNode, ni.NumPods())
+	require.Equal(t, int64(nodeinfo.MaxPodsPerNode)*nodeinfo.MaxPodQuantity, ni.Requested().MilliCPU)
 
 	for _, tc := range []struct {
 		op   string
@@ -748,7 +748,7 @@ func TestPodsPerNodeBound(t *testing.T) {
 	} {
 		err := tc.call()
 		require.ErrorIs(t, err, ErrTooManyPods, tc.op)
-		require.ErrorIs(t, err, framework.ErrQuantityOverflow, tc.op)
+		require.ErrorIs(t, err, nodeinfo.ErrQuantityOverflow, tc.op)
 		var pe *PodError
 		require.ErrorAs(t, err, &pe, tc.op)
 		require.Equal(t, "full", pe.Node, tc.op)
@@ -773,8 +773,8 @@ func TestPodsPerNodeBound(t *testing.T) {
 	require.NoError(t, err)
 	ni, err = s.Get("full")
 	require.NoError(t, err)
-	require.Equal(t, framework.MaxPodsPerNode, ni.NumPods())
-	require.Equal(t, int64(framework.MaxPodsPerNode)*framework.MaxPodQuantity, ni.Requested().MilliCPU)
+	require.Equal(t, nodeinfo.MaxPodsPerNode, ni.NumPods())
+	require.Equal(t, int64(nodeinfo.MaxPodsPerNode)*nodeinfo.MaxPodQuantity, ni.Requested().MilliCPU)
 	ni, err = s.Get("other")
 	require.NoError(t, err)
 	require.Zero(t, ni.NumPods())

@@ -1,7 +1,7 @@
 package actor
 
 import (
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/shard"
 	"github.com/schedcache/schedcache/snapshot"
 )
@@ -79,7 +79,7 @@ func (c *core) pendingMutations() [][]shard.Mutation {
 		if e.viewStale || e.sent != c.table {
 			e.viewStale, e.sent = false, c.table
 			c.muts[e.shard] = append(c.muts[e.shard], shard.Mutation{Kind: shard.SetImages, Slot: e.slot,
-				Images: &framework.ImageView{Names: e.names, Table: c.table}})
+				Images: &nodeinfo.ImageView{Names: e.names, Table: c.table}})
 		}
 	}
 	return c.muts

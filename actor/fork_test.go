@@ -16,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/schedcache/schedcache/framework"
 	"github.com/schedcache/schedcache/internal/zonemodel"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/nodetree"
 	"github.com/schedcache/schedcache/snapshot"
 )
@@ -200,7 +200,7 @@ func (m *fmodel) check(t *testing.T, s *snapshot.Snapshot, step string) {
 		var na, nr int
 		var keys []string
 		for k := range e.pods {
-			pi, err := framework.NewPodInfo(m.pods[k])
+			pi, err := nodeinfo.NewPodInfo(m.pods[k])
 			require.NoError(t, err)
 			cpu += pi.Requests().MilliCPU
 			mem += pi.Requests().Memory
@@ -233,7 +233,7 @@ func (m *fmodel) check(t *testing.T, s *snapshot.Snapshot, step string) {
 			anti = append(anti, name)
 		}
 	}
-	names := func(l []*framework.NodeInfo, _ error) []string {
+	names := func(l []*nodeinfo.NodeInfo, _ error) []string {
 		var out []string
 		for _, ni := range l {
 			out = append(out, ni.NodeName())
@@ -308,7 +308,7 @@ func baseCluster(t testing.TB, r *rand.Rand, nodes, pods int) (*local, *snapshot
 	}
 	for i := 0; i < pods; i++ {
 		p := forkPod(r, fmt.Sprintf("b%d", i), fmt.Sprintf("n%d", r.Intn(nodes)))
-		info, err := framework.NewPodInfo(p)
+		info, err := nodeinfo.NewPodInfo(p)
 		require.NoError(t, err)
 		if i%3 == 0 {
 			require.NoError(t, l.core.AssumePod(info))
@@ -327,7 +327,7 @@ func baseCluster(t testing.TB, r *rand.Rand, nodes, pods int) (*local, *snapshot
 // changes.
 func fingerprint(s *snapshot.Snapshot) string {
 	out := fmt.Sprint(s.Epoch(), s.NumNodes(), s.NodeCount(), s.PodCount(), s.NumUsedPVCs(), s.NumNodesWithAffinity(), s.NumNodesWithRequiredAntiAffinity(), "|")
-	s.Range(func(i int, ni *framework.NodeInfo) bool {
+	s.Range(func(i int, ni *nodeinfo.NodeInfo) bool {
 		out += fmt.Sprint(ni.NodeName(), ni.Generation(), ni.NumPods(), ni.Requested().MilliCPU, ni.Requested().Memory, ni.Node().ResourceVersion, ";")
 		return true
 	})
@@ -551,7 +551,7 @@ func runForkModel(t *testing.T, seed int64, steps int) {
 // for comparing a fork with the real coordinator core.
 func view(s *snapshot.Snapshot) string {
 	out := fmt.Sprint(s.NumNodes(), s.NodeCount(), s.PodCount(), s.Err(), "|")
-	s.Range(func(i int, ni *framework.NodeInfo) bool {
+	s.Range(func(i int, ni *nodeinfo.NodeInfo) bool {
 		var keys []string
 		for _, pi := range ni.Pods() {
 			keys = append(keys, pi.Key())
@@ -561,7 +561,7 @@ func view(s *snapshot.Snapshot) string {
 			ni.NonZeroRequested().MilliCPU, ni.NumPodsWithAffinity(), ni.NumPodsWithRequiredAntiAffinity(), ni.NumUsedPorts(), ni.PVCRefCounts(), ";")
 		return true
 	})
-	names := func(l []*framework.NodeInfo, _ error) (out []string) {
+	names := func(l []*nodeinfo.NodeInfo, _ error) (out []string) {
 		for _, ni := range l {
 			out = append(out, ni.NodeName())
 		}
@@ -623,7 +623,7 @@ func TestForkMatchesCore(t *testing.T) {
 				if r.Intn(4) == 0 {
 					p.UID = types.UID(anyKey())
 				}
-				info, _ := framework.NewPodInfo(p)
+				info, _ := nodeinfo.NewPodInfo(p)
 				if op == 0 {
 					ef, ec = f.AssumePod(p), l.core.AssumePod(info)
 					_ = m.assume(p)
@@ -651,7 +651,7 @@ func TestForkMatchesCore(t *testing.T) {
 					continue
 				}
 				p := forkPod(r, k, old.Spec.NodeName)
-				info, _ := framework.NewPodInfo(p)
+				info, _ := nodeinfo.NewPodInfo(p)
 				ef, ec = f.UpdatePod(old, p), l.core.UpdatePod(old, info)
 				_ = m.update(p)
 			case 5:
@@ -698,14 +698,14 @@ func TestForkRefusals(t *testing.T) {
 	before := f.Snapshot()
 	var pe *PodError
 	require.ErrorAs(t, f.AssumePod(nil), &pe)
-	require.ErrorIs(t, f.AssumePod(nil), framework.ErrNilPod)
-	require.ErrorIs(t, f.AddPod(&v1.Pod{}), framework.ErrEmptyUID)
-	require.ErrorIs(t, f.ForgetPod(nil), framework.ErrNilPod)
-	require.ErrorIs(t, f.RemovePod(nil), framework.ErrNilPod)
-	require.ErrorIs(t, f.UpdatePod(nil, nil), framework.ErrNilPod)
-	require.ErrorIs(t, f.AddNode(nil), framework.ErrNilNode)
-	require.ErrorIs(t, f.UpdateNode(nil, nil), framework.ErrNilNode)
-	require.ErrorIs(t, f.RemoveNode(nil), framework.ErrNilNode)
+	require.ErrorIs(t, f.AssumePod(nil), nodeinfo.ErrNilPod)
+	require.ErrorIs(t, f.AddPod(&v1.Pod{}), nodeinfo.ErrEmptyUID)
+	require.ErrorIs(t, f.ForgetPod(nil), nodeinfo.ErrNilPod)
+	require.ErrorIs(t, f.RemovePod(nil), nodeinfo.ErrNilPod)
+	require.ErrorIs(t, f.UpdatePod(nil, nil), nodeinfo.ErrNilPod)
+	require.ErrorIs(t, f.AddNode(nil), nodeinfo.ErrNilNode)
+	require.ErrorIs(t, f.UpdateNode(nil, nil), nodeinfo.ErrNilNode)
+	require.ErrorIs(t, f.RemoveNode(nil), nodeinfo.ErrNilNode)
 	require.ErrorIs(t, f.RemoveNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "nope"}}), ErrNodeNotFound)
 	require.ErrorIs(t, f.AssumePod(forkPod(r, "x", "nope")), ErrNodeNotFound)
 	require.ErrorIs(t, f.Revert(), snapshot.ErrNoForkPoint)
@@ -804,7 +804,7 @@ func TestForkCommitKeepsEditOpen(t *testing.T) {
 	require.Equal(t, base.PodCount(), f.Snapshot().PodCount(), "Revert below drops the committed levels")
 }
 
-func mustGet(t *testing.T, s *snapshot.Snapshot, name string) *framework.NodeInfo {
+func mustGet(t *testing.T, s *snapshot.Snapshot, name string) *nodeinfo.NodeInfo {
 	t.Helper()
 	ni, err := s.Get(name)
 	require.NoError(t, err)
@@ -825,7 +825,7 @@ func TestForkNodeImages(t *testing.T) {
 	ci := func(name string, size int64) v1.ContainerImage {
 		return v1.ContainerImage{Names: []string{name}, SizeBytes: size}
 	}
-	type sum = framework.ImageStateSummary
+	type sum = nodeinfo.ImageStateSummary
 	states := func(s *snapshot.Snapshot, name string) map[string]sum {
 		ni, err := s.Get(name)
 		require.NoError(t, err)

@@ -5,7 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
 // imageState is one incarnation of the registry's summary of an image
@@ -165,7 +165,7 @@ func (c *core) syncTable() {
 			}
 			continue
 		}
-		v := framework.ImageStateSummary{Size: st.size, NumNodes: st.count}
+		v := nodeinfo.ImageStateSummary{Size: st.size, NumNodes: st.count}
 		if !had || old != v {
 			c.tableEd.Set(name, v)
 			changed = true
@@ -175,7 +175,7 @@ func (c *core) syncTable() {
 	c.imgChanged = c.imgChanged[:0]
 	m := c.tableEd.Done()
 	if changed {
-		c.table = framework.NewImageTable(m)
+		c.table = nodeinfo.NewImageTable(m)
 	}
 }
 
@@ -248,22 +248,22 @@ func (c *core) setNames(e *entry, names []string) {
 // registry now; a ghost's summaries of its last registration, with their
 // counts now (a dead incarnation counts no nodes); none for an entry that
 // never had a node object.
-func (c *core) CurrentImages(name string, ni *framework.NodeInfo) *framework.NodeInfo {
+func (c *core) CurrentImages(name string, ni *nodeinfo.NodeInfo) *nodeinfo.NodeInfo {
 	e := c.nodes[name]
 	if ni == nil || e == nil {
 		return ni
 	}
 	if e.node == nil {
-		m := make(map[string]framework.ImageStateSummary, len(e.ghost))
+		m := make(map[string]nodeinfo.ImageStateSummary, len(e.ghost))
 		for _, g := range e.ghost {
-			s := framework.ImageStateSummary{Size: g.size}
+			s := nodeinfo.ImageStateSummary{Size: g.size}
 			if g.st != nil {
-				s = framework.ImageStateSummary{Size: g.st.size, NumNodes: g.st.count}
+				s = nodeinfo.ImageStateSummary{Size: g.st.size, NumNodes: g.st.count}
 			}
 			m[g.name] = s
 		}
 		return ni.WithImageStates(m)
 	}
 	c.syncTable()
-	return ni.WithImages(framework.ImageView{Names: e.names, Table: c.table})
+	return ni.WithImages(nodeinfo.ImageView{Names: e.names, Table: c.table})
 }

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/schedcache/schedcache/internal/persist"
+	"github.com/schedcache/schedcache/internal/immutable"
 	"github.com/schedcache/schedcache/snapshot"
 )
 
@@ -80,7 +80,7 @@ func (c *core) refreshListError() {
 
 // editAffinityLists applies the epoch's affinity flips to the two lists
 // without walking the node list: each flip inserts or removes one slot,
-// ordered by list position, in a persist.Seq, which copies only the chunks
+// ordered by list position, in a immutable.Seq, which copies only the chunks
 // the flips fall in, not the whole list. The published lists are never
 // written. A node list the
 // tree produced with a name twice, or a flip the lists disagree with, takes
@@ -94,11 +94,11 @@ func (c *core) editAffinityLists() {
 		}
 		st := &c.slots[e.slot]
 		if st.aff != st.inAff {
-			affEdits = append(affEdits, persist.SeqEdit[int32]{X: e.slot, Insert: st.aff})
+			affEdits = append(affEdits, immutable.SeqEdit[int32]{X: e.slot, Insert: st.aff})
 			st.inAff = st.aff
 		}
 		if st.anti != st.inAnti {
-			antiEdits = append(antiEdits, persist.SeqEdit[int32]{X: e.slot, Insert: st.anti})
+			antiEdits = append(antiEdits, immutable.SeqEdit[int32]{X: e.slot, Insert: st.anti})
 			st.inAnti = st.anti
 		}
 	}
@@ -149,7 +149,7 @@ func (c *core) buildAffinityLists(order []int32, err error) {
 	// SeqOf copies: the buffers are scratch, reused by the next rebuild,
 	// so a rebuild allocates only the published chunks.
 	c.scratch.affBuf, c.scratch.antiBuf = aff[:0], anti[:0]
-	c.builder.SetLists(order, persist.SeqOf(aff), persist.SeqOf(anti), err)
+	c.builder.SetLists(order, immutable.SeqOf(aff), immutable.SeqOf(anti), err)
 }
 
 func (c *core) buildLists() {

@@ -5,7 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/nodetree"
 	"github.com/schedcache/schedcache/shard"
 )
@@ -17,7 +17,7 @@ func (c *core) setNode(e *entry, node *v1.Node) {
 		c.withNode += boolSign(node != nil)
 	}
 	if e.node == nil || node == nil || !sameImages(e.node, node) {
-		c.setNames(e, framework.ImageNames(node))
+		c.setNames(e, nodeinfo.ImageNames(node))
 	}
 	if node != nil {
 		e.ghost = nil
@@ -64,7 +64,7 @@ func (c *core) UpdateNode(oldNode, newNode *v1.Node) error {
 	c.seq++
 	newZone := nodetree.ZoneKey(newNode)
 	if oldNode == nil && newZone != "" {
-		return &NodeError{Op: "UpdateNode", Name: newNode.Name, Err: framework.ErrNilNode}
+		return &NodeError{Op: "UpdateNode", Name: newNode.Name, Err: nodeinfo.ErrNilNode}
 	}
 	if oldNode != nil && oldNode.Name != newNode.Name {
 		if oldZone := nodetree.ZoneKey(oldNode); oldZone != newZone && c.tree.InZone(oldNode.Name, oldZone) {

@@ -3,16 +3,16 @@ package actor
 import (
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/schedcache/schedcache/framework"
 	"github.com/schedcache/schedcache/internal/errs"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/shard"
 )
 
 // podRecord is the coordinator's state of one cached pod. Owned by the
 // coordinator goroutine.
 type podRecord struct {
-	info    *framework.PodInfo // the stored pod and what was aggregated for it
-	entry   *entry             // the entry holding it (the stored pod's node)
+	info    *nodeinfo.PodInfo // the stored pod and what was aggregated for it
+	entry   *entry            // the entry holding it (the stored pod's node)
 	assumed bool
 	// armed is the generation of the expiry-heap item that may expire the
 	// pod; 0 while none may (binding not finished, or no TTL). Only an
@@ -31,7 +31,7 @@ type dirtyPod struct {
 	rec *podRecord
 }
 
-func (c *core) aggregate(info *framework.PodInfo, assumed bool) {
+func (c *core) aggregate(info *nodeinfo.PodInfo, assumed bool) {
 	r := &podRecord{info: info, entry: c.attach(info), assumed: assumed}
 	if assumed {
 		c.assumed++
@@ -43,7 +43,7 @@ func (c *core) aggregate(info *framework.PodInfo, assumed bool) {
 
 // attach adds info to the entry of its node (created if missing) and
 // returns that entry.
-func (c *core) attach(info *framework.PodInfo) *entry {
+func (c *core) attach(info *nodeinfo.PodInfo) *entry {
 	e := c.nodes[info.NodeName()]
 	if e == nil {
 		e = c.newEntry(info.NodeName())
@@ -92,7 +92,7 @@ func (c *core) subtract(r *podRecord, aff, anti bool) {
 // removePod then addPod), but keeps r in the pod map: the record is reset
 // in place, so the map is neither searched nor written. An expiry-heap item
 // still pointing at r is stale from then on (r is no longer assumed).
-func (c *core) replace(r *podRecord, aff, anti bool, info *framework.PodInfo) {
+func (c *core) replace(r *podRecord, aff, anti bool, info *nodeinfo.PodInfo) {
 	if r.assumed {
 		c.assumed--
 	}
@@ -143,16 +143,16 @@ func (c *core) cachedKey(key string) bool {
 }
 
 // full reports whether the entry named name, if any, already holds
-// framework.MaxPodsPerNode pods: one more could make its totals overflow
-// (the arithmetic is at framework.MaxPodQuantity).
+// nodeinfo.MaxPodsPerNode pods: one more could make its totals overflow
+// (the arithmetic is at nodeinfo.MaxPodQuantity).
 func (c *core) full(name string) bool {
 	e := c.nodes[name]
-	return e != nil && e.pods >= framework.MaxPodsPerNode
+	return e != nil && e.pods >= nodeinfo.MaxPodsPerNode
 }
 
 // AssumePod moves an absent pod to Assumed and aggregates it. A pod
 // without a node name is assumed on a nodeless entry named "", as upstream.
-func (c *core) AssumePod(info *framework.PodInfo) error {
+func (c *core) AssumePod(info *nodeinfo.PodInfo) error {
 	c.seq++
 	key := info.Key()
 	if err := errs.CheckAssume(key, info.NodeName(), cached(c.pods[key]), c.full); err != nil {
@@ -178,13 +178,13 @@ func (c *core) ForgetPod(key string, pod *v1.Pod) error {
 	if apply, err := errs.CheckForget(key, pod, cached(r)); !apply {
 		return err
 	}
-	c.subtract(r, framework.PodHasAffinity(pod), framework.PodHasRequiredAntiAffinity(pod))
+	c.subtract(r, nodeinfo.PodHasAffinity(pod), nodeinfo.PodHasRequiredAntiAffinity(pod))
 	return nil
 }
 
 // AddPod confirms an assumed pod (possibly on another node), re-adds an
 // expired one, or adds a new one.
-func (c *core) AddPod(info *framework.PodInfo) error {
+func (c *core) AddPod(info *nodeinfo.PodInfo) error {
 	c.seq++
 	key := info.Key()
 	r := c.pods[key]
@@ -214,14 +214,14 @@ func (c *core) AddPod(info *framework.PodInfo) error {
 //     the cached node again, which then holds the pod twice;
 //   - the new UID is another cached pod's: ErrUIDMismatch (upstream would
 //     hold that key twice on a node and lose the other pod's state).
-func (c *core) UpdatePod(oldPod *v1.Pod, info *framework.PodInfo) error {
+func (c *core) UpdatePod(oldPod *v1.Pod, info *nodeinfo.PodInfo) error {
 	c.seq++
 	key := string(oldPod.UID)
 	r := c.pods[key]
 	if err := errs.CheckUpdate(key, oldPod, info.Key(), info.NodeName(), cached(r), c.cachedKey); err != nil {
 		return err
 	}
-	aff, anti := framework.PodHasAffinity(oldPod), framework.PodHasRequiredAntiAffinity(oldPod)
+	aff, anti := nodeinfo.PodHasAffinity(oldPod), nodeinfo.PodHasRequiredAntiAffinity(oldPod)
 	if info.Key() != key {
 		c.subtract(r, aff, anti)
 		c.aggregate(info, false)

@@ -29,7 +29,7 @@ import (
 	upframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/schedcache/schedcache"
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/workload"
 )
 
@@ -114,7 +114,7 @@ func upRes(r fwk.Resource) resSum {
 	return resSum{r.GetMilliCPU(), r.GetMemory(), r.GetEphemeralStorage(), int64(r.GetAllowedPodNumber()), scalarMap(r.GetScalarResources())}
 }
 
-func scRes(r framework.Resource) resSum {
+func scRes(r nodeinfo.Resource) resSum {
 	return resSum{r.MilliCPU, r.Memory, r.EphemeralStorage, r.AllowedPodNumber, scalarMap(r.ScalarResources())}
 }
 
@@ -126,7 +126,7 @@ func upPods(ps []fwk.PodInfo) []string {
 	return out
 }
 
-func scPods(n int, at func(int) *framework.PodInfo) []string {
+func scPods(n int, at func(int) *nodeinfo.PodInfo) []string {
 	var out []string
 	for i := range n {
 		out = append(out, podID(at(i).Pod()))
@@ -166,7 +166,7 @@ func upSum(ni fwk.NodeInfo) nodeSum {
 	return s
 }
 
-func scSum(ni *framework.NodeInfo) nodeSum {
+func scSum(ni *nodeinfo.NodeInfo) nodeSum {
 	s := nodeSum{
 		Node:        nodeID(ni.Node()),
 		Requested:   scRes(ni.Requested()),
@@ -175,7 +175,7 @@ func scSum(ni *framework.NodeInfo) nodeSum {
 		Pods:        scPods(ni.NumPods(), ni.PodAt),
 		Affinity:    scPods(ni.NumPodsWithAffinity(), ni.PodWithAffinityAt),
 		AntiAff:     scPods(ni.NumPodsWithRequiredAntiAffinity(), ni.PodWithRequiredAntiAffinityAt),
-		Ports:       portList(ni.UsedPorts(), func(p framework.ProtocolPort) string { return fmt.Sprintf("%s/%d", p.Protocol, p.Port) }),
+		Ports:       portList(ni.UsedPorts(), func(p nodeinfo.ProtocolPort) string { return fmt.Sprintf("%s/%d", p.Protocol, p.Port) }),
 		PVC:         intMap(ni.PVCRefCounts()),
 	}
 	if im := ni.ImageStates(); len(im) > 0 {
@@ -673,7 +673,7 @@ func upNames(l []fwk.NodeInfo) []string {
 	return out
 }
 
-func scNames(l []*framework.NodeInfo) []string {
+func scNames(l []*nodeinfo.NodeInfo) []string {
 	var out []string
 	for _, ni := range l {
 		out = append(out, ni.NodeName())
@@ -771,7 +771,7 @@ func (d *differ) compareSnap(what string, up *upcache.Snapshot, sc *schedcache.S
 	if a, b := upNames(lu), scNames(ls); !slices.Equal(a, b) || up.NumNodes() != sc.NumNodes() {
 		d.fatalf("%s: node order: upstream %v (%d), schedcache %v (%d)", what, a, up.NumNodes(), b, sc.NumNodes())
 	}
-	sums := func(u fwk.NodeInfo, s *framework.NodeInfo) (nodeSum, nodeSum) {
+	sums := func(u fwk.NodeInfo, s *nodeinfo.NodeInfo) (nodeSum, nodeSum) {
 		su, ss := upSum(u), scSum(s)
 		if !images {
 			su.Images, ss.Images = nil, nil
@@ -929,7 +929,7 @@ func TestDiffCache(t *testing.T) {
 	}
 }
 
-// TestDiffPodInfo compares schedcache's framework.NewPodInfo with upstream's
+// TestDiffPodInfo compares schedcache's nodeinfo.NewPodInfo with upstream's
 // framework.NewPodInfo(pod).CalculateResource() on random pods (init
 // containers, sidecars, pod-level resources, overhead, status resources with
 // a resize pending, odd quantities and scalar names) and on the standard
@@ -939,7 +939,7 @@ func TestDiffPodInfo(t *testing.T) {
 	g := newGen(99)
 	check := func(p *v1.Pod) {
 		t.Helper()
-		ours, err := framework.NewPodInfo(p)
+		ours, err := nodeinfo.NewPodInfo(p)
 		if err != nil {
 			t.Fatalf("NewPodInfo: %v", err)
 		}
@@ -962,7 +962,7 @@ func TestDiffPodInfo(t *testing.T) {
 		}
 		want := contrib{len(ni.PodsWithAffinity) == 1, len(ni.PodsWithRequiredAntiAffinity) == 1,
 			portList(ni.UsedPorts, func(pp fwk.ProtocolPort) string { return fmt.Sprintf("%s/%d", pp.Protocol, pp.Port) }), intMap(ni.PVCRefCounts)}
-		hp := framework.HostPortInfo{}
+		hp := nodeinfo.HostPortInfo{}
 		for _, h := range ours.HostPorts() {
 			hp.Add(h.IP, string(h.Protocol), h.Port)
 		}
@@ -971,7 +971,7 @@ func TestDiffPodInfo(t *testing.T) {
 			pvc[k]++
 		}
 		got := contrib{ours.HasAffinity(), ours.HasRequiredAntiAffinity(),
-			portList(hp, func(pp framework.ProtocolPort) string { return fmt.Sprintf("%s/%d", pp.Protocol, pp.Port) }), intMap(pvc)}
+			portList(hp, func(pp nodeinfo.ProtocolPort) string { return fmt.Sprintf("%s/%d", pp.Protocol, pp.Port) }), intMap(pvc)}
 		if diff := diffSums(want, got); diff != "" {
 			t.Fatalf("pod %s: node contribution differs (-upstream +schedcache):\n%s", p.UID, diff)
 		}
@@ -1005,7 +1005,7 @@ func TestUpstreamMutatesPodLevelRequests(t *testing.T) {
 	before := p.Spec.Resources.Requests.Memory().String()
 	var ours []int64
 	for range 3 {
-		pi, err := framework.NewPodInfo(p)
+		pi, err := nodeinfo.NewPodInfo(p)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/workload"
 )
 
@@ -29,14 +29,14 @@ type floorCache struct {
 }
 
 type floorPod struct {
-	info *framework.PodInfo
+	info *nodeinfo.PodInfo
 	node *floorNode
 }
 
 type floorNode struct {
 	node     *v1.Node
 	cpu, mem int64
-	pods     []*framework.PodInfo
+	pods     []*nodeinfo.PodInfo
 }
 
 func newFloorCache(c *workload.Cluster) (*floorCache, error) {
@@ -53,7 +53,7 @@ func newFloorCache(c *workload.Cluster) (*floorCache, error) {
 }
 
 func (f *floorCache) add(p *v1.Pod) error {
-	info, err := framework.NewPodInfo(p)
+	info, err := nodeinfo.NewPodInfo(p)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (f *floorCache) add(p *v1.Pod) error {
 }
 
 func (f *floorCache) remove(p *v1.Pod) error {
-	key, err := framework.PodKey(p)
+	key, err := nodeinfo.PodKey(p)
 	if err != nil {
 		return err
 	}

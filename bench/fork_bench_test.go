@@ -12,7 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedcache/schedcache"
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/snapshot"
 	"github.com/schedcache/schedcache/workload"
 )
@@ -250,7 +250,7 @@ func benchW3Optimistic(b *testing.B, spec workload.ClusterSpec, optimistic bool,
 					before := seq.Load()
 					snap := c.Snapshot()
 					n := snap.NumNodes()
-					var best *framework.NodeInfo
+					var best *nodeinfo.NodeInfo
 					bestScore := int64(1 << 62)
 					for range w3Sample {
 						ni := snap.At(rng.IntN(n))

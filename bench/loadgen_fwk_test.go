@@ -30,8 +30,8 @@ import (
 
 	"github.com/schedcache/schedcache"
 	"github.com/schedcache/schedcache/bench/fwkpick"
-	scfw "github.com/schedcache/schedcache/framework"
 	"github.com/schedcache/schedcache/kube/fwkadapter"
+	scfw "github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/sim"
 	"github.com/schedcache/schedcache/workload"
 )

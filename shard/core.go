@@ -12,7 +12,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
 // Kind names a mutation of one node entry.
@@ -62,19 +62,19 @@ func (k Kind) String() string {
 type Mutation struct {
 	Kind         Kind
 	Slot         int32
-	Pod          *framework.PodInfo   // AddPod; RemovePod: the stored PodInfo, if known (found by pointer)
-	Key          string               // RemovePod
-	Affinity     bool                 // RemovePod
-	AntiAffinity bool                 // RemovePod
-	Node         *v1.Node             // SetNode
-	Images       *framework.ImageView // SetImages; immutable once sent
+	Pod          *nodeinfo.PodInfo   // AddPod; RemovePod: the stored PodInfo, if known (found by pointer)
+	Key          string              // RemovePod
+	Affinity     bool                // RemovePod
+	AntiAffinity bool                // RemovePod
+	Node         *v1.Node            // SetNode
+	Images       *nodeinfo.ImageView // SetImages; immutable once sent
 }
 
 // Frozen is a published copy of one entry: Info is nil when the entry was
 // deleted or has no node object (such entries never reach snapshots).
 type Frozen struct {
 	Slot int32
-	Info *framework.NodeInfo
+	Info *nodeinfo.NodeInfo
 }
 
 // InvariantError reports a mutation that contradicts the entry's state: the
@@ -110,7 +110,7 @@ type Core struct {
 // slotEntry is one slot of a shard: its state (nil when the shard holds no
 // entry there) and whether it is in Core.dirty.
 type slotEntry struct {
-	state *framework.NodeState
+	state *nodeinfo.NodeState
 	dirty bool
 }
 
@@ -123,7 +123,7 @@ func NewCore(nextGen func() int64) *Core {
 func (c *Core) Len() int { return c.n }
 
 // state returns the entry at slot, or nil.
-func (c *Core) state(slot int32) *framework.NodeState {
+func (c *Core) state(slot int32) *nodeinfo.NodeState {
 	if slot < 0 || int(slot) >= len(c.slots) {
 		return nil
 	}
@@ -201,7 +201,7 @@ func (c *Core) apply(m *Mutation) error {
 		if need := int(m.Slot) + 1; need > len(c.slots) {
 			c.slots = slices.Grow(c.slots, need-len(c.slots))[:need]
 		}
-		c.slots[m.Slot].state = framework.NewNodeState(c.nextGen)
+		c.slots[m.Slot].state = nodeinfo.NewNodeState(c.nextGen)
 		c.n++
 		c.markDirty(m.Slot)
 		return nil
@@ -266,7 +266,7 @@ func (c *Core) Flush() []Frozen {
 
 // Get returns an immutable clone of the entry at slot, nodeless entries
 // included, or nil if there is none.
-func (c *Core) Get(slot int32) *framework.NodeInfo {
+func (c *Core) Get(slot int32) *nodeinfo.NodeInfo {
 	if s := c.state(slot); s != nil {
 		return s.Clone()
 	}
@@ -274,8 +274,8 @@ func (c *Core) Get(slot int32) *framework.NodeInfo {
 }
 
 // Dump returns immutable clones of every entry, nodeless ones included.
-func (c *Core) Dump() map[int32]*framework.NodeInfo {
-	out := make(map[int32]*framework.NodeInfo, c.n)
+func (c *Core) Dump() map[int32]*nodeinfo.NodeInfo {
+	out := make(map[int32]*nodeinfo.NodeInfo, c.n)
 	for slot, e := range c.slots {
 		if e.state != nil {
 			out[int32(slot)] = e.state.Clone()

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"runtime/debug"
 
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
 // ErrStopped is returned for requests to a shard that has stopped.
@@ -38,8 +38,8 @@ type Request struct {
 // the next Request; the NodeInfos are immutable and may be kept for ever.
 type Response struct {
 	Frozen []Frozen
-	Dump   map[int32]*framework.NodeInfo
-	Node   *framework.NodeInfo
+	Dump   map[int32]*nodeinfo.NodeInfo
+	Node   *nodeinfo.NodeInfo
 	Err    error
 }
 

@@ -13,15 +13,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func podInfo(t *testing.T, uid string, milli int64) *framework.PodInfo {
+func podInfo(t *testing.T, uid string, milli int64) *nodeinfo.PodInfo {
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}, Spec: v1.PodSpec{Containers: []v1.Container{{
 		Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: *resource.NewMilliQuantity(milli, resource.DecimalSI)}}}}}}
-	pi, err := framework.NewPodInfo(p)
+	pi, err := nodeinfo.NewPodInfo(p)
 	require.NoError(t, err)
 	return pi
 }
@@ -71,7 +71,7 @@ func TestCoreInvariantErrors(t *testing.T) {
 	require.Equal(t, Create, ie.Mutation)
 	require.Equal(t, 1, c.Len())
 	err = c.Apply([]Mutation{{Kind: RemovePod, Slot: 0, Key: "ghost"}})
-	require.ErrorIs(t, err, framework.ErrPodNotOnNode)
+	require.ErrorIs(t, err, nodeinfo.ErrPodNotOnNode)
 	err = c.Apply([]Mutation{{Kind: AddPod, Slot: 9, Pod: podInfo(t, "x", 1)}})
 	require.ErrorAs(t, err, &ie)
 	require.Equal(t, int32(9), ie.Slot)

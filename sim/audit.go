@@ -10,7 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedcache/schedcache"
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/snapshot"
 )
 
@@ -215,7 +215,7 @@ func expectNode(name string, truth *Truth, inf *informer) *v1.Node {
 }
 
 // reqMemo remembers the requests of the pod objects the last audit
-// summed (framework.NewPodInfo per pod dominates an audit's cost), so that
+// summed (nodeinfo.NewPodInfo per pod dominates an audit's cost), so that
 // audits during a run cost less; it keeps only the objects of the latest
 // audit. Owned by the auditor (the run's main goroutine or event loop).
 type reqMemo struct {
@@ -230,7 +230,7 @@ func (m *reqMemo) requests(p *v1.Pod) (cpuMem, error) {
 		m.next[p] = r
 		return r, nil
 	}
-	info, err := framework.NewPodInfo(p)
+	info, err := nodeinfo.NewPodInfo(p)
 	if err != nil {
 		return cpuMem{}, err
 	}

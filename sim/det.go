@@ -17,8 +17,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
-	"github.com/schedcache/schedcache/framework"
 	"github.com/schedcache/schedcache/internal/hist"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/sim/trace"
 	"github.com/schedcache/schedcache/workload"
 )
@@ -350,7 +350,7 @@ func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) 
 				decisions[ev.worker]++
 				pod = e.cl.NewPod(r, fmt.Sprintf("sched-%d-%d", ev.worker, i), "")
 			}
-			info, err := framework.NewPodInfo(pod)
+			info, err := nodeinfo.NewPodInfo(pod)
 			if err != nil {
 				return nil, err
 			}
@@ -468,7 +468,7 @@ func stateDigest(h hash.Hash, truth *Truth, c *schedcache.Cache) {
 	}
 	snap := c.Snapshot()
 	lines := make([]string, 0, snap.NumNodes())
-	snap.Range(func(_ int, ni *framework.NodeInfo) bool {
+	snap.Range(func(_ int, ni *nodeinfo.NodeInfo) bool {
 		req := ni.Requested()
 		lines = append(lines, fmt.Sprintf("%s %d %d %d", ni.Node().Name, ni.NumPods(), req.MilliCPU, req.Memory))
 		return true

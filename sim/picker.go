@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/schedcache/schedcache"
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
 // Picker is the scheduler's node choice, pluggable: it makes one
@@ -53,7 +53,7 @@ type NodePicker interface {
 	// Pick adds its rejections to rejected (len(rejected) ==
 	// len(Picker.Plugins())): rejected[i] counts the nodes plugin i
 	// rejected. An error stops the run.
-	Pick(ctx context.Context, snap *schedcache.Snapshot, pod *framework.PodInfo, r *rand.Rand, rejected []int64) (string, error)
+	Pick(ctx context.Context, snap *schedcache.Snapshot, pod *nodeinfo.PodInfo, r *rand.Rand, rejected []int64) (string, error)
 	// Close releases what the picker holds (goroutines included).
 	Close() error
 }
@@ -93,7 +93,7 @@ type leastAllocated struct {
 	sample int // immutable
 }
 
-func (p leastAllocated) Pick(_ context.Context, snap *schedcache.Snapshot, pod *framework.PodInfo, r *rand.Rand, _ []int64) (string, error) {
+func (p leastAllocated) Pick(_ context.Context, snap *schedcache.Snapshot, pod *nodeinfo.PodInfo, r *rand.Rand, _ []int64) (string, error) {
 	return pick(r, snap, pod, p.sample), nil
 }
 func (leastAllocated) Close() error { return nil }

@@ -14,7 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
 // firstFit is a test picker: the first even-numbered node in snapshot
@@ -46,7 +46,7 @@ func (p *firstFit) NewNodePicker(_ context.Context, cfg PickerConfig) (NodePicke
 	return np, nil
 }
 
-func (np *firstFitNode) Pick(_ context.Context, snap *schedcache.Snapshot, pod *framework.PodInfo, _ *rand.Rand, rej []int64) (string, error) {
+func (np *firstFitNode) Pick(_ context.Context, snap *schedcache.Snapshot, pod *nodeinfo.PodInfo, _ *rand.Rand, rej []int64) (string, error) {
 	np.calls++
 	if np.p.failAt > 0 && np.calls == np.p.failAt {
 		return "", errors.New("picker broke")
@@ -155,7 +155,7 @@ func TestPickerErrors(t *testing.T) {
 // imageStates is every node's image summaries in c's latest snapshot.
 func imageStates(c *schedcache.Cache) map[string]string {
 	out := map[string]string{}
-	c.Snapshot().Range(func(_ int, ni *framework.NodeInfo) bool {
+	c.Snapshot().Range(func(_ int, ni *nodeinfo.NodeInfo) bool {
 		out[ni.Node().Name] = fmt.Sprint(ni.ImageStates())
 		return true
 	})

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/workload"
 )
 
@@ -135,15 +135,15 @@ func shapeError(field, format string, args ...any) error {
 
 // parseQuantity parses q as a positive (or, with zeroOK, non-negative)
 // amount: CPU in millicores (milli), else bytes or a count, at most
-// framework.MaxPodQuantity.
+// nodeinfo.MaxPodQuantity.
 func parseQuantity(field string, q Quantity, milli, zeroOK bool) (int64, error) {
 	v, err := resource.ParseQuantity(strings.TrimSpace(string(q)))
 	if err != nil {
 		return 0, shapeError(field, "not a quantity (like 4, 100m, 32Gi): %q", string(q))
 	}
-	limit := resource.NewQuantity(framework.MaxPodQuantity, resource.DecimalSI)
+	limit := resource.NewQuantity(nodeinfo.MaxPodQuantity, resource.DecimalSI)
 	if milli {
-		limit = resource.NewMilliQuantity(framework.MaxPodQuantity, resource.DecimalSI)
+		limit = resource.NewMilliQuantity(nodeinfo.MaxPodQuantity, resource.DecimalSI)
 	}
 	switch {
 	case v.Sign() < 0 || (v.Sign() == 0 && !zeroOK):
@@ -195,8 +195,8 @@ func shapeOf(c *ScenarioCluster, mix []ScenarioPodTemplate) (*workload.Shape, er
 				}
 			}
 			if a.Pods != nil {
-				if *a.Pods < 1 || *a.Pods > framework.MaxPodsPerNode {
-					return nil, shapeError("cluster.allocatable.pods", "must be 1 to %d, got %d", framework.MaxPodsPerNode, *a.Pods)
+				if *a.Pods < 1 || *a.Pods > nodeinfo.MaxPodsPerNode {
+					return nil, shapeError("cluster.allocatable.pods", "must be 1 to %d, got %d", nodeinfo.MaxPodsPerNode, *a.Pods)
 				}
 				s.MaxPods = *a.Pods
 			}
@@ -291,9 +291,9 @@ func shapeOf(c *ScenarioCluster, mix []ScenarioPodTemplate) (*workload.Shape, er
 				return nil, shapeError(f+"."+q.name, "min %s is more than max %s", string(q.r.Min), string(q.r.Max))
 			}
 			// A pod's total (every container, init containers too) stays
-			// within framework.MaxPodQuantity.
-			if hi > framework.MaxPodQuantity/8 {
-				return nil, shapeError(f+"."+q.name+".max", "too large: a pod's containers would request more than the cache holds (%d)", framework.MaxPodQuantity)
+			// within nodeinfo.MaxPodQuantity.
+			if hi > nodeinfo.MaxPodQuantity/8 {
+				return nil, shapeError(f+"."+q.name+".max", "too large: a pod's containers would request more than the cache holds (%d)", nodeinfo.MaxPodQuantity)
 			}
 			*q.dst = workload.Range{Min: lo, Max: hi}
 		}

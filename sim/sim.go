@@ -16,8 +16,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
-	"github.com/schedcache/schedcache/framework"
 	"github.com/schedcache/schedcache/internal/hist"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/workload"
 )
 
@@ -187,7 +187,7 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 	// An over-full cluster is refused before scheduling starts.
 	over, first := 0, ""
 	snap := c.Snapshot()
-	snap.Range(func(_ int, ni *framework.NodeInfo) bool {
+	snap.Range(func(_ int, ni *nodeinfo.NodeInfo) bool {
 		if overcommitted(ni) {
 			if over == 0 {
 				req, alloc := ni.Requested(), ni.Allocatable()
@@ -447,7 +447,7 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 	decide := func(s int, r *rand.Rand, pod *v1.Pod, arrivedAt time.Duration) bool {
 		world.RLock()
 		defer world.RUnlock()
-		info, err := framework.NewPodInfo(pod)
+		info, err := nodeinfo.NewPodInfo(pod)
 		if err != nil {
 			fail(err)
 			return false
@@ -801,7 +801,7 @@ func unschedulable(n *v1.Node) bool {
 	return false
 }
 
-func overcommitted(ni *framework.NodeInfo) bool {
+func overcommitted(ni *nodeinfo.NodeInfo) bool {
 	req, alloc := ni.Requested(), ni.Allocatable()
 	return req.MilliCPU > alloc.MilliCPU || req.Memory > alloc.Memory || int64(ni.NumPods()) > alloc.AllowedPodNumber
 }
@@ -809,7 +809,7 @@ func overcommitted(ni *framework.NodeInfo) bool {
 // pick returns the least-allocated node among `sample` random nodes of snap
 // that fit the pod (its requests, and its tolerations and node selector:
 // see fits), or "" if none fits.
-func pick(r *rand.Rand, snap *schedcache.Snapshot, info *framework.PodInfo, sample int) string {
+func pick(r *rand.Rand, snap *schedcache.Snapshot, info *nodeinfo.PodInfo, sample int) string {
 	n := snap.NumNodes()
 	if n == 0 {
 		return ""

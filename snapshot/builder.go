@@ -3,8 +3,8 @@ package snapshot
 import (
 	"runtime"
 
-	"github.com/schedcache/schedcache/framework"
-	"github.com/schedcache/schedcache/internal/persist"
+	"github.com/schedcache/schedcache/internal/immutable"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
 // Builder assembles the next snapshot from the last committed one by
@@ -13,26 +13,26 @@ import (
 // says. Snapshots it committed are immutable and safe for any number of
 // readers.
 type Builder struct {
-	last  *Snapshot                                  // last committed; immutable
-	nodes *persist.VectorEditor[*framework.NodeInfo] // open editors of the current transaction, nil when untouched
-	index *persist.MapEditor[int32]
-	pvc   *persist.MapEditor[struct{}]
+	last  *Snapshot                                   // last committed; immutable
+	nodes *immutable.VectorEditor[*nodeinfo.NodeInfo] // open editors of the current transaction, nil when untouched
+	index *immutable.MapEditor[int32]
+	pvc   *immutable.MapEditor[struct{}]
 	eds   struct { // the editors' memory, reused by every transaction
-		nodes persist.VectorEditor[*framework.NodeInfo]
-		index persist.MapEditor[int32]
-		pvc   persist.MapEditor[struct{}]
+		nodes immutable.VectorEditor[*nodeinfo.NodeInfo]
+		index immutable.MapEditor[int32]
+		pvc   immutable.MapEditor[struct{}]
 	}
-	pods    persist.Map[PodEntry] // the pod trie of the transaction: the last snapshot's, or the fold of its log
-	podLog  []podChange           // pod changes after pods: the last snapshot's log extended in place past its length, or a new log after a fold
-	podSum  []uint64              // podHash of each podLog key, kept alongside podLog
-	foldq   *FoldQueue            // nil: folds run in FoldPods
-	foldLen int                   // > 0: a fold of podLog[:foldLen] onto pods is in flight
-	lists   bool                  // SetLists was called in this transaction
+	pods    immutable.Map[PodEntry] // the pod trie of the transaction: the last snapshot's, or the fold of its log
+	podLog  []podChange             // pod changes after pods: the last snapshot's log extended in place past its length, or a new log after a fold
+	podSum  []uint64                // podHash of each podLog key, kept alongside podLog
+	foldq   *FoldQueue              // nil: folds run in FoldPods
+	foldLen int                     // > 0: a fold of podLog[:foldLen] onto pods is in flight
+	lists   bool                    // SetLists was called in this transaction
 	order   []int32
-	aff     persist.Seq[int32]
-	anti    persist.Seq[int32]
+	aff     immutable.Seq[int32]
+	anti    immutable.Seq[int32]
 	err     error
-	images  *framework.ImageTable
+	images  *nodeinfo.ImageTable
 	tree    bool // SetTree was called in this transaction
 	treeN   int
 	treeNms []string
@@ -45,7 +45,7 @@ func NewBuilder() *Builder { return &Builder{last: &Snapshot{published: true}} }
 func (b *Builder) Last() *Snapshot { return b.last }
 
 // SetNode records the frozen entry for slot (nil clears it).
-func (b *Builder) SetNode(slot int32, ni *framework.NodeInfo) {
+func (b *Builder) SetNode(slot int32, ni *nodeinfo.NodeInfo) {
 	if b.nodes == nil {
 		b.last.nodes.EditInto(&b.eds.nodes)
 		b.nodes = &b.eds.nodes
@@ -131,13 +131,13 @@ func (b *Builder) SetPVC(key string, used bool) {
 
 // SetLists replaces the node list and the two affinity lists. The order
 // slice is handed over: the caller must never write to it again.
-func (b *Builder) SetLists(order []int32, aff, anti persist.Seq[int32], err error) {
+func (b *Builder) SetLists(order []int32, aff, anti immutable.Seq[int32], err error) {
 	b.lists = true
 	b.order, b.aff, b.anti, b.err = order, aff, anti, err
 }
 
 // SetImages records the image registry version of this transaction.
-func (b *Builder) SetImages(t *framework.ImageTable) { b.images = t }
+func (b *Builder) SetImages(t *nodeinfo.ImageTable) { b.images = t }
 
 // SetTree records the zone tree's node count and, when the tree lists
 // names the node list skips, the tree's list by name (immutable once set).
@@ -147,7 +147,7 @@ func (b *Builder) SetTree(numNodes int, names []string) {
 
 // Lists returns the node list, the two affinity lists and the list error as
 // of this transaction (read-only; SetLists replaces them).
-func (b *Builder) Lists() (order []int32, aff, anti persist.Seq[int32], err error) {
+func (b *Builder) Lists() (order []int32, aff, anti immutable.Seq[int32], err error) {
 	if b.lists {
 		return b.order, b.aff, b.anti, b.err
 	}
@@ -195,7 +195,7 @@ func (b *Builder) Commit(epoch uint64, nodeCount, podCount int) *Snapshot {
 		s.order, s.aff, s.anti, s.err = b.order, b.aff, b.anti, b.err
 		s.li = new(listIndex) // built by the first fork that needs it
 		b.lists = false
-		b.order, b.aff, b.anti, b.err = nil, persist.Seq[int32]{}, persist.Seq[int32]{}, nil
+		b.order, b.aff, b.anti, b.err = nil, immutable.Seq[int32]{}, immutable.Seq[int32]{}, nil
 	}
 	b.last = s
 	return s

@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"github.com/schedcache/schedcache/internal/persist"
+	"github.com/schedcache/schedcache/internal/immutable"
 )
 
 // FoldQueue carries a Builder's pod-log folds to the goroutine that runs
@@ -43,12 +43,12 @@ func (q *FoldQueue) Serve() {
 func (q *FoldQueue) Close() { close(q.reqc) }
 
 type foldReq struct {
-	base persist.Map[PodEntry]
+	base immutable.Map[PodEntry]
 	log  []podChange // a prefix of the builder's log: never written again
 }
 
 type foldResult struct {
-	pods persist.Map[PodEntry]
+	pods immutable.Map[PodEntry]
 	err  error // a panic of the fold; the builder panics with it
 }
 
@@ -82,18 +82,18 @@ const foldYield = 64
 // at all.
 //
 // seen is scratch space, empty on entry and on return; nil allocates one.
-func foldLog(base persist.Map[PodEntry], log []podChange, yieldEvery int, seen map[string]struct{}) persist.Map[PodEntry] {
+func foldLog(base immutable.Map[PodEntry], log []podChange, yieldEvery int, seen map[string]struct{}) immutable.Map[PodEntry] {
 	e := base.Edit()
 	if seen == nil {
 		seen = make(map[string]struct{}, len(log))
 	}
 	defer clear(seen)
-	var keys [persist.PrefetchMax]string
+	var keys [immutable.PrefetchMax]string
 	var sink uintptr
-	for end := len(log); end > 0; end -= persist.PrefetchMax {
+	for end := len(log); end > 0; end -= immutable.PrefetchMax {
 		// Load the paths of a chunk of keys together (misses in flight at
 		// once), then apply the chunk's changes, last first.
-		chunk := log[max(0, end-persist.PrefetchMax):end]
+		chunk := log[max(0, end-immutable.PrefetchMax):end]
 		for i := range chunk {
 			keys[i] = chunk[i].key
 		}

@@ -9,9 +9,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/schedcache/schedcache/framework"
 	"github.com/schedcache/schedcache/internal/errs"
-	"github.com/schedcache/schedcache/internal/persist"
+	"github.com/schedcache/schedcache/internal/immutable"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/nodetree"
 )
 
@@ -50,15 +50,15 @@ func forkNextGen() int64 { return forkGenBase + forkGen.Add(1) }
 // forkLevel is one state of a fork. Immutable once made: the current state
 // and the saved fork points are all forkLevels.
 type forkLevel struct {
-	s       *Snapshot          // immutable, published
-	ghosts  persist.Map[int32] // nodeless entries the fork made (RemoveNode of a node holding pods): name -> slot
-	listTok uint64             // identifies the zone tree s.order was listed from; 0: the base's; unused while lazy
-	tree    *nodetree.Overlay  // the zone tree of this state; nil: the base list's, not made yet (no node operation since the base)
-	lazy    *deferredList      // non-nil: the lists were not rebuilt after the last node operations (see deferredList)
-	nodeOps int                // node operations applied since the base (Cache.Commit refuses a fork with any)
-	pvcN    persist.Map[int32] // claim -> listed nodes referencing it, when pvcLive
-	pvcLive bool               // pvcN is kept; else the counts are the base's (no claim changed since it)
-	seq     uint64             // unique within the fork: what a ForkPoint names
+	s       *Snapshot            // immutable, published
+	ghosts  immutable.Map[int32] // nodeless entries the fork made (RemoveNode of a node holding pods): name -> slot
+	listTok uint64               // identifies the zone tree s.order was listed from; 0: the base's; unused while lazy
+	tree    *nodetree.Overlay    // the zone tree of this state; nil: the base list's, not made yet (no node operation since the base)
+	lazy    *deferredList        // non-nil: the lists were not rebuilt after the last node operations (see deferredList)
+	nodeOps int                  // node operations applied since the base (Cache.Commit refuses a fork with any)
+	pvcN    immutable.Map[int32] // claim -> listed nodes referencing it, when pvcLive
+	pvcLive bool                 // pvcN is kept; else the counts are the base's (no claim changed since it)
+	seq     uint64               // unique within the fork: what a ForkPoint names
 }
 
 // deferredList marks a level whose node list was not rebuilt after its
@@ -89,7 +89,7 @@ type imgOp struct {
 
 // Fork is a private, mutable what-if copy of a snapshot: made in O(1) by
 // Snapshot.Fork, sharing all structure with it, changed by the cache's pod
-// and node operations with the cache's rules (the same framework.NodeState
+// and node operations with the cache's rules (the same nodeinfo.NodeState
 // aggregation, nodetree zone order and persistent structures), read as an
 // immutable *Snapshot at any time (Snapshot), with nested fork points
 // (Fork, Point) that Revert, RevertTo and Commit return to or fold in O(1).
@@ -141,21 +141,21 @@ type Fork struct {
 // its path copies. Owned by the goroutine holding the fork.
 type forkEdit struct {
 	s       Snapshot // the state edited; nodes, index, pvc and over are read through the editors
-	nodes   persist.VectorEditor[*framework.NodeInfo]
-	index   persist.MapEditor[int32]
-	pvc     persist.MapEditor[struct{}]
-	over    persist.MapEditor[podOver]
-	ghosts  persist.MapEditor[int32]
-	pvcN    persist.MapEditor[int32] // open when pvcOpen
+	nodes   immutable.VectorEditor[*nodeinfo.NodeInfo]
+	index   immutable.MapEditor[int32]
+	pvc     immutable.MapEditor[struct{}]
+	over    immutable.MapEditor[podOver]
+	ghosts  immutable.MapEditor[int32]
+	pvcN    immutable.MapEditor[int32] // open when pvcOpen
 	pvcOpen bool
-	pvcBase persist.Map[int32]     // the counts pvcN opens on, if pvcLive
-	pvcLive bool                   // pvcBase is kept; else the base snapshot's counts
-	tree    *nodetree.Overlay      // the zone tree, changed by the edit's node operation
-	base    *Snapshot              // the fork's base; immutable
-	scans   int                    // lookups of pods under the base's pod log, up to podLogScans (then the base's log is indexed)
-	touched map[int32]touchedNode  // slot -> its thawed state
-	imgs    *imgOp                 // the image changes of the node operations since the last listed state
-	free    []*framework.NodeState // states of closed or dropped edits, reused by state (ThawInto); up to forkFreeMax
+	pvcBase immutable.Map[int32]  // the counts pvcN opens on, if pvcLive
+	pvcLive bool                  // pvcBase is kept; else the base snapshot's counts
+	tree    *nodetree.Overlay     // the zone tree, changed by the edit's node operation
+	base    *Snapshot             // the fork's base; immutable
+	scans   int                   // lookups of pods under the base's pod log, up to podLogScans (then the base's log is indexed)
+	touched map[int32]touchedNode // slot -> its thawed state
+	imgs    *imgOp                // the image changes of the node operations since the last listed state
+	free    []*nodeinfo.NodeState // states of closed or dropped edits, reused by state (ThawInto); up to forkFreeMax
 	changed bool
 	nodeOps int
 }
@@ -179,8 +179,8 @@ func (e *forkEdit) recycle() {
 // the frozen entry it started from (nil for an entry the edit created).
 // Owned by the goroutine holding the fork.
 type touchedNode struct {
-	st   *framework.NodeState
-	init *framework.NodeInfo
+	st   *nodeinfo.NodeState
+	init *nodeinfo.NodeInfo
 }
 
 // ForkPoint names a fork point of one Fork (Point). It is a comparable
@@ -483,7 +483,7 @@ func (f *Fork) relist(s, prev *Snapshot, e *forkEdit, tree *nodetree.Overlay) {
 	if len(order) != tree.NumNodes() {
 		err = &InconsistentListError{ListLen: len(order), TreeNodes: tree.NumNodes(), MapLen: s.index.Len(), CacheEntries: s.nodeCount}
 	}
-	s.order, s.aff, s.anti, s.err = order, persist.SeqOf(aff), persist.SeqOf(anti), err
+	s.order, s.aff, s.anti, s.err = order, immutable.SeqOf(aff), immutable.SeqOf(anti), err
 	li := new(listIndex)
 	li.once.Do(func() { li.pos = newPos })
 	s.li = li
@@ -493,7 +493,7 @@ func (f *Fork) relist(s, prev *Snapshot, e *forkEdit, tree *nodetree.Overlay) {
 // editLists brings the affinity lists and the used-PVC set of s (whose
 // node list did not change) up to date with the touched entries.
 func (f *Fork) editLists(s *Snapshot, e *forkEdit) {
-	var affEd, antiEd []persist.SeqEdit[int32]
+	var affEd, antiEd []immutable.SeqEdit[int32]
 	for slot, t := range e.touched {
 		now := s.nodes.Get(int(slot))
 		aff0, aff1 := t.init.NumPodsWithAffinity() > 0, now.NumPodsWithAffinity() > 0
@@ -505,10 +505,10 @@ func (f *Fork) editLists(s *Snapshot, e *forkEdit) {
 			continue
 		}
 		if aff0 != aff1 {
-			affEd = append(affEd, persist.SeqEdit[int32]{X: slot, Insert: aff1})
+			affEd = append(affEd, immutable.SeqEdit[int32]{X: slot, Insert: aff1})
 		}
 		if anti0 != anti1 {
-			antiEd = append(antiEd, persist.SeqEdit[int32]{X: slot, Insert: anti1})
+			antiEd = append(antiEd, immutable.SeqEdit[int32]{X: slot, Insert: anti1})
 		}
 		now.RangePVCRefCounts(func(k string, _ int) bool {
 			if t.init.PVCRefCount(k) == 0 {
@@ -540,7 +540,7 @@ func (f *Fork) editLists(s *Snapshot, e *forkEdit) {
 					b = append(b, slot)
 				}
 			}
-			s.aff, s.anti = persist.SeqOf(a), persist.SeqOf(b)
+			s.aff, s.anti = immutable.SeqOf(a), immutable.SeqOf(b)
 		}
 	}
 }
@@ -584,12 +584,12 @@ func (e *forkEdit) slotOf(name string) (int32, bool) {
 }
 
 // state returns the mutable aggregate of slot, thawing its entry first.
-func (e *forkEdit) state(slot int32) *framework.NodeState {
+func (e *forkEdit) state(slot int32) *nodeinfo.NodeState {
 	if t, ok := e.touched[slot]; ok {
 		return t.st
 	}
 	ni := e.nodes.Get(int(slot))
-	var st *framework.NodeState
+	var st *nodeinfo.NodeState
 	if n := len(e.free); n > 0 {
 		st, e.free[n-1] = e.free[n-1], nil
 		e.free = e.free[:n-1]
@@ -636,10 +636,10 @@ func (e *forkEdit) cached(key string) (PodEntry, errs.Cached) {
 }
 
 // full reports whether node is known to the fork and holds
-// framework.MaxPodsPerNode pods.
+// nodeinfo.MaxPodsPerNode pods.
 func (e *forkEdit) full(node string) bool {
 	slot, ok := e.slotOf(node)
-	return ok && e.numPods(slot) >= framework.MaxPodsPerNode
+	return ok && e.numPods(slot) >= nodeinfo.MaxPodsPerNode
 }
 
 // taken reports whether pod key is in the fork.
@@ -676,7 +676,7 @@ func forkPodError(op string, pod *v1.Pod, err error) error {
 }
 
 // attach aggregates info into slot's entry.
-func (e *forkEdit) attach(slot int32, info *framework.PodInfo) {
+func (e *forkEdit) attach(slot int32, info *nodeinfo.PodInfo) {
 	e.state(slot).AddPod(info)
 	e.changed = true
 }
@@ -720,10 +720,10 @@ func (e *forkEdit) target(op, key, node string) (int32, error) {
 // AssumePod assumes pod on pod.Spec.NodeName, as Cache.AssumePod: the pod
 // must not be in the fork (ErrPodAlreadyCached); the node must be known
 // to the fork (ErrNodeNotFound) and hold fewer than
-// framework.MaxPodsPerNode pods (ErrTooManyPods).
+// nodeinfo.MaxPodsPerNode pods (ErrTooManyPods).
 func (f *Fork) AssumePod(pod *v1.Pod) error {
 	const op = "AssumePod"
-	info, err := framework.NewPodInfo(pod)
+	info, err := nodeinfo.NewPodInfo(pod)
 	if err != nil {
 		return forkPodError(op, pod, err)
 	}
@@ -748,7 +748,7 @@ func (f *Fork) AssumePod(pod *v1.Pod) error {
 // (ErrPodNodeMismatch) and the pod must be assumed (ErrPodNotAssumed).
 func (f *Fork) ForgetPod(pod *v1.Pod) error {
 	const op = "ForgetPod"
-	key, err := framework.PodKey(pod)
+	key, err := nodeinfo.PodKey(pod)
 	if err != nil {
 		return forkPodError(op, pod, err)
 	}
@@ -762,7 +762,7 @@ func (f *Fork) ForgetPod(pod *v1.Pod) error {
 	if err != nil {
 		return err
 	}
-	if err := e.detach(stored, slot, key, framework.PodHasAffinity(pod), framework.PodHasRequiredAntiAffinity(pod), false); err != nil {
+	if err := e.detach(stored, slot, key, nodeinfo.PodHasAffinity(pod), nodeinfo.PodHasRequiredAntiAffinity(pod), false); err != nil {
 		return &errs.PodError{Op: op, Key: key, Node: stored, Err: err}
 	}
 	e.dropPod(key)
@@ -776,7 +776,7 @@ func (f *Fork) ForgetPod(pod *v1.Pod) error {
 // fork does not know (ErrNodeNotFound).
 func (f *Fork) AddPod(pod *v1.Pod) error {
 	const op = "AddPod"
-	info, err := framework.NewPodInfo(pod)
+	info, err := nodeinfo.NewPodInfo(pod)
 	if err != nil {
 		return forkPodError(op, pod, err)
 	}
@@ -796,7 +796,7 @@ func (f *Fork) AddPod(pod *v1.Pod) error {
 		if err != nil {
 			return err
 		}
-		if err := e.detach(cur.Pod.Spec.NodeName, from, key, framework.PodHasAffinity(cur.Pod), framework.PodHasRequiredAntiAffinity(cur.Pod), from == slot); err != nil {
+		if err := e.detach(cur.Pod.Spec.NodeName, from, key, nodeinfo.PodHasAffinity(cur.Pod), nodeinfo.PodHasRequiredAntiAffinity(cur.Pod), from == slot); err != nil {
 			return &errs.PodError{Op: op, Key: key, Node: node, Err: err}
 		}
 	} else {
@@ -815,11 +815,11 @@ func (f *Fork) AddPod(pod *v1.Pod) error {
 // renames the pod.
 func (f *Fork) UpdatePod(oldPod, newPod *v1.Pod) error {
 	const op = "UpdatePod"
-	key, err := framework.PodKey(oldPod)
+	key, err := nodeinfo.PodKey(oldPod)
 	if err != nil {
 		return forkPodError(op, oldPod, err)
 	}
-	info, err := framework.NewPodInfo(newPod)
+	info, err := nodeinfo.NewPodInfo(newPod)
 	if err != nil {
 		return forkPodError(op, newPod, err)
 	}
@@ -834,7 +834,7 @@ func (f *Fork) UpdatePod(oldPod, newPod *v1.Pod) error {
 	if err != nil {
 		return err
 	}
-	if err := e.detach(stored, slot, key, framework.PodHasAffinity(oldPod), framework.PodHasRequiredAntiAffinity(oldPod), true); err != nil {
+	if err := e.detach(stored, slot, key, nodeinfo.PodHasAffinity(oldPod), nodeinfo.PodHasRequiredAntiAffinity(oldPod), true); err != nil {
 		return &errs.PodError{Op: op, Key: key, Node: stored, Err: err}
 	}
 	e.attach(slot, info)
@@ -850,7 +850,7 @@ func (f *Fork) UpdatePod(oldPod, newPod *v1.Pod) error {
 // stored pod's is a *CorruptionError.
 func (f *Fork) RemovePod(pod *v1.Pod) error {
 	const op = "RemovePod"
-	key, err := framework.PodKey(pod)
+	key, err := nodeinfo.PodKey(pod)
 	if err != nil {
 		return forkPodError(op, pod, err)
 	}
@@ -864,7 +864,7 @@ func (f *Fork) RemovePod(pod *v1.Pod) error {
 	if err != nil {
 		return err
 	}
-	if err := e.detach(stored, slot, key, framework.PodHasAffinity(cur.Pod), framework.PodHasRequiredAntiAffinity(cur.Pod), false); err != nil {
+	if err := e.detach(stored, slot, key, nodeinfo.PodHasAffinity(cur.Pod), nodeinfo.PodHasRequiredAntiAffinity(cur.Pod), false); err != nil {
 		return &errs.PodError{Op: op, Key: key, Node: stored, Err: err}
 	}
 	e.dropPod(key)
@@ -892,7 +892,7 @@ func (f *Fork) nodeOp(op, name string) (*forkEdit, error) {
 func (e *forkEdit) newEntry() int32 {
 	slot := int32(e.nodes.Len())
 	e.nodes.Append(nil)
-	st := framework.NewNodeState(forkNextGen)
+	st := nodeinfo.NewNodeState(forkNextGen)
 	e.touched[slot] = touchedNode{st: st}
 	e.s.nodeCount++
 	return slot
@@ -927,16 +927,16 @@ func applyImages(s *Snapshot, ops *imgOp) {
 		seq = append(seq, o)
 	}
 	t := s.images
-	views := make(map[int32]framework.ImageView)
+	views := make(map[int32]nodeinfo.ImageView)
 	for i := len(seq) - 1; i >= 0; i-- {
 		o := seq[i]
 		if o.old != nil {
-			t = imagesWithout(t, framework.ImageNames(o.old))
+			t = imagesWithout(t, nodeinfo.ImageNames(o.old))
 		}
 		if o.node != nil {
-			names := framework.ImageNames(o.node)
+			names := nodeinfo.ImageNames(o.node)
 			t = imagesWith(t, o.node, names)
-			views[o.slot] = framework.ImageView{Names: names, Table: t}
+			views[o.slot] = nodeinfo.ImageView{Names: names, Table: t}
 		}
 	}
 	s.images = t
@@ -950,9 +950,9 @@ func applyImages(s *Snapshot, ops *imgOp) {
 }
 
 // imagesWith returns t with one more node listing each of node's image
-// names (names is framework.ImageNames(node)); a new name gets the size
+// names (names is nodeinfo.ImageNames(node)); a new name gets the size
 // of the first image of node listing it.
-func imagesWith(t *framework.ImageTable, node *v1.Node, names []string) *framework.ImageTable {
+func imagesWith(t *nodeinfo.ImageTable, node *v1.Node, names []string) *nodeinfo.ImageTable {
 	if len(names) == 0 {
 		return t
 	}
@@ -970,18 +970,18 @@ func imagesWith(t *framework.ImageTable, node *v1.Node, names []string) *framewo
 			k++
 			v, ok := ed.Get(name)
 			if !ok {
-				v = framework.ImageStateSummary{Size: img.SizeBytes}
+				v = nodeinfo.ImageStateSummary{Size: img.SizeBytes}
 			}
 			v.NumNodes++
 			ed.Set(name, v)
 		}
 	}
-	return framework.NewImageTable(ed.Done())
+	return nodeinfo.NewImageTable(ed.Done())
 }
 
 // imagesWithout returns t with one node fewer listing each of names (a
-// node's framework.ImageNames); a name no node lists any more leaves.
-func imagesWithout(t *framework.ImageTable, names []string) *framework.ImageTable {
+// node's nodeinfo.ImageNames); a name no node lists any more leaves.
+func imagesWithout(t *nodeinfo.ImageTable, names []string) *nodeinfo.ImageTable {
 	if len(names) == 0 {
 		return t
 	}
@@ -997,7 +997,7 @@ func imagesWithout(t *framework.ImageTable, names []string) *framework.ImageTabl
 			ed.Set(name, v)
 		}
 	}
-	return framework.NewImageTable(ed.Done())
+	return nodeinfo.NewImageTable(ed.Done())
 }
 
 // nodeObj returns the node object of slot's entry.
@@ -1010,10 +1010,10 @@ func (e *forkEdit) nodeObj(slot int32) *v1.Node {
 
 // AddNode adds node or replaces the object of its entry (a ghost's
 // included), as Cache.AddNode, and lists it in its zone. A nil node is
-// refused with framework.ErrNilNode.
+// refused with nodeinfo.ErrNilNode.
 func (f *Fork) AddNode(node *v1.Node) error {
 	if node == nil {
-		return framework.ErrNilNode
+		return nodeinfo.ErrNilNode
 	}
 	e, err := f.nodeOp("AddNode", node.Name)
 	if err != nil {
@@ -1035,15 +1035,15 @@ func (f *Fork) AddNode(node *v1.Node) error {
 // UpdateNode replaces the object of newNode.Name (adding the node if it
 // has no entry), moving it in the zone order when the zone keys of oldNode
 // and newNode differ, as Cache.UpdateNode, with the same refusals
-// (framework.ErrNilNode, ErrNodeNameMismatch).
+// (nodeinfo.ErrNilNode, ErrNodeNameMismatch).
 func (f *Fork) UpdateNode(oldNode, newNode *v1.Node) error {
 	const op = "UpdateNode"
 	if newNode == nil {
-		return framework.ErrNilNode
+		return nodeinfo.ErrNilNode
 	}
 	newZone := nodetree.ZoneKey(newNode)
 	if oldNode == nil && newZone != "" {
-		return &errs.NodeError{Op: op, Name: newNode.Name, Err: framework.ErrNilNode}
+		return &errs.NodeError{Op: op, Name: newNode.Name, Err: nodeinfo.ErrNilNode}
 	}
 	e, err := f.nodeOp(op, newNode.Name)
 	if err != nil {
@@ -1079,7 +1079,7 @@ func (f *Fork) UpdateNode(oldNode, newNode *v1.Node) error {
 func (f *Fork) RemoveNode(node *v1.Node) error {
 	const op = "RemoveNode"
 	if node == nil {
-		return framework.ErrNilNode
+		return nodeinfo.ErrNilNode
 	}
 	e, err := f.nodeOp(op, node.Name)
 	if err != nil {

@@ -7,8 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/schedcache/schedcache/framework"
-	"github.com/schedcache/schedcache/internal/persist"
+	"github.com/schedcache/schedcache/internal/immutable"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
 // NewSnapshot builds a standalone snapshot from pods and nodes, independent
@@ -20,18 +20,18 @@ import (
 // of every pod with a node name. The list order, unspecified upstream (Go map
 // order), is by name here. Pods with an empty UID are aggregated but not
 // listed by Pod/RangePods; nil pods and nodes are skipped. Pods whose
-// amounts node totals could not hold (a *framework.QuantityError, or one
-// pod more than framework.MaxPodsPerNode on a node) are skipped too, and
+// amounts node totals could not hold (a *nodeinfo.QuantityError, or one
+// pod more than nodeinfo.MaxPodsPerNode on a node) are skipped too, and
 // reported by the snapshot's Err, each matching
-// framework.ErrQuantityOverflow (upstream would wrap the totals).
+// nodeinfo.ErrQuantityOverflow (upstream would wrap the totals).
 func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
 	var gen int64
 	nextGen := func() int64 { gen++; return gen }
-	states := make(map[string]*framework.NodeState)
-	entry := func(name string) *framework.NodeState {
+	states := make(map[string]*nodeinfo.NodeState)
+	entry := func(name string) *nodeinfo.NodeState {
 		s, ok := states[name]
 		if !ok {
-			s = framework.NewNodeState(nextGen)
+			s = nodeinfo.NewNodeState(nextGen)
 			states[name] = s
 		}
 		return s
@@ -40,16 +40,16 @@ func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
 	keys := make(map[string]struct{})
 	var refused []error // pods whose amounts node totals could not hold
 	for _, p := range pods {
-		pi, err := framework.NewPodInfoAnyUID(p)
+		pi, err := nodeinfo.NewPodInfoAnyUID(p)
 		if err != nil {
 			if p != nil {
 				refused = append(refused, err)
 			}
 			continue
 		}
-		if s := entry(p.Spec.NodeName); s.NumPods() >= framework.MaxPodsPerNode {
+		if s := entry(p.Spec.NodeName); s.NumPods() >= nodeinfo.MaxPodsPerNode {
 			refused = append(refused, fmt.Errorf("pod %s/%s: node %q already holds %d pods: %w",
-				p.Namespace, p.Name, p.Spec.NodeName, s.NumPods(), framework.ErrQuantityOverflow))
+				p.Namespace, p.Name, p.Spec.NodeName, s.NumPods(), nodeinfo.ErrQuantityOverflow))
 			continue
 		}
 		entry(p.Spec.NodeName).AddPod(pi)
@@ -83,10 +83,10 @@ func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
 		}
 		s := entry(n.Name)
 		s.SetNode(n)
-		images := make(map[string]framework.ImageStateSummary)
+		images := make(map[string]nodeinfo.ImageStateSummary)
 		for _, img := range n.Status.Images {
 			for _, name := range img.Names {
-				images[name] = framework.ImageStateSummary{Size: img.SizeBytes, NumNodes: len(imageNodes[name])}
+				images[name] = nodeinfo.ImageStateSummary{Size: img.SizeBytes, NumNodes: len(imageNodes[name])}
 			}
 		}
 		s.SetImageStates(images)
@@ -113,7 +113,7 @@ func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
 			anti = append(anti, slot)
 		}
 	}
-	b.SetLists(order, persist.SeqOf(aff), persist.SeqOf(anti), errors.Join(refused...))
+	b.SetLists(order, immutable.SeqOf(aff), immutable.SeqOf(anti), errors.Join(refused...))
 	s := b.Commit(0, len(states), len(keys))
 	s.published = false
 	return s

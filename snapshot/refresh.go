@@ -1,8 +1,8 @@
 package snapshot
 
 import (
-	"github.com/schedcache/schedcache/framework"
-	"github.com/schedcache/schedcache/internal/persist"
+	"github.com/schedcache/schedcache/internal/immutable"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
 // longLived is what a snapshot refreshed by UpdateFrom keeps besides the
@@ -11,9 +11,9 @@ import (
 // slots of its own once it has diverged from the published versions).
 // Owned by the snapshot's owner, like the snapshot.
 type longLived struct {
-	base     persist.Vector[*framework.NodeInfo] // nodes of the published snapshot the last refresh read
-	nextSlot int32                               // first slot never used by this snapshot
-	free     []int32                             // slots freed by removals
+	base     immutable.Vector[*nodeinfo.NodeInfo] // nodes of the published snapshot the last refresh read
+	nextSlot int32                                // first slot never used by this snapshot
+	free     []int32                              // slots freed by removals
 }
 
 func (l *longLived) clone() *longLived {
@@ -75,13 +75,13 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 	ll := s.ll
 	nodes, index := s.nodes.Edit(), s.index.Edit()
 	all, aff, anti, pvc := false, false, false, false
-	persist.DiffVectors(ll.base, p.nodes, func(_ int, _, cur *framework.NodeInfo) {
+	immutable.DiffVectors(ll.base, p.nodes, func(_ int, _, cur *nodeinfo.NodeInfo) {
 		if cur == nil {
 			return // removed, or nodeless now: the removal pass decides
 		}
 		name := cur.NodeName()
 		slot, ok := index.Get(name)
-		var prev *framework.NodeInfo
+		var prev *nodeinfo.NodeInfo
 		if ok {
 			prev = nodes.Get(int(slot))
 			if prev != nil && prev.Generation() == cur.Generation() {
@@ -95,7 +95,7 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 		cur = cur.WithImageTable(p.images) // a clone taken now shows the counts now
 		aff = aff || (prev.NumPodsWithAffinity() > 0) != (cur.NumPodsWithAffinity() > 0)
 		anti = anti || (prev.NumPodsWithRequiredAntiAffinity() > 0) != (cur.NumPodsWithRequiredAntiAffinity() > 0)
-		pvc = pvc || !framework.SamePVCKeys(prev, cur)
+		pvc = pvc || !nodeinfo.SamePVCKeys(prev, cur)
 		nodes.Set(int(slot), cur)
 	})
 	// Entries whose node left the cache (or has no node object now): upstream
@@ -139,12 +139,12 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 // change, a fresh upstream snapshot those of the moment it clones. Entries
 // already current are shared; the rest are copied reading p's registry
 // version (O(nodes) struct copies at worst, as upstream clones every node).
-func (p *Snapshot) clonesNow(nodes persist.Vector[*framework.NodeInfo]) persist.Vector[*framework.NodeInfo] {
+func (p *Snapshot) clonesNow(nodes immutable.Vector[*nodeinfo.NodeInfo]) immutable.Vector[*nodeinfo.NodeInfo] {
 	if p.images == nil {
 		return nodes
 	}
-	var ed *persist.VectorEditor[*framework.NodeInfo]
-	nodes.Range(func(i int, ni *framework.NodeInfo) bool {
+	var ed *immutable.VectorEditor[*nodeinfo.NodeInfo]
+	nodes.Range(func(i int, ni *nodeinfo.NodeInfo) bool {
 		if now := ni.WithImageTable(p.images); now != ni {
 			if ed == nil {
 				ed = nodes.Edit()
@@ -162,7 +162,7 @@ func (p *Snapshot) clonesNow(nodes persist.Vector[*framework.NodeInfo]) persist.
 // treeOrder returns the zone tree's list as of p, resolved through index
 // (a long-lived snapshot's name -> slot); names index lacks are skipped,
 // as upstream skips names missing from its snapshot's map.
-func (p *Snapshot) treeOrder(index *persist.MapEditor[int32]) []int32 {
+func (p *Snapshot) treeOrder(index *immutable.MapEditor[int32]) []int32 {
 	add := func(out []int32, name string) []int32 {
 		if slot, ok := index.Get(name); ok {
 			out = append(out, slot)
@@ -185,9 +185,9 @@ func (p *Snapshot) treeOrder(index *persist.MapEditor[int32]) []int32 {
 
 // derivedLists walks order and returns the affinity lists and the used-PVC
 // set of its nodes (upstream's updateNodeInfoSnapshotList).
-func derivedLists(order []int32, nodes *persist.VectorEditor[*framework.NodeInfo]) (aff, anti persist.Seq[int32], pvc persist.Map[struct{}]) {
+func derivedLists(order []int32, nodes *immutable.VectorEditor[*nodeinfo.NodeInfo]) (aff, anti immutable.Seq[int32], pvc immutable.Map[struct{}]) {
 	var a, r []int32
-	ed := persist.Map[struct{}]{}.Edit()
+	ed := immutable.Map[struct{}]{}.Edit()
 	for _, slot := range order {
 		ni := nodes.Get(int(slot))
 		if ni.NumPodsWithAffinity() > 0 {
@@ -198,5 +198,5 @@ func derivedLists(order []int32, nodes *persist.VectorEditor[*framework.NodeInfo
 		}
 		ni.RangePVCKeys(func(k string) { ed.Set(k, struct{}{}) })
 	}
-	return persist.SeqOf(a), persist.SeqOf(r), ed.Done()
+	return immutable.SeqOf(a), immutable.SeqOf(r), ed.Done()
 }

@@ -17,8 +17,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/schedcache/schedcache/framework"
-	"github.com/schedcache/schedcache/internal/persist"
+	"github.com/schedcache/schedcache/internal/immutable"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/nodetree"
 )
 
@@ -72,27 +72,27 @@ type PodEntry struct {
 // exactly as upstream).
 type Snapshot struct {
 	epoch     uint64
-	nodes     persist.Vector[*framework.NodeInfo] // by slot; nil for nodeless or free slots
-	index     persist.Map[int32]                  // name -> slot, entries with a node object
-	order     []int32                             // slots in zone-tree order; shared, never written
-	aff       persist.Seq[int32]                  // order filtered to nodes with affinity pods, by list position
-	anti      persist.Seq[int32]                  // order filtered to nodes with required anti-affinity pods, by list position
-	pvc       persist.Map[struct{}]               // used PVC keys "namespace/name"
-	pods      persist.Map[PodEntry]               // pod key (UID) -> entry, up to the changes in podLog
-	podLog    []podChange                         // pod changes after pods, oldest first; a prefix of a log shared with later snapshots, never written below its length
-	podSum    []uint64                            // podHash of each podLog key; shared and written like podLog
-	podCount  int                                 // pods held (assumed included)
-	nodeCount int                                 // NodeInfo entries, ghosts and nodeless included
-	err       error                               // list/tree inconsistency, reported by UpdateSnapshot
-	images    *framework.ImageTable               // the image registry at this epoch; entries show their node's counts as of its last change
-	treeNodes int                                 // nodes in the zone tree
-	treeNames []string                            // the tree's list by name when it names nodes order lacks (a name without a node entry); nil otherwise; shared, never written
-	published bool                                // true for snapshots handed out by the cache, and for a fork's (fork.go)
-	over      persist.Map[podOver]                // a fork's pod changes over pods and podLog (fork.go); empty in the cache's snapshots
-	li        *listIndex                          // order's slot -> position table, built on first use (forks); shared by the snapshots with this order; nil in snapshots a caller owns
-	pc        *pvcIndex                           // used-PVC counts, built on first use (forks); one per published snapshot; nil in others
-	logIx     *podLogIndex                        // index of podLog, built on demand (forks); shared by the snapshots with this pods+podLog (a fork's keep their base's); nil in snapshots a caller owns
-	ll        *longLived                          // nil unless refreshed by UpdateFrom; owned with the snapshot
+	nodes     immutable.Vector[*nodeinfo.NodeInfo] // by slot; nil for nodeless or free slots
+	index     immutable.Map[int32]                 // name -> slot, entries with a node object
+	order     []int32                              // slots in zone-tree order; shared, never written
+	aff       immutable.Seq[int32]                 // order filtered to nodes with affinity pods, by list position
+	anti      immutable.Seq[int32]                 // order filtered to nodes with required anti-affinity pods, by list position
+	pvc       immutable.Map[struct{}]              // used PVC keys "namespace/name"
+	pods      immutable.Map[PodEntry]              // pod key (UID) -> entry, up to the changes in podLog
+	podLog    []podChange                          // pod changes after pods, oldest first; a prefix of a log shared with later snapshots, never written below its length
+	podSum    []uint64                             // podHash of each podLog key; shared and written like podLog
+	podCount  int                                  // pods held (assumed included)
+	nodeCount int                                  // NodeInfo entries, ghosts and nodeless included
+	err       error                                // list/tree inconsistency, reported by UpdateSnapshot
+	images    *nodeinfo.ImageTable                 // the image registry at this epoch; entries show their node's counts as of its last change
+	treeNodes int                                  // nodes in the zone tree
+	treeNames []string                             // the tree's list by name when it names nodes order lacks (a name without a node entry); nil otherwise; shared, never written
+	published bool                                 // true for snapshots handed out by the cache, and for a fork's (fork.go)
+	over      immutable.Map[podOver]               // a fork's pod changes over pods and podLog (fork.go); empty in the cache's snapshots
+	li        *listIndex                           // order's slot -> position table, built on first use (forks); shared by the snapshots with this order; nil in snapshots a caller owns
+	pc        *pvcIndex                            // used-PVC counts, built on first use (forks); one per published snapshot; nil in others
+	logIx     *podLogIndex                         // index of podLog, built on demand (forks); shared by the snapshots with this pods+podLog (a fork's keep their base's); nil in snapshots a caller owns
+	ll        *longLived                           // nil unless refreshed by UpdateFrom; owned with the snapshot
 }
 
 // listIndex maps a node list's slots to their positions in it. It is built
@@ -152,15 +152,15 @@ func (s *Snapshot) listTree() (*nodetree.Tree, error) {
 // that reference it, built once, on first use (pvcCounts).
 type pvcIndex struct {
 	once   sync.Once
-	counts persist.Map[int32] // written once, in once
+	counts immutable.Map[int32] // written once, in once
 }
 
 // pvcCounts returns claim -> number of listed nodes referencing it,
 // building it (O(listed nodes x their claims)) on the first call for a
 // published snapshot, on every call for others.
-func (s *Snapshot) pvcCounts() persist.Map[int32] {
-	build := func() persist.Map[int32] {
-		e := persist.Map[int32]{}.Edit()
+func (s *Snapshot) pvcCounts() immutable.Map[int32] {
+	build := func() immutable.Map[int32] {
+		e := immutable.Map[int32]{}.Edit()
 		for _, slot := range s.order {
 			s.nodes.Get(int(slot)).RangePVCRefCounts(func(k string, _ int) bool {
 				n, _ := e.Get(k)
@@ -267,7 +267,7 @@ func (s *Snapshot) NumNodes() int { return len(s.order) }
 
 // At returns the i-th node of the list (zone-tree order), or nil when i is
 // out of range. It does not allocate.
-func (s *Snapshot) At(i int) *framework.NodeInfo {
+func (s *Snapshot) At(i int) *nodeinfo.NodeInfo {
 	if i < 0 || i >= len(s.order) {
 		return nil
 	}
@@ -275,7 +275,7 @@ func (s *Snapshot) At(i int) *framework.NodeInfo {
 }
 
 // Range calls fn for each node of the list in order until fn returns false.
-func (s *Snapshot) Range(fn func(i int, n *framework.NodeInfo) bool) {
+func (s *Snapshot) Range(fn func(i int, n *nodeinfo.NodeInfo) bool) {
 	for i, slot := range s.order {
 		if !fn(i, s.nodes.Get(int(slot))) {
 			return
@@ -283,11 +283,11 @@ func (s *Snapshot) Range(fn func(i int, n *framework.NodeInfo) bool) {
 	}
 }
 
-func (s *Snapshot) resolve(slots []int32) []*framework.NodeInfo {
+func (s *Snapshot) resolve(slots []int32) []*nodeinfo.NodeInfo {
 	if slots == nil {
 		return nil
 	}
-	out := make([]*framework.NodeInfo, len(slots))
+	out := make([]*nodeinfo.NodeInfo, len(slots))
 	for i, slot := range slots {
 		out[i] = s.nodes.Get(int(slot))
 	}
@@ -296,11 +296,11 @@ func (s *Snapshot) resolve(slots []int32) []*framework.NodeInfo {
 
 // resolveSeq is resolve for an affinity list: nil for an empty one, as
 // upstream's list of a snapshot that never had such a node.
-func (s *Snapshot) resolveSeq(slots persist.Seq[int32]) []*framework.NodeInfo {
+func (s *Snapshot) resolveSeq(slots immutable.Seq[int32]) []*nodeinfo.NodeInfo {
 	if slots.Len() == 0 {
 		return nil
 	}
-	out := make([]*framework.NodeInfo, 0, slots.Len())
+	out := make([]*nodeinfo.NodeInfo, 0, slots.Len())
 	slots.All(func(slot int32) bool {
 		out = append(out, s.nodes.Get(int(slot)))
 		return true
@@ -310,17 +310,17 @@ func (s *Snapshot) resolveSeq(slots persist.Seq[int32]) []*framework.NodeInfo {
 
 // List returns a new slice of the nodes in zone-tree order. It costs
 // O(nodes); use At or Range to read without copying. The error is nil.
-func (s *Snapshot) List() ([]*framework.NodeInfo, error) { return s.resolve(s.order), nil }
+func (s *Snapshot) List() ([]*nodeinfo.NodeInfo, error) { return s.resolve(s.order), nil }
 
 // HavePodsWithAffinityList returns a new slice of the nodes, in list order,
 // that hold at least one pod with pod affinity or anti-affinity.
-func (s *Snapshot) HavePodsWithAffinityList() ([]*framework.NodeInfo, error) {
+func (s *Snapshot) HavePodsWithAffinityList() ([]*nodeinfo.NodeInfo, error) {
 	return s.resolveSeq(s.aff), nil
 }
 
 // HavePodsWithRequiredAntiAffinityList returns a new slice of the nodes, in
 // list order, that hold at least one pod with required anti-affinity.
-func (s *Snapshot) HavePodsWithRequiredAntiAffinityList() ([]*framework.NodeInfo, error) {
+func (s *Snapshot) HavePodsWithRequiredAntiAffinityList() ([]*nodeinfo.NodeInfo, error) {
 	return s.resolveSeq(s.anti), nil
 }
 
@@ -331,7 +331,7 @@ func (s *Snapshot) NumNodesWithRequiredAntiAffinity() int { return s.anti.Len() 
 
 // Get returns the node named name if it has a node object, else a
 // *NotFoundError.
-func (s *Snapshot) Get(name string) (*framework.NodeInfo, error) {
+func (s *Snapshot) Get(name string) (*nodeinfo.NodeInfo, error) {
 	if slot, ok := s.index.Get(name); ok {
 		if ni := s.nodes.Get(int(slot)); ni != nil {
 			return ni, nil

@@ -13,18 +13,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/schedcache/schedcache/framework"
-	"github.com/schedcache/schedcache/internal/persist"
+	"github.com/schedcache/schedcache/internal/immutable"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func frozen(t *testing.T, name string, pods ...string) *framework.NodeInfo {
+func frozen(t *testing.T, name string, pods ...string) *nodeinfo.NodeInfo {
 	var g int64
-	s := framework.NewNodeState(func() int64 { g++; return g })
+	s := nodeinfo.NewNodeState(func() int64 { g++; return g })
 	s.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	for _, uid := range pods {
-		pi, err := framework.NewPodInfo(&v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}})
+		pi, err := nodeinfo.NewPodInfo(&v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}})
 		require.NoError(t, err)
 		s.AddPod(pi)
 	}
@@ -40,7 +40,7 @@ func TestBuilderCommitLeavesOldSnapshots(t *testing.T) {
 	b.SetIndex("b", 1)
 	b.SetPod("p1", PodEntry{Assumed: true})
 	b.SetPVC("ns/c", true)
-	b.SetLists([]int32{1, 0}, persist.Seq[int32]{}, persist.Seq[int32]{}, nil)
+	b.SetLists([]int32{1, 0}, immutable.Seq[int32]{}, immutable.Seq[int32]{}, nil)
 	s1 := b.Commit(7, 2, 1)
 	require.Equal(t, uint64(7), s1.Epoch())
 	require.Equal(t, 2, s1.NumNodes())
@@ -55,7 +55,7 @@ func TestBuilderCommitLeavesOldSnapshots(t *testing.T) {
 	b.SetNode(0, nil)
 	b.DeletePod("p1")
 	b.SetPVC("ns/c", false)
-	b.SetLists([]int32{1}, persist.Seq[int32]{}, persist.Seq[int32]{}, &InconsistentListError{ListLen: 1, TreeNodes: 2})
+	b.SetLists([]int32{1}, immutable.Seq[int32]{}, immutable.Seq[int32]{}, &InconsistentListError{ListLen: 1, TreeNodes: 2})
 	s2 := b.Commit(8, 1, 0)
 	_, err := s2.Get("a")
 	require.ErrorIs(t, err, ErrNodeInfoNotFound)
@@ -77,7 +77,7 @@ func TestSnapshotCopies(t *testing.T) {
 	b := NewBuilder()
 	b.SetNode(0, frozen(t, "a"))
 	b.SetIndex("a", 0)
-	b.SetLists([]int32{0}, persist.SeqOf([]int32{0}), persist.Seq[int32]{}, nil)
+	b.SetLists([]int32{0}, immutable.SeqOf([]int32{0}), immutable.Seq[int32]{}, nil)
 	pub := b.Commit(1, 1, 0)
 	l, err := pub.List()
 	require.NoError(t, err)
@@ -117,7 +117,7 @@ func TestNewSnapshot(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n1.NumPods())
 	img, _ := n1.ImageState("img")
-	require.Equal(t, framework.ImageStateSummary{Size: 10, NumNodes: 2}, img)
+	require.Equal(t, nodeinfo.ImageStateSummary{Size: 10, NumNodes: 2}, img)
 	n2, _ := s.Get("n2")
 	img, _ = n2.ImageState("img")
 	require.Equal(t, int64(20), img.Size, "sizes are per node in NewSnapshot")
@@ -301,20 +301,20 @@ func TestForkImagesWith(t *testing.T) {
 		img(10, "a", "b"), img(20, "b", "c", "a"), img(30, "c"), img(40, "d", "d"), img(50),
 	}}}
 	n2 := &v1.Node{Status: v1.NodeStatus{Images: []v1.ContainerImage{img(99, "c", "e"), img(7, "e", "f")}}}
-	t0 := framework.NewImageTable(persist.Map[framework.ImageStateSummary]{})
-	t1 := imagesWith(t0, n1, framework.ImageNames(n1))
-	t2 := imagesWith(t1, n2, framework.ImageNames(n2))
-	want := map[string]framework.ImageStateSummary{
+	t0 := nodeinfo.NewImageTable(immutable.Map[nodeinfo.ImageStateSummary]{})
+	t1 := imagesWith(t0, n1, nodeinfo.ImageNames(n1))
+	t2 := imagesWith(t1, n2, nodeinfo.ImageNames(n2))
+	want := map[string]nodeinfo.ImageStateSummary{
 		"a": {Size: 10, NumNodes: 1}, "b": {Size: 10, NumNodes: 1}, "c": {Size: 20, NumNodes: 2},
 		"d": {Size: 40, NumNodes: 1}, "e": {Size: 99, NumNodes: 1}, "f": {Size: 7, NumNodes: 1},
 	}
-	got := map[string]framework.ImageStateSummary{}
-	t2.Map().Range(func(k string, v framework.ImageStateSummary) bool { got[k] = v; return true })
+	got := map[string]nodeinfo.ImageStateSummary{}
+	t2.Map().Range(func(k string, v nodeinfo.ImageStateSummary) bool { got[k] = v; return true })
 	require.Equal(t, want, got)
-	back := imagesWithout(t2, framework.ImageNames(n2))
-	got = map[string]framework.ImageStateSummary{}
-	back.Map().Range(func(k string, v framework.ImageStateSummary) bool { got[k] = v; return true })
-	require.Equal(t, map[string]framework.ImageStateSummary{
+	back := imagesWithout(t2, nodeinfo.ImageNames(n2))
+	got = map[string]nodeinfo.ImageStateSummary{}
+	back.Map().Range(func(k string, v nodeinfo.ImageStateSummary) bool { got[k] = v; return true })
+	require.Equal(t, map[string]nodeinfo.ImageStateSummary{
 		"a": {Size: 10, NumNodes: 1}, "b": {Size: 10, NumNodes: 1}, "c": {Size: 20, NumNodes: 1}, "d": {Size: 40, NumNodes: 1},
 	}, got)
 	require.Equal(t, 0, t0.Map().Len(), "the tables are persistent")

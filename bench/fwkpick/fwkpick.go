@@ -60,8 +60,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 
 	"github.com/schedcache/schedcache"
-	scfw "github.com/schedcache/schedcache/framework"
 	"github.com/schedcache/schedcache/kube/fwkadapter"
+	scfw "github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/sim"
 	"github.com/schedcache/schedcache/workload"
 )

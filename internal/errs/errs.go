@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
 // Sentinel errors of the pod and node state machine (package actor and the
@@ -35,10 +35,10 @@ var (
 	// differing name that touches no other node is accepted, as upstream).
 	ErrNodeNameMismatch = errors.New("schedcache: old node names another live node that the zone change would unlist")
 	// ErrTooManyPods: the pod's node entry already holds
-	// framework.MaxPodsPerNode pods; one more could overflow its totals.
-	// It wraps framework.ErrQuantityOverflow.
+	// nodeinfo.MaxPodsPerNode pods; one more could overflow its totals.
+	// It wraps nodeinfo.ErrQuantityOverflow.
 	ErrTooManyPods = fmt.Errorf("schedcache: node already holds %d pods, the most its totals are safe for: %w",
-		framework.MaxPodsPerNode, framework.ErrQuantityOverflow)
+		nodeinfo.MaxPodsPerNode, nodeinfo.ErrQuantityOverflow)
 )
 
 // PodError is returned by pod operations. It wraps one of the sentinels.

@@ -17,7 +17,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/schedcache/schedcache"
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/snapshot"
 )
 
@@ -93,9 +93,9 @@ func badSelector(p *v1.Pod) {
 	}}
 }
 
-func podInfo(t testing.TB, p *v1.Pod) *framework.PodInfo {
+func podInfo(t testing.TB, p *v1.Pod) *nodeinfo.PodInfo {
 	t.Helper()
-	pi, err := framework.NewPodInfo(p)
+	pi, err := nodeinfo.NewPodInfo(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,13 +231,13 @@ func TestViewMatchesUpstreamAggregation(t *testing.T) {
 		mkPod("a", "n1", hostPort(8080), pvc("c1")), mkPod("b", "n1", affinity, pvc("c1")), mkPod("c", "n1", antiAffinity, gpu("1")),
 		mkPod("d", "n1", gpu("2"), hostPort(9090)), mkPod("e", "n1", affinity), mkPod("f", "n1", badSelector),
 	}
-	infos := make([]*framework.PodInfo, len(pods))
+	infos := make([]*nodeinfo.PodInfo, len(pods))
 	for i, p := range pods {
 		infos[i] = podInfo(t, p)
 	}
-	st := framework.NewNodeState(framework.NextGeneration)
+	st := nodeinfo.NewNodeState(nodeinfo.NextGeneration)
 	st.SetNode(node)
-	st.SetImageStates(map[string]framework.ImageStateSummary{"img-a": {Size: 100, NumNodes: 1}, "img-b": {Size: 200, NumNodes: 1}})
+	st.SetImageStates(map[string]nodeinfo.ImageStateSummary{"img-a": {Size: 100, NumNodes: 1}, "img-b": {Size: 200, NumNodes: 1}})
 	m := NewMutableNodeInfo(node)
 	m.imageStates = map[string]*fwk.ImageStateSummary{"img-a": {Size: 100, NumNodes: 1}, "img-b": {Size: 200, NumNodes: 1}}
 	for _, pi := range infos {
@@ -270,7 +270,7 @@ func TestViewMatchesUpstreamAggregation(t *testing.T) {
 func TestPublishedViewIsReadOnly(t *testing.T) {
 	node := mkNode("n1", "img-a")
 	p := mkPod("a", "n1", hostPort(8080), affinity)
-	st := framework.NewNodeState(framework.NextGeneration)
+	st := nodeinfo.NewNodeState(nodeinfo.NextGeneration)
 	st.SetNode(node)
 	st.AddPod(podInfo(t, p))
 	ni := st.Freeze()

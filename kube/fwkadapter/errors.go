@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
 // Errors of the adapter. Match them with errors.Is; the functions that
@@ -19,9 +19,9 @@ var (
 	// ErrPodNotFound reports a RemovePod for a pod the node does not hold.
 	ErrPodNotFound = errors.New("fwkadapter: pod not found on node")
 	// ErrNilPod and ErrEmptyUID are the project's errors for a pod without
-	// a cache key (framework.PodKey).
-	ErrNilPod   = framework.ErrNilPod
-	ErrEmptyUID = framework.ErrEmptyUID
+	// a cache key (nodeinfo.PodKey).
+	ErrNilPod   = nodeinfo.ErrNilPod
+	ErrEmptyUID = nodeinfo.ErrEmptyUID
 )
 
 // PodNotFoundError is what MutableNodeInfo.RemovePod returns for a pod the

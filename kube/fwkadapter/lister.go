@@ -5,7 +5,7 @@ import (
 
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/snapshot"
 )
 
@@ -84,7 +84,7 @@ func (l *nodeLister) snapshot() *snapshot.Snapshot { return (*Lister)(l).Snapsho
 func (l *nodeLister) List() ([]fwk.NodeInfo, error) {
 	return l.memo(listAll, func(s *snapshot.Snapshot) []fwk.NodeInfo {
 		out := make([]fwk.NodeInfo, s.NumNodes())
-		s.Range(func(i int, ni *framework.NodeInfo) bool {
+		s.Range(func(i int, ni *nodeinfo.NodeInfo) bool {
 			out[i] = (*NodeInfo)(ni)
 			return true
 		})
@@ -140,7 +140,7 @@ func (l *nodeLister) Get(name string) (fwk.NodeInfo, error) {
 	return (*NodeInfo)(ni), nil
 }
 
-func wrapList(list []*framework.NodeInfo) []fwk.NodeInfo {
+func wrapList(list []*nodeinfo.NodeInfo) []fwk.NodeInfo {
 	if list == nil {
 		return nil
 	}

@@ -8,7 +8,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
 // MutableNodeInfo is a private, mutable fwk.NodeInfo: what Snapshot()
@@ -53,7 +53,7 @@ func NewMutableNodeInfo(node *v1.Node) *MutableNodeInfo {
 		usedPorts:        make(fwk.HostPortInfo),
 		imageStates:      make(map[string]*fwk.ImageStateSummary),
 		pvcRefCounts:     make(map[string]int),
-		generation:       framework.NextGeneration(),
+		generation:       nodeinfo.NextGeneration(),
 	}
 	if node != nil {
 		m.SetNode(node)
@@ -198,10 +198,10 @@ func (m *MutableNodeInfo) AddPodInfo(podInfo fwk.PodInfo) {
 	}
 	pod := podInfo.GetPod()
 	m.pods = append(m.pods, podInfo)
-	if framework.PodHasAffinity(pod) {
+	if nodeinfo.PodHasAffinity(pod) {
 		m.podsWithAffinity = append(m.podsWithAffinity, podInfo)
 	}
-	if framework.PodHasRequiredAntiAffinity(pod) {
+	if nodeinfo.PodHasRequiredAntiAffinity(pod) {
 		m.podsWithRequiredAntiAffinity = append(m.podsWithRequiredAntiAffinity, podInfo)
 	}
 	m.update(podInfo, 1)
@@ -216,14 +216,14 @@ func (m *MutableNodeInfo) RemovePod(logger klog.Logger, pod *v1.Pod) error {
 	if m == nil {
 		return errNilMutable
 	}
-	k, err := framework.PodKey(pod)
+	k, err := nodeinfo.PodKey(pod)
 	if err != nil {
 		return err
 	}
-	if framework.PodHasAffinity(pod) {
+	if nodeinfo.PodHasAffinity(pod) {
 		m.podsWithAffinity, _ = removeFromSlice(m.podsWithAffinity, k)
 	}
-	if framework.PodHasRequiredAntiAffinity(pod) {
+	if nodeinfo.PodHasRequiredAntiAffinity(pod) {
 		m.podsWithRequiredAntiAffinity, _ = removeFromSlice(m.podsWithRequiredAntiAffinity, k)
 	}
 	var removed fwk.PodInfo
@@ -292,17 +292,17 @@ func (m *MutableNodeInfo) update(podInfo fwk.PodInfo, sign int64) {
 			}
 		}
 	}
-	m.generation = framework.NextGeneration()
+	m.generation = nodeinfo.NextGeneration()
 }
 
 // portsAndClaims returns the pod's host ports and PVC keys, computed by
 // schedcache's framework (the same rules as upstream's GetHostPorts and
 // claim keys): precomputed for a schedcache PodInfo, else from the pod.
-func portsAndClaims(podInfo fwk.PodInfo) ([]framework.HostPort, []string) {
+func portsAndClaims(podInfo fwk.PodInfo) ([]nodeinfo.HostPort, []string) {
 	if p, ok := podInfo.(*PodInfo); ok {
 		return p.Unwrap().HostPorts(), p.Unwrap().PVCKeys()
 	}
-	fp, err := framework.NewPodInfoAnyUID(podInfo.GetPod())
+	fp, err := nodeinfo.NewPodInfoAnyUID(podInfo.GetPod())
 	if err != nil {
 		return nil, nil
 	}
@@ -317,15 +317,15 @@ func (m *MutableNodeInfo) SetNode(node *v1.Node) {
 		return
 	}
 	if node == nil {
-		klog.Background().Error(framework.ErrNilNode, "SetNode ignored")
+		klog.Background().Error(nodeinfo.ErrNilNode, "SetNode ignored")
 		return
 	}
 	m.node = node
-	m.allocatable = NewResource(framework.NewResource(node.Status.Allocatable))
+	m.allocatable = NewResource(nodeinfo.NewResource(node.Status.Allocatable))
 	if len(node.Status.DeclaredFeatures) > 0 {
 		m.declaredFeatures = ndf.NewFeatureSet(node.Status.DeclaredFeatures...)
 	} else {
 		m.declaredFeatures = ndf.FeatureSet{}
 	}
-	m.generation = framework.NextGeneration()
+	m.generation = nodeinfo.NextGeneration()
 }

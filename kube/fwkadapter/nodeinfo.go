@@ -10,10 +10,10 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
-// NodeInfo is a published *framework.NodeInfo seen as fwk.NodeInfo: the
+// NodeInfo is a published *nodeinfo.NodeInfo seen as fwk.NodeInfo: the
 // same pointer under another type (WrapNode), so wrapping allocates
 // nothing.
 //
@@ -24,12 +24,12 @@ import (
 // NodeInfo is read-only: AddPodInfo and SetNode leave it unchanged (and log
 // an error), RemovePod returns ErrReadOnly; Snapshot() returns a private
 // MutableNodeInfo to mutate.
-type NodeInfo framework.NodeInfo
+type NodeInfo nodeinfo.NodeInfo
 
 var _ fwk.NodeInfo = (*NodeInfo)(nil)
 
 // WrapNode returns ni as a fwk.NodeInfo; nil for nil.
-func WrapNode(ni *framework.NodeInfo) fwk.NodeInfo {
+func WrapNode(ni *nodeinfo.NodeInfo) fwk.NodeInfo {
 	if ni == nil {
 		return nil
 	}
@@ -37,7 +37,7 @@ func WrapNode(ni *framework.NodeInfo) fwk.NodeInfo {
 }
 
 // Unwrap returns the schedcache NodeInfo.
-func (n *NodeInfo) Unwrap() *framework.NodeInfo { return (*framework.NodeInfo)(n) }
+func (n *NodeInfo) Unwrap() *nodeinfo.NodeInfo { return (*nodeinfo.NodeInfo)(n) }
 
 // nodeView holds the fwk-shaped views of one NodeInfo. Enable registers
 // buildView as the framework's node extension, so the view is built when
@@ -64,7 +64,7 @@ var enableOnce sync.Once
 // (correct, slower). Safe for concurrent use; idempotent.
 func Enable() {
 	enableOnce.Do(func() {
-		framework.SetNodeExtension(func(ni *framework.NodeInfo) any { return buildView(ni) })
+		nodeinfo.SetNodeExtension(func(ni *nodeinfo.NodeInfo) any { return buildView(ni) })
 	})
 }
 
@@ -81,7 +81,7 @@ func (n *NodeInfo) view() *nodeView {
 	return buildView(ni)
 }
 
-func buildView(ni *framework.NodeInfo) *nodeView {
+func buildView(ni *nodeinfo.NodeInfo) *nodeView {
 	v := &nodeView{}
 	np, na, nr := ni.NumPods(), ni.NumPodsWithAffinity(), ni.NumPodsWithRequiredAntiAffinity()
 	if total := np + na + nr; total > 0 {
@@ -148,7 +148,7 @@ func (n *NodeInfo) GetNonZeroRequested() fwk.Resource { return &n.view().nonZero
 func (n *NodeInfo) GetAllocatable() fwk.Resource      { return &n.view().alloc }
 
 // GetImageStates returns the image summaries, read through
-// framework.NodeInfo.ImageStates once (shared; do not modify).
+// nodeinfo.NodeInfo.ImageStates once (shared; do not modify).
 func (n *NodeInfo) GetImageStates() map[string]*fwk.ImageStateSummary {
 	v := n.view()
 	if m := v.images.Load(); m != nil {

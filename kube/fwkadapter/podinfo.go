@@ -7,21 +7,21 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
-func init() { framework.SetPodExtension(podExtension) }
+func init() { nodeinfo.SetPodExtension(podExtension) }
 
-// PodInfo is a *framework.PodInfo seen as fwk.PodInfo: the same pointer
+// PodInfo is a *nodeinfo.PodInfo seen as fwk.PodInfo: the same pointer
 // under another type (WrapPod), so wrapping allocates nothing. It is
 // immutable and safe for concurrent use; the slices it returns are shared
 // and must not be modified.
-type PodInfo framework.PodInfo
+type PodInfo nodeinfo.PodInfo
 
 var _ fwk.PodInfo = (*PodInfo)(nil)
 
 // WrapPod returns p as a fwk.PodInfo; nil for nil.
-func WrapPod(p *framework.PodInfo) fwk.PodInfo {
+func WrapPod(p *nodeinfo.PodInfo) fwk.PodInfo {
 	if p == nil {
 		return nil
 	}
@@ -29,7 +29,7 @@ func WrapPod(p *framework.PodInfo) fwk.PodInfo {
 }
 
 // Unwrap returns the schedcache PodInfo.
-func (p *PodInfo) Unwrap() *framework.PodInfo { return (*framework.PodInfo)(p) }
+func (p *PodInfo) Unwrap() *nodeinfo.PodInfo { return (*nodeinfo.PodInfo)(p) }
 
 // GetPod returns the pod (nil for a nil p). Callers must not mutate it.
 func (p *PodInfo) GetPod() *v1.Pod { return p.Unwrap().Pod() }
@@ -44,7 +44,7 @@ type podTerms struct {
 	err               error // the parse errors upstream's NewPodInfo returns (and its cache ignores)
 }
 
-// podExtension is registered with framework.SetPodExtension: NewPodInfo
+// podExtension is registered with nodeinfo.SetPodExtension: NewPodInfo
 // calls it on the caller's goroutine. Pods without pod (anti-)affinity,
 // which have no terms, cost one nil check.
 func podExtension(pod *v1.Pod) any {

@@ -4,7 +4,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
 // Resource is a mutable amount of compute resources implementing
@@ -23,13 +23,13 @@ type Resource struct {
 var _ fwk.Resource = (*Resource)(nil)
 
 // NewResource converts a schedcache Resource into a new mutable Resource.
-func NewResource(r framework.Resource) *Resource {
+func NewResource(r nodeinfo.Resource) *Resource {
 	out := &Resource{}
 	out.setFrom(r)
 	return out
 }
 
-func (r *Resource) setFrom(s framework.Resource) {
+func (r *Resource) setFrom(s nodeinfo.Resource) {
 	r.MilliCPU, r.Memory, r.EphemeralStorage = s.MilliCPU, s.Memory, s.EphemeralStorage
 	r.AllowedPodNumber = int(s.AllowedPodNumber)
 	r.ScalarResources = s.ScalarResources() // a fresh map, nil when none
@@ -87,7 +87,7 @@ func (r *Resource) SetMaxResource(rl v1.ResourceList) {
 		case v1.ResourceEphemeralStorage:
 			r.EphemeralStorage = max(r.EphemeralStorage, q.Value())
 		default:
-			if framework.IsScalarResourceName(name) {
+			if nodeinfo.IsScalarResourceName(name) {
 				if r.ScalarResources == nil {
 					r.ScalarResources = map[v1.ResourceName]int64{}
 				}

@@ -26,7 +26,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
 // Version is the format version a Writer writes and a Reader accepts.
@@ -431,7 +431,7 @@ func CacheTotals(c *schedcache.Cache) (Totals, error) {
 	t := Totals{Pods: pods, Nodes: c.NodeCount()}
 	snap := c.Snapshot()
 	t.PerNode = make([]NodeTotal, 0, snap.NumNodes())
-	snap.Range(func(_ int, ni *framework.NodeInfo) bool {
+	snap.Range(func(_ int, ni *nodeinfo.NodeInfo) bool {
 		req := ni.Requested()
 		t.PerNode = append(t.PerNode, NodeTotal{Name: ni.Node().Name, Pods: ni.NumPods(), MilliCPU: req.MilliCPU, Memory: req.Memory})
 		return true

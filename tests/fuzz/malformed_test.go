@@ -18,7 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/snapshot"
 )
 
@@ -290,14 +290,14 @@ func checkErr(method string, err error) error {
 
 // checkAggregates checks the invariants of a snapshot (semantics 7): every
 // listed node's Requested (cpu, memory, ephemeral storage, scalars) and
-// NonZeroRequested equal the sums over its pods of framework.NewPodInfo on
+// NonZeroRequested equal the sums over its pods of nodeinfo.NewPodInfo on
 // the stored pod (two's-complement sums: totals wrap, as the node's do),
 // its PVC reference counts match its pods' claims, every pod it holds is in
 // the pod map with the same object, and PodCount equals the number of pods
 // reachable via RangePods.
 func checkAggregates(snap *schedcache.Snapshot) error {
 	var err error
-	snap.Range(func(_ int, ni *framework.NodeInfo) bool {
+	snap.Range(func(_ int, ni *nodeinfo.NodeInfo) bool {
 		var cpu, mem, eph, nzCPU, nzMem int64
 		scalars := map[v1.ResourceName]int64{}
 		pvcs := map[string]int{}
@@ -307,7 +307,7 @@ func checkAggregates(snap *schedcache.Snapshot) error {
 			return false
 		}
 		for _, pi := range pods {
-			fresh, perr := framework.NewPodInfo(pi.Pod())
+			fresh, perr := nodeinfo.NewPodInfo(pi.Pod())
 			if perr != nil {
 				err = fmt.Errorf("node %q holds pod %v with no PodInfo: %v", ni.NodeName(), pi.Key(), perr)
 				return false

@@ -17,7 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
 // The universe of FuzzOperations: 4 UIDs, 4 node names (the empty name
@@ -320,7 +320,7 @@ func compare(c *schedcache.Cache, m *model) error {
 		}
 	}
 	var list []string
-	snap.Range(func(_ int, ni *framework.NodeInfo) bool {
+	snap.Range(func(_ int, ni *nodeinfo.NodeInfo) bool {
 		list = append(list, ni.Node().Name)
 		return true
 	})
@@ -353,7 +353,7 @@ func compare(c *schedcache.Cache, m *model) error {
 	return nil
 }
 
-func compareEntry(what string, ni *framework.NodeInfo, e *mEntry) error {
+func compareEntry(what string, ni *nodeinfo.NodeInfo, e *mEntry) error {
 	rq, nz := ni.Requested(), ni.NonZeroRequested()
 	got := req{rq.MilliCPU, rq.Memory, nz.MilliCPU, nz.Memory}
 	if ni.Node() != e.node || ni.NumPods() != e.pods || got != e.req {

@@ -34,7 +34,7 @@ var (
 )
 
 // podCPU and podMem are the requests of pod (uid, ver): the model derives
-// every node aggregate from them, independently of the framework package.
+// every node aggregate from them, independently of the nodeinfo package.
 func podCPU(u, v uint8) int64 { return 100*int64(u+1) + 1000*int64(v) }
 func podMem(u, v uint8) int64 { return int64(u+1) << (20 + v) }
 

@@ -35,7 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedcache/schedcache"
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/workload"
 )
 
@@ -65,13 +65,13 @@ type sample struct {
 // remove (the remove reuses the add's pod).
 func perEventBytes(template *v1.Pod) float64 {
 	const n = 20000
-	keep := make([]*framework.PodInfo, n)
+	keep := make([]*nodeinfo.PodInfo, n)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for i := range keep {
 		p := newPod(template, 0, i, "n")
-		keep[i], _ = framework.NewPodInfo(p)
+		keep[i], _ = nodeinfo.NewPodInfo(p)
 	}
 	runtime.ReadMemStats(&after)
 	runtime.KeepAlive(keep)

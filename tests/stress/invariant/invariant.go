@@ -22,7 +22,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedcache/schedcache"
-	"github.com/schedcache/schedcache/framework"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/snapshot"
 )
 
@@ -97,7 +97,7 @@ func Expect(op string, err, want error) error {
 // Options tune CheckSnapshot.
 type Options struct {
 	// RecomputeRequests recomputes every pod's requests with
-	// framework.NewPodInfo from the pod object and compares them with the
+	// nodeinfo.NewPodInfo from the pod object and compares them with the
 	// stored PodInfo (slow; catches a PodInfo that does not match its pod).
 	RecomputeRequests bool
 	// RecomputeSample, when > 1 and RecomputeRequests is set, recomputes
@@ -115,7 +115,7 @@ type sums struct {
 	n0cpu, n0mem  int64
 	aff, anti     int
 	pvc           map[string]int
-	ports         map[framework.HostPort]int
+	ports         map[nodeinfo.HostPort]int
 	seen          map[string]struct{}
 }
 
@@ -130,10 +130,10 @@ func (s *sums) reset() {
 	clear(s.seen)
 }
 
-func (s *sums) add(pi *framework.PodInfo, recompute bool) error {
+func (s *sums) add(pi *nodeinfo.PodInfo, recompute bool) error {
 	req, n0c, n0m := pi.Requests(), pi.NonZeroCPU(), pi.NonZeroMemory()
 	if recompute {
-		fresh, err := framework.NewPodInfo(pi.Pod())
+		fresh, err := nodeinfo.NewPodInfo(pi.Pod())
 		if err != nil {
 			return fmt.Errorf("pod %q: NewPodInfo: %v", pi.Key(), err)
 		}
@@ -169,7 +169,7 @@ func (s *sums) add(pi *framework.PodInfo, recompute bool) error {
 	}
 	for _, hp := range pi.HostPorts() {
 		if s.ports == nil {
-			s.ports = make(map[framework.HostPort]int)
+			s.ports = make(map[nodeinfo.HostPort]int)
 		}
 		s.ports[hp]++
 	}
@@ -180,12 +180,12 @@ func (s *sums) add(pi *framework.PodInfo, recompute bool) error {
 // NodeInfo: Requested and NonZeroRequested are the sums of its pods',
 // the affinity sub-lists hold exactly the qualifying pods, PVC reference
 // counts match the pods, every used port is held by some pod.
-func CheckNodeInfo(ni *framework.NodeInfo, recompute bool) error {
+func CheckNodeInfo(ni *nodeinfo.NodeInfo, recompute bool) error {
 	var s sums
 	return s.check(ni, recompute)
 }
 
-func (s *sums) check(ni *framework.NodeInfo, recompute bool) error {
+func (s *sums) check(ni *nodeinfo.NodeInfo, recompute bool) error {
 	if ni == nil {
 		return errors.New("nil NodeInfo")
 	}
@@ -267,7 +267,7 @@ func (s *sums) check(ni *framework.NodeInfo, recompute bool) error {
 	for ip, set := range used {
 		for pp := range set {
 			nUsed++
-			hp := framework.NewHostPort(ip, pp.Protocol, pp.Port)
+			hp := nodeinfo.NewHostPort(ip, pp.Protocol, pp.Port)
 			if s.ports[hp] == 0 {
 				return fmt.Errorf("used port %v held by no pod", hp)
 			}
@@ -318,7 +318,7 @@ func CheckSnapshot(s *schedcache.Snapshot, o Options) (Stats, error) {
 	where := make(map[string]string) // pod key -> listed node holding it
 	listed := make(map[string]int, len(list))
 	pvcUnion := make(map[string]struct{})
-	var wantAff, wantAnti []*framework.NodeInfo
+	var wantAff, wantAnti []*nodeinfo.NodeInfo
 	var scratch sums
 	for i, ni := range list {
 		if ni == nil || ni.Node() == nil {
@@ -371,7 +371,7 @@ func CheckSnapshot(s *schedcache.Snapshot, o Options) (Stats, error) {
 	}
 	st.PodsOnListedNodes = len(where)
 	n := 0
-	s.Range(func(i int, ni *framework.NodeInfo) bool {
+	s.Range(func(i int, ni *nodeinfo.NodeInfo) bool {
 		if i != n || ni != list[i] {
 			err = fmt.Errorf("epoch %d: Range yields entry %d at position %d", s.Epoch(), i, n)
 			return false
@@ -510,7 +510,7 @@ func (h *hasher) i64(x int64) {
 }
 func (h *hasher) str(s string)         { h.i64(int64(maphash.String(seed, s))) }
 func (h *hasher) ptr(p unsafe.Pointer) { h.i64(int64(uintptr(p))) }
-func (h *hasher) res(r framework.Resource) {
+func (h *hasher) res(r nodeinfo.Resource) {
 	h.i64(r.MilliCPU)
 	h.i64(r.Memory)
 	h.i64(r.EphemeralStorage)
@@ -529,13 +529,13 @@ func newHasher() *hasher { return &hasher{v: 0xcbf29ce484222325} }
 // object identity, generation, the three pod lists (keys and object
 // identities), the aggregates, the used ports (count and membership of the
 // pods' ports), claims, the number of image summaries and the first one.
-func hashNodeInfo(h *hasher, ni *framework.NodeInfo) {
+func hashNodeInfo(h *hasher, ni *nodeinfo.NodeInfo) {
 	node := ni.Node()
 	h.ptr(unsafe.Pointer(node))
 	h.i64(ni.Generation())
 	for _, l := range [3]struct {
 		n  int
-		at func(int) *framework.PodInfo
+		at func(int) *nodeinfo.PodInfo
 	}{{ni.NumPods(), ni.PodAt}, {ni.NumPodsWithAffinity(), ni.PodWithAffinityAt}, {ni.NumPodsWithRequiredAntiAffinity(), ni.PodWithRequiredAntiAffinityAt}} {
 		h.i64(int64(l.n))
 		for i := 0; i < l.n; i++ {
@@ -569,7 +569,7 @@ func hashNodeInfo(h *hasher, ni *framework.NodeInfo) {
 
 // FingerprintNodeInfo hashes everything observable through ni (see
 // hashNodeInfo); NodeInfos are immutable, so it never changes.
-func FingerprintNodeInfo(ni *framework.NodeInfo) uint64 {
+func FingerprintNodeInfo(ni *nodeinfo.NodeInfo) uint64 {
 	h := newHasher()
 	hashNodeInfo(h, ni)
 	return h.v
@@ -589,13 +589,13 @@ func Fingerprint(s *schedcache.Snapshot) uint64 {
 	if err := s.Err(); err != nil {
 		h.str(err.Error())
 	}
-	s.Range(func(_ int, ni *framework.NodeInfo) bool {
+	s.Range(func(_ int, ni *nodeinfo.NodeInfo) bool {
 		hashNodeInfo(h, ni)
 		return true
 	})
 	aff, _ := s.HavePodsWithAffinityList()
 	anti, _ := s.HavePodsWithRequiredAntiAffinityList()
-	for _, l := range [][]*framework.NodeInfo{aff, anti} {
+	for _, l := range [][]*nodeinfo.NodeInfo{aff, anti} {
 		h.i64(int64(len(l)))
 		for _, ni := range l {
 			h.ptr(unsafe.Pointer(ni))
@@ -622,7 +622,7 @@ func Fingerprint(s *schedcache.Snapshot) uint64 {
 
 // ---- canonical renderings ----
 
-func renderNodeInfo(b *strings.Builder, ni *framework.NodeInfo) {
+func renderNodeInfo(b *strings.Builder, ni *nodeinfo.NodeInfo) {
 	node := "<nodeless>"
 	if n := ni.Node(); n != nil {
 		node = fmt.Sprintf("%s rv=%s zone=%s obj=%p", n.Name, n.ResourceVersion, n.Labels[v1.LabelTopologyZone], n)
@@ -692,14 +692,14 @@ func RenderDump(d *schedcache.Dump) string {
 func RenderSnapshot(s *schedcache.Snapshot) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "nodes=%d entries=%d pods=%d err=%v\n", s.NumNodes(), s.NodeCount(), s.PodCount(), s.Err())
-	s.Range(func(i int, ni *framework.NodeInfo) bool {
+	s.Range(func(i int, ni *nodeinfo.NodeInfo) bool {
 		fmt.Fprintf(&b, "list[%d]\n", i)
 		renderNodeInfo(&b, ni)
 		return true
 	})
 	aff, _ := s.HavePodsWithAffinityList()
 	anti, _ := s.HavePodsWithRequiredAntiAffinityList()
-	for _, l := range [][]*framework.NodeInfo{aff, anti} {
+	for _, l := range [][]*nodeinfo.NodeInfo{aff, anti} {
 		names := make([]string, len(l))
 		for i, ni := range l {
 			names[i] = ni.NodeName()

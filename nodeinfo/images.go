@@ -1,0 +1,166 @@
+package nodeinfo
+
+import (
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/schedcache/schedcache/internal/immutable"
+)
+
+// ImageTable is one version of a cache's image registry: for every image
+// name some node lists, the summary a clone taken at that version shows
+// (the size the first node reported and how many nodes list the name).
+// It is immutable and safe for concurrent use; versions share structure.
+type ImageTable struct {
+	m immutable.Map[ImageStateSummary] // immutable
+}
+
+// NewImageTable returns the table holding m; m is immutable from then on.
+func NewImageTable(m immutable.Map[ImageStateSummary]) *ImageTable { return &ImageTable{m: m} }
+
+// Get returns the summary of name, if some node lists it.
+func (t *ImageTable) Get(name string) (ImageStateSummary, bool) {
+	if t == nil {
+		return ImageStateSummary{}, false
+	}
+	return t.m.Get(name)
+}
+
+// Map returns the table's contents.
+func (t *ImageTable) Map() immutable.Map[ImageStateSummary] {
+	if t == nil {
+		return immutable.Map[ImageStateSummary]{}
+	}
+	return t.m
+}
+
+// ImageView is immutable: the image names a node object lists (each once,
+// in the order of first appearance) and the registry version a clone reads
+// their summaries from.
+type ImageView struct {
+	Names []string    // immutable
+	Table *ImageTable // immutable
+}
+
+// ImageNames returns node's image names, each once, in the order of first
+// appearance (upstream keys a node's ImageStates by these). The result is
+// fresh; nil for a node without images.
+func ImageNames(node *v1.Node) []string {
+	if node == nil {
+		return nil
+	}
+	n := 0
+	for i := range node.Status.Images {
+		n += len(node.Status.Images[i].Names)
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, 0, n)
+	var seen map[string]struct{}
+	if n > 16 {
+		seen = make(map[string]struct{}, n)
+	}
+	for i := range node.Status.Images {
+		for _, name := range node.Status.Images[i].Names {
+			if seen != nil {
+				if _, dup := seen[name]; dup {
+					continue
+				}
+				seen[name] = struct{}{}
+			} else if containsString(out, name) {
+				continue
+			}
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func containsString(s []string, x string) bool {
+	for _, y := range s {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// firstSize returns the size node lists first for name (0 if none).
+func firstSize(node *v1.Node, name string) int64 {
+	if node == nil {
+		return 0
+	}
+	for i := range node.Status.Images {
+		for _, n := range node.Status.Images[i].Names {
+			if n == name {
+				return node.Status.Images[i].SizeBytes
+			}
+		}
+	}
+	return 0
+}
+
+// imageSummary returns the summary of one of n's image names read from its
+// table; a name the table lacks shows the node's own size and no nodes.
+func (n *NodeInfo) imageSummary(name string) ImageStateSummary {
+	if s, ok := n.imageTable.Get(name); ok {
+		return s
+	}
+	return ImageStateSummary{Size: firstSize(n.node, name)}
+}
+
+// WithImageTable returns a copy of n whose image summaries are read from t
+// (a clone of the same entry taken at another registry version); n itself
+// is returned if it already reads t, lists no images or has explicit
+// summaries.
+func (n *NodeInfo) WithImageTable(t *ImageTable) *NodeInfo {
+	if n == nil || n.imageTable == t || n.imageStates != nil || len(n.imageNames) == 0 {
+		return n
+	}
+	c := n.copyFields()
+	c.imageTable = t
+	return c.withExtension()
+}
+
+// WithImages returns a copy of n whose image summaries are v's names read
+// from v's table.
+func (n *NodeInfo) WithImages(v ImageView) *NodeInfo {
+	if n == nil {
+		return nil
+	}
+	c := n.copyFields()
+	c.imageStates, c.imageNames, c.imageTable = nil, v.Names, v.Table
+	return c.withExtension()
+}
+
+// SamePVCKeys reports whether a and b reference the same PVC keys (their
+// PVCRefCounts have the same key sets; counts may differ). A nil NodeInfo
+// references none.
+func SamePVCKeys(a, b *NodeInfo) bool {
+	var x, y []pvcRef
+	if a != nil {
+		x = a.pvcRefs
+	}
+	if b != nil {
+		y = b.pvcRefs
+	}
+	if len(x) != len(y) {
+		return false
+	}
+	for i := range x {
+		if x[i].key != y[i].key {
+			return false
+		}
+	}
+	return true
+}
+
+// RangePVCKeys calls fn for each PVC key n references, in key order.
+func (n *NodeInfo) RangePVCKeys(fn func(key string)) {
+	if n == nil {
+		return
+	}
+	for _, r := range n.pvcRefs {
+		fn(r.key)
+	}
+}

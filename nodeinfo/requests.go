@@ -1,0 +1,481 @@
+package nodeinfo
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// This file computes a pod's Requested contribution (semantics 4.2) and its
+// non-zero cpu/memory (4.3) exactly as upstream PodInfo.CalculateResource
+// with the v1.35 gates (InPlacePodVerticalScaling on, PodLevelResources on,
+// InPlacePodLevelResourcesVerticalScaling off), in one pass and without
+// building intermediate v1.ResourceLists.
+//
+// Every operation of the upstream aggregation (add, max, default-if-absent,
+// override, overhead) is per resource name, so the defaulted aggregation
+// T0 of 4.3 only needs its cpu and memory entries; they are carried as two
+// extra slots (cpu0, memory0) next to the plain aggregation T. Names that
+// can never reach a Resource (neither cpu, memory, ephemeral-storage, pods
+// nor a scalar name) are dropped on entry: they influence nothing.
+// Amounts stay exact (see num) and are rounded up once, on the aggregate.
+
+const (
+	slotCPU = iota
+	slotMemory
+	slotEphemeral
+	slotPods
+	slotCPU0    // cpu with the 100m default for containers that lack cpu
+	slotMemory0 // memory with the 200Mi default for containers that lack memory
+	numSlots
+)
+
+// Default non-zero requests (upstream schedutil.DefaultMilliCPURequest and
+// DefaultMemoryRequest).
+const (
+	DefaultMilliCPURequest int64 = 100
+	DefaultMemoryRequest   int64 = 200 * 1024 * 1024
+)
+
+// num is an exact amount in a slot's unit (millicores for the cpu slots,
+// the base unit otherwise). The common case is a plain int64; amounts that
+// are not whole units or do not fit an int64 are held exactly as a
+// Quantity in the resource's own unit. A num is immutable: operations
+// return new values, so nums may be copied and shared freely.
+type num struct {
+	v int64              // the amount, when q == nil
+	q *resource.Quantity // the exact amount when not representable by v; never mutated
+}
+
+// loadNum converts q to a num at scale (resource.Milli or 0).
+func loadNum(q *resource.Quantity, scale resource.Scale) num {
+	v := q.ScaledValue(scale)
+	var e resource.Quantity
+	e.SetScaled(v, scale)
+	if q.Cmp(e) == 0 {
+		return num{v: v}
+	}
+	c := q.DeepCopy()
+	return num{q: &c}
+}
+
+// quantity returns n as a Quantity the caller owns.
+func (n num) quantity(scale resource.Scale) resource.Quantity {
+	if n.q != nil {
+		return n.q.DeepCopy()
+	}
+	var e resource.Quantity
+	e.SetScaled(n.v, scale)
+	return e
+}
+
+func addNum(a, b num, scale resource.Scale) num {
+	if a.q == nil && b.q == nil {
+		if s := a.v + b.v; (s > a.v) == (b.v > 0) {
+			return num{v: s}
+		}
+	}
+	x := a.quantity(scale)
+	x.Add(b.quantity(scale))
+	return num{q: &x}
+}
+
+func cmpNum(a, b num, scale resource.Scale) int {
+	if a.q == nil && b.q == nil {
+		return cmp.Compare(a.v, b.v)
+	}
+	x := a.quantity(scale)
+	return x.Cmp(b.quantity(scale))
+}
+
+// ceil returns the amount rounded up to a whole unit, saturated to int64.
+func (n num) ceil(scale resource.Scale) int64 {
+	if n.q == nil {
+		return n.v
+	}
+	return ceilScaled(n.q, scale)
+}
+
+func slotScale(slot int) resource.Scale {
+	if slot == slotCPU || slot == slotCPU0 {
+		return resource.Milli
+	}
+	return 0
+}
+
+type namedNum struct {
+	name v1.ResourceName
+	n    num
+}
+
+// reqList is an exact resource list restricted to names that reach a
+// Resource.
+type reqList struct {
+	has     uint8 // bit i set: fixed[i] is present
+	fixed   [numSlots]num
+	scalars []namedNum // unsorted, unique names, scale 0
+}
+
+func (r *reqList) reset() {
+	r.has = 0
+	clear(r.scalars) // drop references to big amounts
+	r.scalars = r.scalars[:0]
+}
+
+func (r *reqList) present(slot int) bool { return r.has&(1<<slot) != 0 }
+
+func fixedSlot(name v1.ResourceName) int {
+	switch name {
+	case v1.ResourceCPU:
+		return slotCPU
+	case v1.ResourceMemory:
+		return slotMemory
+	case v1.ResourceEphemeralStorage:
+		return slotEphemeral
+	case v1.ResourcePods:
+		return slotPods
+	}
+	return -1
+}
+
+func (r *reqList) scalarIndex(name v1.ResourceName) int {
+	for i := range r.scalars {
+		if r.scalars[i].name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (r *reqList) setFixed(slot int, n num) {
+	r.fixed[slot] = n
+	r.has |= 1 << slot
+}
+
+// addFixed adds n to slot (absent counts as zero).
+func (r *reqList) addFixed(slot int, n num) {
+	if !r.present(slot) {
+		r.setFixed(slot, n)
+		return
+	}
+	r.fixed[slot] = addNum(r.fixed[slot], n, slotScale(slot))
+}
+
+// maxFixed raises slot to n (an absent slot takes n).
+func (r *reqList) maxFixed(slot int, n num) {
+	if !r.present(slot) || cmpNum(n, r.fixed[slot], slotScale(slot)) > 0 {
+		r.setFixed(slot, n)
+	}
+}
+
+func (r *reqList) setScalar(name v1.ResourceName, n num) {
+	if i := r.scalarIndex(name); i >= 0 {
+		r.scalars[i].n = n
+		return
+	}
+	r.scalars = append(r.scalars, namedNum{name: name, n: n})
+}
+
+func (r *reqList) addScalar(name v1.ResourceName, n num) {
+	if i := r.scalarIndex(name); i >= 0 {
+		r.scalars[i].n = addNum(r.scalars[i].n, n, 0)
+		return
+	}
+	r.scalars = append(r.scalars, namedNum{name: name, n: n})
+}
+
+func (r *reqList) maxScalar(name v1.ResourceName, n num) {
+	if i := r.scalarIndex(name); i >= 0 {
+		if cmpNum(n, r.scalars[i].n, 0) > 0 {
+			r.scalars[i].n = n
+		}
+		return
+	}
+	r.scalars = append(r.scalars, namedNum{name: name, n: n})
+}
+
+// maxList merges rl into r with per-name max (upstream maxResourceList).
+// The cpu0/memory0 slots are not touched; see applyDefaults. Direct lookups
+// of cpu and memory are about twice as fast as iterating a small map, so the
+// map is iterated only when it holds other names.
+func (r *reqList) maxList(rl v1.ResourceList) {
+	if len(rl) == 0 {
+		return
+	}
+	found := 0
+	if q, ok := rl[v1.ResourceCPU]; ok {
+		r.maxFixed(slotCPU, loadNum(&q, resource.Milli))
+		found++
+	}
+	if q, ok := rl[v1.ResourceMemory]; ok {
+		r.maxFixed(slotMemory, loadNum(&q, 0))
+		found++
+	}
+	if found == len(rl) {
+		return
+	}
+	for name, q := range rl {
+		switch slot := fixedSlot(name); {
+		case slot == slotCPU || slot == slotMemory:
+			// done above
+		case slot >= 0:
+			r.maxFixed(slot, loadNum(&q, 0))
+		case IsScalarResourceName(name):
+			r.maxScalar(name, loadNum(&q, 0))
+		}
+	}
+}
+
+var (
+	defaultCPUNum    = num{v: DefaultMilliCPURequest}
+	defaultMemoryNum = num{v: DefaultMemoryRequest}
+)
+
+// applyDefaults fills cpu0/memory0 from cpu/memory, or from the non-zero
+// defaults where the container has no such key (upstream applyNonMissing:
+// an explicit zero stays zero).
+func (r *reqList) applyDefaults() {
+	if r.present(slotCPU) {
+		r.fixed[slotCPU0] = r.fixed[slotCPU]
+	} else {
+		r.fixed[slotCPU0] = defaultCPUNum
+	}
+	if r.present(slotMemory) {
+		r.fixed[slotMemory0] = r.fixed[slotMemory]
+	} else {
+		r.fixed[slotMemory0] = defaultMemoryNum
+	}
+	r.has |= 1<<slotCPU0 | 1<<slotMemory0
+}
+
+// add adds o into r per name (upstream addResourceList).
+func (r *reqList) add(o *reqList) {
+	for slot := range numSlots {
+		if o.present(slot) {
+			r.addFixed(slot, o.fixed[slot])
+		}
+	}
+	for i := range o.scalars {
+		r.addScalar(o.scalars[i].name, o.scalars[i].n)
+	}
+}
+
+// max raises r to o per name (upstream maxResourceList).
+func (r *reqList) max(o *reqList) {
+	for slot := range numSlots {
+		if o.present(slot) {
+			r.maxFixed(slot, o.fixed[slot])
+		}
+	}
+	for i := range o.scalars {
+		r.maxScalar(o.scalars[i].name, o.scalars[i].n)
+	}
+}
+
+// containerRequests sets r to the effective requests R'(c) of a regular or
+// restartable init container (useStatus) or a plain init container.
+func (r *reqList) containerRequests(pod *v1.Pod, c *v1.Container, useStatus, infeasible bool) {
+	r.reset()
+	if useStatus {
+		if cs := findContainerStatus(pod, c.Name); cs != nil && cs.Resources != nil {
+			// upstream determineEffectiveRequests: max(spec, actuated,
+			// allocated), spec left out when the resize is infeasible.
+			if !infeasible {
+				r.maxList(c.Resources.Requests)
+			}
+			r.maxList(cs.Resources.Requests)
+			r.maxList(cs.AllocatedResources)
+			r.applyDefaults()
+			return
+		}
+	}
+	r.maxList(c.Resources.Requests)
+	r.applyDefaults()
+}
+
+// findContainerStatus returns the status upstream's name-indexed map would
+// hold for name: the last init container status with that name, else the
+// last container status with that name, else nil.
+func findContainerStatus(pod *v1.Pod, name string) *v1.ContainerStatus {
+	for i := len(pod.Status.InitContainerStatuses) - 1; i >= 0; i-- {
+		if pod.Status.InitContainerStatuses[i].Name == name {
+			return &pod.Status.InitContainerStatuses[i]
+		}
+	}
+	for i := len(pod.Status.ContainerStatuses) - 1; i >= 0; i-- {
+		if pod.Status.ContainerStatuses[i].Name == name {
+			return &pod.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+// isPodResizeInfeasible is upstream IsPodResizeInfeasible: the first
+// PodResizePending condition decides.
+func isPodResizeInfeasible(pod *v1.Pod) bool {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == v1.PodResizePending {
+			return pod.Status.Conditions[i].Reason == v1.PodReasonInfeasible
+		}
+	}
+	return false
+}
+
+// isSupportedPodLevelResource is upstream IsSupportedPodLevelResource.
+func isSupportedPodLevelResource(name v1.ResourceName) bool {
+	return name == v1.ResourceCPU || name == v1.ResourceMemory ||
+		strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix)
+}
+
+// podLevelRequestsSet is upstream IsPodLevelRequestsSet.
+func podLevelRequestsSet(pod *v1.Pod) bool {
+	if pod.Spec.Resources == nil {
+		return false
+	}
+	for name := range pod.Spec.Resources.Requests {
+		if isSupportedPodLevelResource(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// podRequests computes the pod's Requested contribution and its non-zero
+// cpu (millicores) and memory (bytes), rounding once on the aggregate.
+func podRequests(pod *v1.Pod) (req Resource, non0CPU, non0Mem int64) {
+	infeasible := isPodResizeInfeasible(pod)
+	var cur, total reqList
+	for i := range pod.Spec.Containers {
+		cur.containerRequests(pod, &pod.Spec.Containers[i], true, infeasible)
+		total.add(&cur)
+	}
+	if len(pod.Spec.InitContainers) > 0 {
+		var side, initMax, tmp reqList
+		for i := range pod.Spec.InitContainers {
+			c := &pod.Spec.InitContainers[i]
+			if isRestartable(c) {
+				cur.containerRequests(pod, c, true, infeasible)
+				total.add(&cur)
+				side.add(&cur)
+				initMax.max(&side)
+			} else {
+				cur.containerRequests(pod, c, false, infeasible)
+				tmp.reset()
+				tmp.add(&cur)
+				tmp.add(&side)
+				initMax.max(&tmp)
+			}
+		}
+		total.max(&initMax)
+	}
+
+	podLevel := podLevelRequestsSet(pod)
+	if podLevel {
+		for name, q := range pod.Spec.Resources.Requests {
+			switch {
+			case name == v1.ResourceCPU:
+				n := loadNum(&q, resource.Milli)
+				total.setFixed(slotCPU, n)
+				total.setFixed(slotCPU0, n)
+			case name == v1.ResourceMemory:
+				n := loadNum(&q, 0)
+				total.setFixed(slotMemory, n)
+				total.setFixed(slotMemory0, n)
+			case strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix):
+				total.setScalar(name, loadNum(&q, 0))
+			}
+		}
+	}
+	for name, q := range pod.Spec.Overhead {
+		switch slot := fixedSlot(name); {
+		case slot == slotCPU:
+			n := loadNum(&q, resource.Milli)
+			total.addFixed(slotCPU, n)
+			total.addFixed(slotCPU0, n)
+		case slot == slotMemory:
+			n := loadNum(&q, 0)
+			total.addFixed(slotMemory, n)
+			total.addFixed(slotMemory0, n)
+		case slot >= 0:
+			total.addFixed(slot, loadNum(&q, 0))
+		case IsScalarResourceName(name):
+			total.addScalar(name, loadNum(&q, 0))
+		}
+	}
+
+	if total.present(slotCPU) {
+		req.MilliCPU = total.fixed[slotCPU].ceil(resource.Milli)
+	}
+	if total.present(slotMemory) {
+		req.Memory = total.fixed[slotMemory].ceil(0)
+	}
+	if total.present(slotEphemeral) {
+		req.EphemeralStorage = total.fixed[slotEphemeral].ceil(0)
+	}
+	if total.present(slotPods) {
+		req.AllowedPodNumber = total.fixed[slotPods].ceil(0)
+	}
+	if len(total.scalars) > 0 {
+		req.scalars = make([]ScalarQuantity, len(total.scalars))
+		for i := range total.scalars {
+			req.scalars[i] = ScalarQuantity{Name: total.scalars[i].name, Value: total.scalars[i].n.ceil(0)}
+		}
+		sortScalars(req.scalars)
+	}
+
+	// 4.3: with pod-level requests in effect the default applies only to a
+	// key the plain aggregation lacks; otherwise always.
+	cpuSlot, memSlot := slotCPU0, slotMemory0
+	if podLevel && total.present(slotCPU) {
+		cpuSlot = slotCPU
+	}
+	if podLevel && total.present(slotMemory) {
+		memSlot = slotMemory
+	}
+	if total.present(cpuSlot) {
+		non0CPU = total.fixed[cpuSlot].ceil(resource.Milli)
+	}
+	if total.present(memSlot) {
+		non0Mem = total.fixed[memSlot].ceil(0)
+	}
+	return req, non0CPU, non0Mem
+}
+
+// pvcKeysOf returns "<namespace>/<claimName>" for every volume of pod with a
+// persistentVolumeClaim source (duplicates kept), nil when there are none.
+// All keys share one backing string.
+func pvcKeysOf(pod *v1.Pod) []string {
+	n, size := 0, 0
+	for i := range pod.Spec.Volumes {
+		if c := pod.Spec.Volumes[i].PersistentVolumeClaim; c != nil {
+			n++
+			size += len(pod.Namespace) + 1 + len(c.ClaimName)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for i := range pod.Spec.Volumes {
+		if c := pod.Spec.Volumes[i].PersistentVolumeClaim; c != nil {
+			b.WriteString(pod.Namespace)
+			b.WriteByte('/')
+			b.WriteString(c.ClaimName)
+		}
+	}
+	all := b.String()
+	keys := make([]string, 0, n)
+	off := 0
+	for i := range pod.Spec.Volumes {
+		if c := pod.Spec.Volumes[i].PersistentVolumeClaim; c != nil {
+			l := len(pod.Namespace) + 1 + len(c.ClaimName)
+			keys = append(keys, all[off:off+l])
+			off += l
+		}
+	}
+	return slices.Clip(keys)
+}

@@ -1,0 +1,105 @@
+package nodeinfo
+
+// Thaw returns a new NodeState holding exactly n's aggregate (node object,
+// pods and sub-lists in their order, requested and non-zero totals, ports,
+// PVC counts, allocatable, image summaries, generation), so that the
+// aggregation rules of NodeState (AddPod, RemovePod, SetNode, ...) apply
+// to a copy of a frozen entry: a what-if fork (snapshot.Fork) changes a
+// published node this way. The new state's later changes take their
+// generations from nextGen (nil: NextGeneration). Freeze before any change
+// returns n itself. n is not changed: the state starts with n's slices
+// and copies each before its first write to it (copy on write), so a
+// state that only adds pods copies only the pod lists it appends to, and
+// the ports, PVC counts and scalars only if a pod changes them. Cost:
+// O(1); a first write to a slice O(its length).
+func (n *NodeInfo) Thaw(nextGen func() int64) *NodeState {
+	if nextGen == nil {
+		nextGen = NextGeneration
+	}
+	s := &NodeState{
+		nextGen:                      nextGen,
+		generation:                   n.generation,
+		node:                         n.node,
+		allocatable:                  n.allocatable,
+		imageStates:                  n.imageStates,
+		pods:                         n.pods,
+		podsWithAffinity:             n.podsWithAffinity,
+		podsWithRequiredAntiAffinity: n.podsWithRequiredAntiAffinity,
+		requested:                    n.requested,
+		reqScalars:                   n.requested.scalars,
+		nonZeroRequested:             n.nonZeroRequested,
+		usedPorts:                    n.usedPorts,
+		pvcRefs:                      n.pvcRefs,
+		last:                         n,
+		shared:                       sharedAll,
+	}
+	s.requested.scalars = nil
+	if n.imageNames != nil || n.imageTable != nil {
+		s.images = &ImageView{Names: n.imageNames, Table: n.imageTable}
+	}
+	return s
+}
+
+// ThawInto is Thaw reusing s, a state its owner no longer uses (nil:
+// Thaw), so that a caller thawing many entries in turn (a fork's edits)
+// allocates neither the state nor, mostly, its pod lists: the pod lists
+// are copied into s's own buffers (never into slices s still shared with
+// a NodeInfo); the other slices are shared with n until written, as
+// Thaw's. What s froze before is not changed. Cost: O(pods of n).
+func (n *NodeInfo) ThawInto(s *NodeState, nextGen func() int64) *NodeState {
+	if s == nil {
+		return n.Thaw(nextGen)
+	}
+	if nextGen == nil {
+		nextGen = NextGeneration
+	}
+	reuse := func(l []*PodInfo, bit uint8, from []*PodInfo) []*PodInfo {
+		if s.shared&bit != 0 {
+			l = nil // a NodeInfo's: never written
+		}
+		clear(l[:cap(l)]) // drop the old pointers
+		return append(l[:0], from...)
+	}
+	pods := reuse(s.pods, sharedPods, n.pods)
+	aff := reuse(s.podsWithAffinity, sharedAff, n.podsWithAffinity)
+	anti := reuse(s.podsWithRequiredAntiAffinity, sharedAnti, n.podsWithRequiredAntiAffinity)
+	*s = NodeState{
+		nextGen:                      nextGen,
+		generation:                   n.generation,
+		node:                         n.node,
+		allocatable:                  n.allocatable,
+		imageStates:                  n.imageStates,
+		pods:                         pods,
+		podsWithAffinity:             aff,
+		podsWithRequiredAntiAffinity: anti,
+		requested:                    n.requested,
+		reqScalars:                   n.requested.scalars,
+		nonZeroRequested:             n.nonZeroRequested,
+		usedPorts:                    n.usedPorts,
+		pvcRefs:                      n.pvcRefs,
+		last:                         n,
+		shared:                       sharedScalars | sharedPorts | sharedPVCs,
+	}
+	s.requested.scalars = nil
+	if n.imageNames != nil || n.imageTable != nil {
+		s.images = &ImageView{Names: n.imageNames, Table: n.imageTable}
+	}
+	return s
+}
+
+// NumPodsWithAffinity returns the length of the affinity sub-list.
+func (s *NodeState) NumPodsWithAffinity() int { return len(s.podsWithAffinity) }
+
+// NumPodsWithRequiredAntiAffinity returns the length of the required
+// anti-affinity sub-list.
+func (s *NodeState) NumPodsWithRequiredAntiAffinity() int {
+	return len(s.podsWithRequiredAntiAffinity)
+}
+
+// PVCRefCount returns how many of the entry's pods reference the claim key.
+func (s *NodeState) PVCRefCount(key string) int {
+	if i, ok := findPVC(s.pvcRefs, key); ok {
+		return s.pvcRefs[i].count
+	}
+	return 0
+}
