@@ -354,6 +354,23 @@ func errSentinel(err error) error {
 // reverts to any point, commits of a level) against the simple model,
 // comparing every observable after every step; snapshots taken on the way
 // and the base are checked unchanged at the end.
+// forkAssume and forkAdd call the fork's AssumePod and AddPod, or, half
+// the time for a pod NewPodInfo accepts, AssumePodInfo and AddPodInfo with
+// its PodInfo: both forms must behave alike.
+func forkAssume(r *rand.Rand, f *snapshot.Fork, p *v1.Pod) error {
+	if info, err := nodeinfo.NewPodInfo(p); err == nil && r.Intn(2) == 0 {
+		return f.AssumePodInfo(info)
+	}
+	return f.AssumePod(p)
+}
+
+func forkAdd(r *rand.Rand, f *snapshot.Fork, p *v1.Pod) error {
+	if info, err := nodeinfo.NewPodInfo(p); err == nil && r.Intn(2) == 0 {
+		return f.AddPodInfo(info)
+	}
+	return f.AddPod(p)
+}
+
 func TestForkModel(t *testing.T) {
 	seeds, steps := 20, 400
 	if testing.Short() {
@@ -418,7 +435,7 @@ func runForkModel(t *testing.T, seed int64, steps int) {
 				p.UID = types.UID(ks[r.Intn(len(ks))])
 			}
 			name = "AssumePod " + string(p.UID) + " on " + p.Spec.NodeName
-			err, want = f.AssumePod(p), m.assume(p)
+			err, want = forkAssume(r, f, p), m.assume(p)
 		case op < 5: // AddPod: confirm an assumed pod or add a new one
 			uid++
 			p := forkPod(r, fmt.Sprintf("f%d", uid), someNode())
@@ -426,7 +443,7 @@ func runForkModel(t *testing.T, seed int64, steps int) {
 				p.UID = types.UID(ks[r.Intn(len(ks))])
 			}
 			name = "AddPod " + string(p.UID) + " on " + p.Spec.NodeName
-			err, want = f.AddPod(p), m.add(p)
+			err, want = forkAdd(r, f, p), m.add(p)
 		case op < 6: // ForgetPod
 			ks := podKeys()
 			if len(ks) == 0 {
@@ -625,10 +642,10 @@ func TestForkMatchesCore(t *testing.T) {
 				}
 				info, _ := nodeinfo.NewPodInfo(p)
 				if op == 0 {
-					ef, ec = f.AssumePod(p), l.core.AssumePod(info)
+					ef, ec = forkAssume(r, f, p), l.core.AssumePod(info)
 					_ = m.assume(p)
 				} else {
-					ef, ec = f.AddPod(p), l.core.AddPod(info)
+					ef, ec = forkAdd(r, f, p), l.core.AddPod(info)
 					_ = m.add(p)
 				}
 			case 2, 3:
@@ -700,6 +717,15 @@ func TestForkRefusals(t *testing.T) {
 	require.ErrorAs(t, f.AssumePod(nil), &pe)
 	require.ErrorIs(t, f.AssumePod(nil), nodeinfo.ErrNilPod)
 	require.ErrorIs(t, f.AddPod(&v1.Pod{}), nodeinfo.ErrEmptyUID)
+	require.ErrorAs(t, f.AssumePodInfo(nil), &pe)
+	require.Equal(t, "AssumePod", pe.Op)
+	require.ErrorIs(t, f.AssumePodInfo(nil), nodeinfo.ErrNilPod)
+	require.ErrorIs(t, f.AddPodInfo(nil), nodeinfo.ErrNilPod)
+	require.ErrorIs(t, f.AddPodInfo(&nodeinfo.PodInfo{}), nodeinfo.ErrNilPod)
+	anyUID, err := nodeinfo.NewPodInfoAnyUID(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "u"}})
+	require.NoError(t, err)
+	require.ErrorIs(t, f.AddPodInfo(anyUID), nodeinfo.ErrEmptyUID)
+	require.ErrorIs(t, f.AssumePodInfo(anyUID), nodeinfo.ErrEmptyUID)
 	require.ErrorIs(t, f.ForgetPod(nil), nodeinfo.ErrNilPod)
 	require.ErrorIs(t, f.RemovePod(nil), nodeinfo.ErrNilPod)
 	require.ErrorIs(t, f.UpdatePod(nil, nil), nodeinfo.ErrNilPod)

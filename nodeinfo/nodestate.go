@@ -55,7 +55,8 @@ type NodeState struct {
 	node        *v1.Node
 	allocatable Resource                     // immutable, rebuilt by SetNode
 	imageStates map[string]ImageStateSummary // immutable, replaced by SetImageStates (explicit summaries)
-	images      *ImageView                   // immutable, replaced by SetImages (summaries read from a registry version)
+	imageNames  []string                     // immutable, set with imageTable by SetImages (summaries read from a registry version)
+	imageTable  *ImageTable                  // immutable; nil with imageNames nil: no view
 
 	// Pod lists. Emptied slices keep their capacity (Freeze publishes nil).
 	pods                         []*PodInfo
@@ -342,14 +343,17 @@ func (s *NodeState) ClearNode() {
 // hands over: it becomes shared with frozen NodeInfos and must never be
 // mutated afterwards. It does not bump the generation (4.9).
 func (s *NodeState) SetImageStates(m map[string]ImageStateSummary) {
-	s.imageStates, s.images = m, nil
+	s.imageStates, s.imageNames, s.imageTable = m, nil, nil
 	s.dirty |= dirtyAny
 }
 
 // SetImages makes the entry's image summaries those of v's names read from
 // v's registry version (v is immutable). It does not bump the generation.
 func (s *NodeState) SetImages(v *ImageView) {
-	s.imageStates, s.images = nil, v
+	s.imageStates, s.imageNames, s.imageTable = nil, nil, nil
+	if v != nil {
+		s.imageNames, s.imageTable = v.Names, v.Table
+	}
 	s.dirty |= dirtyAny
 }
 
@@ -380,9 +384,7 @@ func (s *NodeState) Freeze() *NodeInfo {
 		imageStates:      s.imageStates,
 		generation:       s.generation,
 	}
-	if v := s.images; v != nil {
-		n.imageNames, n.imageTable = v.Names, v.Table
-	}
+	n.imageNames, n.imageTable = s.imageNames, s.imageTable
 	n.pods = clipOrNil(buf[:np:np], s.pods)
 	n.podsWithAffinity = clipOrNil(buf[np:np+na:np+na], s.podsWithAffinity)
 	n.podsWithRequiredAntiAffinity = clipOrNil(buf[np+na:total:total], s.podsWithRequiredAntiAffinity)

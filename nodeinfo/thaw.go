@@ -30,13 +30,12 @@ func (n *NodeInfo) Thaw(nextGen func() int64) *NodeState {
 		nonZeroRequested:             n.nonZeroRequested,
 		usedPorts:                    n.usedPorts,
 		pvcRefs:                      n.pvcRefs,
+		imageNames:                   n.imageNames,
+		imageTable:                   n.imageTable,
 		last:                         n,
 		shared:                       sharedAll,
 	}
 	s.requested.scalars = nil
-	if n.imageNames != nil || n.imageTable != nil {
-		s.images = &ImageView{Names: n.imageNames, Table: n.imageTable}
-	}
 	return s
 }
 
@@ -57,7 +56,9 @@ func (n *NodeInfo) ThawInto(s *NodeState, nextGen func() int64) *NodeState {
 		if s.shared&bit != 0 {
 			l = nil // a NodeInfo's: never written
 		}
-		clear(l[:cap(l)]) // drop the old pointers
+		if len(l) > len(from) {
+			clear(l[len(from):]) // drop the old pointers past the copy
+		}
 		return append(l[:0], from...)
 	}
 	pods := reuse(s.pods, sharedPods, n.pods)
@@ -77,13 +78,12 @@ func (n *NodeInfo) ThawInto(s *NodeState, nextGen func() int64) *NodeState {
 		nonZeroRequested:             n.nonZeroRequested,
 		usedPorts:                    n.usedPorts,
 		pvcRefs:                      n.pvcRefs,
+		imageNames:                   n.imageNames,
+		imageTable:                   n.imageTable,
 		last:                         n,
 		shared:                       sharedScalars | sharedPorts | sharedPVCs,
 	}
 	s.requested.scalars = nil
-	if n.imageNames != nil || n.imageTable != nil {
-		s.images = &ImageView{Names: n.imageNames, Table: n.imageTable}
-	}
 	return s
 }
 

@@ -158,6 +158,14 @@ type forkEdit struct {
 	free    []*nodeinfo.NodeState // states of closed or dropped edits, reused by state (ThawInto); up to forkFreeMax
 	changed bool
 	nodeOps int
+
+	// The last name slotOf resolved, so that a pod operation's checks and
+	// its change look the node up once. Valid until the index or the
+	// ghosts change (forget) or the edit is reopened.
+	memoName string
+	memoSlot int32
+	memoOK   bool
+	memoSet  bool
 }
 
 // forkFreeMax bounds the states an edit keeps for reuse.
@@ -312,6 +320,7 @@ func (f *Fork) open() *forkEdit {
 	e.s.over.EditInto(&e.over)
 	f.cur.ghosts.EditInto(&e.ghosts)
 	e.changed, e.nodeOps, e.pvcOpen = false, 0, false
+	e.forget()
 	e.pvcBase, e.pvcLive, e.tree = f.cur.pvcN, f.cur.pvcLive, f.cur.tree
 	e.imgs = nil
 	if f.cur.lazy != nil {
@@ -577,11 +586,19 @@ func (f *Fork) levelTree() (*nodetree.Overlay, error) {
 // slotOf returns the slot of the entry named name: a node with an object,
 // or a ghost the fork made.
 func (e *forkEdit) slotOf(name string) (int32, bool) {
-	if slot, ok := e.index.Get(name); ok {
-		return slot, true
+	if e.memoSet && e.memoName == name {
+		return e.memoSlot, e.memoOK
 	}
-	return e.ghosts.Get(name)
+	slot, ok := e.index.Get(name)
+	if !ok {
+		slot, ok = e.ghosts.Get(name)
+	}
+	e.memoName, e.memoSlot, e.memoOK, e.memoSet = name, slot, ok, true
+	return slot, ok
 }
+
+// forget drops slotOf's memo: the index or the ghosts changed.
+func (e *forkEdit) forget() { e.memoName, e.memoSet = "", false }
 
 // state returns the mutable aggregate of slot, thawing its entry first.
 func (e *forkEdit) state(slot int32) *nodeinfo.NodeState {
@@ -705,6 +722,7 @@ func (e *forkEdit) deleteEntry(name string, slot int32) {
 	e.nodes.Set(int(slot), nil)
 	e.s.nodeCount--
 	e.ghosts.Delete(name)
+	e.forget()
 }
 
 // target finds the entry a pod operation names, or a *PodError wrapping
@@ -727,6 +745,33 @@ func (f *Fork) AssumePod(pod *v1.Pod) error {
 	if err != nil {
 		return forkPodError(op, pod, err)
 	}
+	return f.assume(op, pod, info)
+}
+
+// AssumePodInfo is AssumePod of info.Pod() with info, built by
+// nodeinfo.NewPodInfo, as its aggregate: a caller trying one pod on many
+// forks or nodes builds it once (upstream v1.37's Snapshot.AssumePod takes
+// a PodInfo for the same reason). A nil info, one without a pod or with
+// an empty UID is refused as AssumePod refuses such a pod.
+func (f *Fork) AssumePodInfo(info *nodeinfo.PodInfo) error {
+	const op = "AssumePod"
+	pod, err := checkInfo(info)
+	if err != nil {
+		return forkPodError(op, pod, err)
+	}
+	return f.assume(op, pod, info)
+}
+
+// checkInfo returns info's pod, or the error NewPodInfo gives for it.
+func checkInfo(info *nodeinfo.PodInfo) (*v1.Pod, error) {
+	pod := info.Pod()
+	if _, err := nodeinfo.PodKey(pod); err != nil {
+		return pod, err
+	}
+	return pod, nil
+}
+
+func (f *Fork) assume(op string, pod *v1.Pod, info *nodeinfo.PodInfo) error {
 	e := f.begin()
 	key, node := info.Key(), info.NodeName()
 	_, cur := e.cached(key)
@@ -780,6 +825,21 @@ func (f *Fork) AddPod(pod *v1.Pod) error {
 	if err != nil {
 		return forkPodError(op, pod, err)
 	}
+	return f.add(op, pod, info)
+}
+
+// AddPodInfo is AddPod of info.Pod() with info, built by
+// nodeinfo.NewPodInfo, as its aggregate (see AssumePodInfo).
+func (f *Fork) AddPodInfo(info *nodeinfo.PodInfo) error {
+	const op = "AddPod"
+	pod, err := checkInfo(info)
+	if err != nil {
+		return forkPodError(op, pod, err)
+	}
+	return f.add(op, pod, info)
+}
+
+func (f *Fork) add(op string, pod *v1.Pod, info *nodeinfo.PodInfo) error {
 	e := f.begin()
 	key, node := info.Key(), info.NodeName()
 	cur, st := e.cached(key)
@@ -909,6 +969,7 @@ func (e *forkEdit) setNode(slot int32, old, node *v1.Node) {
 	st.SetImages(nil)
 	e.index.Set(node.Name, slot)
 	e.ghosts.Delete(node.Name)
+	e.forget()
 	e.changed = true
 	e.nodeOps++
 }
@@ -1096,10 +1157,12 @@ func (f *Fork) RemoveNode(node *v1.Node) error {
 	e.changed = true
 	e.nodeOps++
 	e.index.Delete(node.Name)
+	e.forget()
 	if st.NumPods() == 0 {
 		e.deleteEntry(node.Name, slot)
 	} else if had {
 		e.ghosts.Set(node.Name, slot)
+		e.forget()
 	}
 	var terr error
 	e.tree, terr = e.tree.Remove(node)
