@@ -15,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedcache/schedcache/internal/immutable"
+	"github.com/schedcache/schedcache/internal/snapbuild"
 	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/nodetree"
 	"github.com/schedcache/schedcache/shard"
@@ -70,26 +71,26 @@ type core struct {
 	freedEpoch []int32 // slots freed in the current epoch; reusable after commit
 	nextSlot   int32
 
-	seq           uint64               // operations applied
-	muts          [][]shard.Mutation   // per shard, current epoch
-	dirtyEntries  []*entry             // touched entries, current epoch
-	dirtyPods     []dirtyPod           // pod changes of the current epoch, in order (a key may repeat: the last wins)
-	dirtyPVC      []string             // used-PVC keys whose membership may have changed
-	pvcUsed       map[string]int       // PVC key -> entries with a node that reference it
-	listsDirty    bool                 // node list (and so the affinity lists) must be rebuilt
-	affFlips      []*entry             // entries whose aff or anti count crossed zero this epoch (duplicates allowed)
-	listPos       []int32              // slot -> index in the node list of the last buildLists; -1: not listed
-	listIrregular bool                 // the last buildLists saw a slot twice: affinity edits rebuild
-	byListPos     func(a, b int32) int // compareListPos, bound once: Seq.Edit's order
-	bySlot        []*entry             // slot -> live entry (nil when free)
-	slots         []slotState          // slot -> list-building state; zero when free
-	treeVersion   uint64               // tree version the published lists were built from
-	treeStale     bool                 // a removed node's name stayed in the tree: a listed name may have outlived its entry (and slot)
-	withNode      int                  // entries with a node object
-	unlisted      bool                 // the last buildLists left out some entry with a node object (see reconcilePVC)
-	builder       *snapshot.Builder    // the next snapshot; the last committed one is published
-	assumed       int                  // pods in the assumed state (kept by aggregate, replace and subtract)
-	scratch       scratch              // reused buffers; no state survives a call
+	seq           uint64                                // operations applied
+	muts          [][]shard.Mutation                    // per shard, current epoch
+	dirtyEntries  []*entry                              // touched entries, current epoch
+	dirtyPods     []dirtyPod                            // pod changes of the current epoch, in order (a key may repeat: the last wins)
+	dirtyPVC      []string                              // used-PVC keys whose membership may have changed
+	pvcUsed       map[string]int                        // PVC key -> entries with a node that reference it
+	listsDirty    bool                                  // node list (and so the affinity lists) must be rebuilt
+	affFlips      []*entry                              // entries whose aff or anti count crossed zero this epoch (duplicates allowed)
+	listPos       []int32                               // slot -> index in the node list of the last buildLists; -1: not listed
+	listIrregular bool                                  // the last buildLists saw a slot twice: affinity edits rebuild
+	byListPos     func(a, b int32) int                  // compareListPos, bound once: Seq.Edit's order
+	bySlot        []*entry                              // slot -> live entry (nil when free)
+	slots         []slotState                           // slot -> list-building state; zero when free
+	treeVersion   uint64                                // tree version the published lists were built from
+	treeStale     bool                                  // a removed node's name stayed in the tree: a listed name may have outlived its entry (and slot)
+	withNode      int                                   // entries with a node object
+	unlisted      bool                                  // the last buildLists left out some entry with a node object (see reconcilePVC)
+	builder       snapbuild.Builder[*snapshot.Snapshot] // the next snapshot; the last committed one is published
+	assumed       int                                   // pods in the assumed state (kept by aggregate, replace and subtract)
+	scratch       scratch                               // reused buffers; no state survives a call
 }
 
 // scratch holds the buffers the flush steps reuse so that an epoch
@@ -122,7 +123,7 @@ func newCore(nshards int, ttl time.Duration) *core {
 		imgChangedSet: make(map[string]struct{}),
 		muts:          make([][]shard.Mutation, nshards),
 		pvcUsed:       make(map[string]int),
-		builder:       snapshot.NewBuilder(),
+		builder:       snapbuild.New[*snapshot.Snapshot](),
 	}
 	c.treeVersion = c.tree.Version()
 	c.byListPos = c.compareListPos

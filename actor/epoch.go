@@ -100,7 +100,7 @@ func (c *core) buildMeta() {
 	b := c.builder
 	for _, d := range c.dirtyPods {
 		if d.rec != nil {
-			b.SetPod(d.key, snapshot.PodEntry{Pod: d.rec.info.Pod(), Assumed: d.rec.assumed})
+			b.SetPod(d.key, d.rec.info.Pod(), d.rec.assumed)
 		} else {
 			b.DeletePod(d.key)
 		}

@@ -3,16 +3,19 @@ package snapshot
 import (
 	"runtime"
 
+	v1 "k8s.io/api/core/v1"
+
 	"github.com/schedcache/schedcache/internal/immutable"
+	"github.com/schedcache/schedcache/internal/snapbuild"
 	"github.com/schedcache/schedcache/nodeinfo"
 )
 
-// Builder assembles the next snapshot from the last committed one by
-// path-copying what changed. Contract: owned by one goroutine (the
-// coordinator); not safe for concurrent use; blocks only where FoldPods
-// says. Snapshots it committed are immutable and safe for any number of
-// readers.
-type Builder struct {
+// builder is the snapbuild.Builder of *Snapshot: it assembles the next
+// snapshot from the last committed one by path-copying what changed.
+// Contract: owned by one goroutine (the coordinator); not safe for
+// concurrent use; blocks only where FoldPods says. Snapshots it committed
+// are immutable and safe for any number of readers.
+type builder struct {
 	last  *Snapshot                                   // last committed; immutable
 	nodes *immutable.VectorEditor[*nodeinfo.NodeInfo] // open editors of the current transaction, nil when untouched
 	index *immutable.MapEditor[int32]
@@ -25,7 +28,7 @@ type Builder struct {
 	pods    immutable.Map[PodEntry] // the pod trie of the transaction: the last snapshot's, or the fold of its log
 	podLog  []podChange             // pod changes after pods: the last snapshot's log extended in place past its length, or a new log after a fold
 	podSum  []uint64                // podHash of each podLog key, kept alongside podLog
-	foldq   *FoldQueue              // nil: folds run in FoldPods
+	foldq   *foldQueue              // nil: folds run in FoldPods
 	foldLen int                     // > 0: a fold of podLog[:foldLen] onto pods is in flight
 	lists   bool                    // SetLists was called in this transaction
 	order   []int32
@@ -38,14 +41,20 @@ type Builder struct {
 	treeNms []string
 }
 
-// NewBuilder returns a builder whose last snapshot is empty.
-func NewBuilder() *Builder { return &Builder{last: &Snapshot{published: true}} }
+func init() {
+	snapbuild.Register(
+		func() snapbuild.Builder[*Snapshot] { return newBuilder() },
+		func() snapbuild.FoldQueue { return newFoldQueue() })
+}
+
+// newBuilder returns a builder whose last snapshot is empty.
+func newBuilder() *builder { return &builder{last: &Snapshot{published: true}} }
 
 // Last returns the last committed snapshot.
-func (b *Builder) Last() *Snapshot { return b.last }
+func (b *builder) Last() *Snapshot { return b.last }
 
 // SetNode records the frozen entry for slot (nil clears it).
-func (b *Builder) SetNode(slot int32, ni *nodeinfo.NodeInfo) {
+func (b *builder) SetNode(slot int32, ni *nodeinfo.NodeInfo) {
 	if b.nodes == nil {
 		b.last.nodes.EditInto(&b.eds.nodes)
 		b.nodes = &b.eds.nodes
@@ -60,7 +69,7 @@ func (b *Builder) SetNode(slot int32, ni *nodeinfo.NodeInfo) {
 // slots will copy (the vector leaves that hold them), with the misses in
 // flight together, so that the SetNodes that follow find them in cache.
 // The coordinator calls it while the shards freeze the epoch's entries.
-func (b *Builder) PrefetchNodes(slots []int32) {
+func (b *builder) PrefetchNodes(slots []int32) {
 	var sink uintptr
 	for _, slot := range slots {
 		if b.nodes != nil {
@@ -73,13 +82,13 @@ func (b *Builder) PrefetchNodes(slots []int32) {
 }
 
 // SetIndex maps name to slot; DeleteIndex removes name.
-func (b *Builder) SetIndex(name string, slot int32) {
+func (b *builder) SetIndex(name string, slot int32) {
 	b.openIndex()
 	b.index.Set(name, slot)
 }
 
 // openIndex opens the name-index editor of the transaction, if it is not.
-func (b *Builder) openIndex() {
+func (b *builder) openIndex() {
 	if b.index == nil {
 		b.last.index.EditInto(&b.eds.index)
 		b.index = &b.eds.index
@@ -87,7 +96,7 @@ func (b *Builder) openIndex() {
 }
 
 // DeleteIndex removes name from the name index.
-func (b *Builder) DeleteIndex(name string) {
+func (b *builder) DeleteIndex(name string) {
 	b.openIndex()
 	b.index.Delete(name)
 }
@@ -105,19 +114,19 @@ const (
 )
 
 // SetPod records the entry of pod key; DeletePod removes it.
-func (b *Builder) SetPod(key string, e PodEntry) {
-	b.podLog = append(b.podLog, podChange{key: key, e: e})
+func (b *builder) SetPod(key string, pod *v1.Pod, assumed bool) {
+	b.podLog = append(b.podLog, podChange{key: key, e: PodEntry{Pod: pod, Assumed: assumed}})
 	b.podSum = append(b.podSum, podHash(key))
 }
 
 // DeletePod removes pod key.
-func (b *Builder) DeletePod(key string) {
+func (b *builder) DeletePod(key string) {
 	b.podLog = append(b.podLog, podChange{key: key, gone: true})
 	b.podSum = append(b.podSum, podHash(key))
 }
 
 // SetPVC adds (used=true) or removes a key of the used-PVC set.
-func (b *Builder) SetPVC(key string, used bool) {
+func (b *builder) SetPVC(key string, used bool) {
 	if b.pvc == nil {
 		b.last.pvc.EditInto(&b.eds.pvc)
 		b.pvc = &b.eds.pvc
@@ -131,23 +140,23 @@ func (b *Builder) SetPVC(key string, used bool) {
 
 // SetLists replaces the node list and the two affinity lists. The order
 // slice is handed over: the caller must never write to it again.
-func (b *Builder) SetLists(order []int32, aff, anti immutable.Seq[int32], err error) {
+func (b *builder) SetLists(order []int32, aff, anti immutable.Seq[int32], err error) {
 	b.lists = true
 	b.order, b.aff, b.anti, b.err = order, aff, anti, err
 }
 
 // SetImages records the image registry version of this transaction.
-func (b *Builder) SetImages(t *nodeinfo.ImageTable) { b.images = t }
+func (b *builder) SetImages(t *nodeinfo.ImageTable) { b.images = t }
 
 // SetTree records the zone tree's node count and, when the tree lists
 // names the node list skips, the tree's list by name (immutable once set).
-func (b *Builder) SetTree(numNodes int, names []string) {
+func (b *builder) SetTree(numNodes int, names []string) {
 	b.tree, b.treeN, b.treeNms = true, numNodes, names
 }
 
 // Lists returns the node list, the two affinity lists and the list error as
 // of this transaction (read-only; SetLists replaces them).
-func (b *Builder) Lists() (order []int32, aff, anti immutable.Seq[int32], err error) {
+func (b *builder) Lists() (order []int32, aff, anti immutable.Seq[int32], err error) {
 	if b.lists {
 		return b.order, b.aff, b.anti, b.err
 	}
@@ -157,7 +166,7 @@ func (b *Builder) Lists() (order []int32, aff, anti immutable.Seq[int32], err er
 // Commit ends the transaction and returns the new snapshot, which becomes
 // Last. nodeCount is the number of node entries (ghosts included), podCount
 // the number of pods.
-func (b *Builder) Commit(epoch uint64, nodeCount, podCount int) *Snapshot {
+func (b *builder) Commit(epoch uint64, nodeCount, podCount int) *Snapshot {
 	// The snapshot and its two lazily built indexes in one allocation.
 	p := &struct {
 		s  Snapshot

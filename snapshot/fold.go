@@ -6,33 +6,34 @@ import (
 	"runtime/debug"
 
 	"github.com/schedcache/schedcache/internal/immutable"
+	"github.com/schedcache/schedcache/internal/snapbuild"
 )
 
-// FoldQueue carries a Builder's pod-log folds to the goroutine that runs
-// them, and their results back, so that the builder's owner (the
-// coordinator) only appends to the log. The package starts no goroutine:
-// the owner runs Serve on one of its own.
+// foldQueue is the snapbuild.FoldQueue: it carries a builder's pod-log
+// folds to the goroutine that runs them, and their results back, so that
+// the builder's owner (the coordinator) only appends to the log. The
+// package starts no goroutine: the owner runs Serve on one of its own.
 //
-// Contract: one Builder uses a FoldQueue (Builder.SetFoldQueue), from the
+// Contract: one builder uses a foldQueue (builder.SetFoldQueue), from the
 // builder's goroutine; one goroutine calls Serve; Close is called once, by
 // the owner, after the builder's last use, and Serve then returns after
 // the fold in flight, if any (its result is dropped). A fold reads only
 // immutable values (a trie and a log prefix no one writes again), so it
 // runs concurrently with the builder and with every reader. The builder
 // never waits for a fold unless its log reaches podLogMax.
-type FoldQueue struct {
+type foldQueue struct {
 	reqc chan foldReq    // builder -> Serve; at most one request in flight; closed by Close
 	resc chan foldResult // Serve -> builder; buffered, so Serve never waits
 }
 
-// NewFoldQueue returns a queue with no fold in flight.
-func NewFoldQueue() *FoldQueue {
-	return &FoldQueue{reqc: make(chan foldReq, 1), resc: make(chan foldResult, 1)}
+// newFoldQueue returns a queue with no fold in flight.
+func newFoldQueue() *foldQueue {
+	return &foldQueue{reqc: make(chan foldReq, 1), resc: make(chan foldResult, 1)}
 }
 
 // Serve runs the queue's folds on the calling goroutine until Close. A fold
 // that panics is reported to the builder, and Serve goes on.
-func (q *FoldQueue) Serve() {
+func (q *foldQueue) Serve() {
 	seen := make(map[string]struct{}, podLogCap) // owned by this goroutine; reused by every fold
 	for r := range q.reqc {
 		q.resc <- r.fold(seen) // buffered: the builder receives before it sends again
@@ -40,7 +41,7 @@ func (q *FoldQueue) Serve() {
 }
 
 // Close ends Serve once the fold in flight, if any, is done.
-func (q *FoldQueue) Close() { close(q.reqc) }
+func (q *foldQueue) Close() { close(q.reqc) }
 
 type foldReq struct {
 	base immutable.Map[PodEntry]
@@ -121,7 +122,9 @@ func foldLog(base immutable.Map[PodEntry], log []podChange, yieldEvery int, seen
 // SetFoldQueue makes the builder fold its pod log through q, on the
 // goroutine that serves it; nil (the default) folds on the builder's own
 // goroutine, in FoldPods.
-func (b *Builder) SetFoldQueue(q *FoldQueue) { b.foldq = q }
+func (b *builder) SetFoldQueue(q snapbuild.FoldQueue) {
+	b.foldq, _ = q.(*foldQueue) // the only implementation; nil stays nil
+}
 
 // FoldPods keeps the pod log short: past podLogFold entries it folds them
 // into a new trie, through the fold queue if the builder has one (the snapshots
@@ -131,7 +134,7 @@ func (b *Builder) SetFoldQueue(q *FoldQueue) { b.foldq = q }
 // fold queue must call FoldPods in every transaction (the coordinator does,
 // while the shards apply the epoch's mutations); without one, Commit does.
 // A fold that panicked panics here, on the builder's goroutine.
-func (b *Builder) FoldPods() {
+func (b *builder) FoldPods() {
 	if b.foldLen > 0 {
 		select {
 		case r := <-b.foldq.resc:
@@ -159,7 +162,7 @@ func (b *Builder) FoldPods() {
 
 // installFold makes r the pod trie and keeps the log past the folded prefix,
 // copied into a new log: earlier snapshots share the old one.
-func (b *Builder) installFold(r foldResult) {
+func (b *builder) installFold(r foldResult) {
 	if r.err != nil {
 		panic(r.err)
 	}

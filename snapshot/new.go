@@ -36,7 +36,7 @@ func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
 		}
 		return s
 	}
-	b := NewBuilder()
+	b := newBuilder()
 	keys := make(map[string]struct{})
 	var refused []error // pods whose amounts node totals could not hold
 	for _, p := range pods {
@@ -54,7 +54,7 @@ func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
 		}
 		entry(p.Spec.NodeName).AddPod(pi)
 		if pi.Key() != "" {
-			b.SetPod(pi.Key(), PodEntry{Pod: p})
+			b.SetPod(pi.Key(), p, false)
 			keys[pi.Key()] = struct{}{}
 		}
 		if p.Spec.NodeName != "" {

@@ -33,12 +33,12 @@ func frozen(t *testing.T, name string, pods ...string) *nodeinfo.NodeInfo {
 
 // Commit produces a new snapshot; the previous one keeps what it had.
 func TestBuilderCommitLeavesOldSnapshots(t *testing.T) {
-	b := NewBuilder()
+	b := newBuilder()
 	b.SetNode(0, frozen(t, "a"))
 	b.SetIndex("a", 0)
 	b.SetNode(1, frozen(t, "b", "p1"))
 	b.SetIndex("b", 1)
-	b.SetPod("p1", PodEntry{Assumed: true})
+	b.SetPod("p1", nil, true)
 	b.SetPVC("ns/c", true)
 	b.SetLists([]int32{1, 0}, immutable.Seq[int32]{}, immutable.Seq[int32]{}, nil)
 	s1 := b.Commit(7, 2, 1)
@@ -74,7 +74,7 @@ func TestBuilderCommitLeavesOldSnapshots(t *testing.T) {
 // List and the affinity lists return fresh slices; published snapshots
 // refuse CopyFrom; a caller-owned snapshot takes a copy in O(1).
 func TestSnapshotCopies(t *testing.T) {
-	b := NewBuilder()
+	b := newBuilder()
 	b.SetNode(0, frozen(t, "a"))
 	b.SetIndex("a", 0)
 	b.SetLists([]int32{0}, immutable.SeqOf([]int32{0}), immutable.Seq[int32]{}, nil)
@@ -134,15 +134,15 @@ func TestPodLogFoldsAndHeldSnapshots(t *testing.T) {
 	const keys = 61
 	for _, mode := range []string{"inline", "folder", "stalled"} {
 		t.Run(mode, func(t *testing.T) {
-			b := NewBuilder()
-			var stalled *FoldQueue
+			b := newBuilder()
+			var stalled *foldQueue
 			switch mode {
 			case "folder":
 				q := serveFolds(t)
 				b.SetFoldQueue(q)
 			case "stalled":
 				// No goroutine: the test runs each fold when it chooses.
-				stalled = NewFoldQueue()
+				stalled = newFoldQueue()
 				b.SetFoldQueue(stalled)
 			}
 			model := map[string]bool{} // key -> assumed
@@ -162,7 +162,7 @@ func TestPodLogFoldsAndHeldSnapshots(t *testing.T) {
 						delete(model, k)
 					default:
 						assumed := (epoch+j)%2 == 0
-						b.SetPod(k, PodEntry{Pod: pod, Assumed: assumed})
+						b.SetPod(k, pod, assumed)
 						model[k] = assumed
 					}
 				}
@@ -225,10 +225,10 @@ func TestFoldPanicReachesBuilder(t *testing.T) {
 	foldHook = func() { panic("boom") }
 	defer func() { foldHook = nil }()
 	q := serveFolds(t)
-	b := NewBuilder()
+	b := newBuilder()
 	b.SetFoldQueue(q)
 	for i := 0; i <= podLogFold; i++ {
-		b.SetPod(fmt.Sprint(i), PodEntry{Pod: &v1.Pod{}})
+		b.SetPod(fmt.Sprint(i), &v1.Pod{}, false)
 	}
 	b.FoldPods() // submitted; the fold panics and Serve reports it
 	require.Positive(t, b.foldLen)
@@ -251,10 +251,10 @@ func TestFoldPanicReachesBuilder(t *testing.T) {
 // podLogScans lookups, then builds the base's index, which the base and
 // every fork of it share; the answers stay the same.
 func TestForkIndexesBasePodLog(t *testing.T) {
-	b := NewBuilder()
+	b := newBuilder()
 	pod := &v1.Pod{}
 	for i := 0; i < 3*podLogIndexMin; i++ {
-		b.SetPod(fmt.Sprint(i%podLogIndexMin), PodEntry{Pod: pod, Assumed: i%2 == 0})
+		b.SetPod(fmt.Sprint(i%podLogIndexMin), pod, i%2 == 0)
 		if i%5 == 0 {
 			b.DeletePod(fmt.Sprint(i % podLogIndexMin))
 		}
@@ -322,8 +322,8 @@ func TestForkImagesWith(t *testing.T) {
 
 // serveFolds serves a new FoldQueue on a goroutine of the test's, as the
 // coordinator does, and closes it (and waits for the goroutine) at cleanup.
-func serveFolds(t *testing.T) *FoldQueue {
-	q := NewFoldQueue()
+func serveFolds(t *testing.T) *foldQueue {
+	q := newFoldQueue()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
