@@ -43,9 +43,9 @@ type Binder struct {
 	logger klog.Logger       // immutable
 	// Outcome counters, bumped by every binding goroutine at once
 	// (xsync.Counter: striped, so parallel binders on many cores do not
-	// contend on one word; on the 2-vCPU machine an uncontended
-	// increment costs ~21 ns against an atomic's ~11, nothing beside a
-	// binding's round trip).
+	// contend on one word). An uncontended increment costs more than an
+	// atomic's, which is nothing beside a binding's round trip
+	// (docs/kube-integration.md, "Counters: xsync or atomics").
 	bound, forgotten, refused *xsync.Counter
 }
 

@@ -135,9 +135,9 @@ type Adapter struct {
 
 	// Event counters (atomic). Each informer delivers its events on one
 	// goroutine, so the pod counters have one writer and the node counters
-	// another; plain atomics beat xsync.Counter here (BenchmarkCounterInc:
-	// ~11 vs ~21 ns per increment on the 2-vCPU machine, with no
-	// contention for the stripes to relieve).
+	// another: with no contention for xsync.Counter's stripes to relieve,
+	// a plain atomic is the cheaper increment (BenchmarkCounterInc; figures
+	// in docs/kube-integration.md, "Counters: xsync or atomics").
 	podAdds, podUpdates, podDeletes    atomic.Int64
 	nodeAdds, nodeUpdates, nodeDeletes atomic.Int64
 	tombstones, unassigned, wrongType  atomic.Int64
