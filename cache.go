@@ -233,7 +233,6 @@ type Cache struct {
 	a *actor.Coordinator // owns every goroutine of the cache
 }
 
-// New starts a cache. It stops when ctx is done or Close is called.
 // OptionError is New's error for an option given an invalid value; it
 // wraps ErrInvalidArgument.
 type OptionError struct {
@@ -246,6 +245,7 @@ func (e *OptionError) Error() string {
 }
 func (e *OptionError) Unwrap() error { return ErrInvalidArgument }
 
+// New starts a cache. It stops when ctx is done or Close is called.
 func New(ctx context.Context, opts ...Option) (*Cache, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)

@@ -134,18 +134,18 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 	return err
 }
 
-// clonesNow returns nodes (p's entries) with every entry showing the image
-// counts of p's epoch: a published entry shows those of its node's last
+// clonesNow returns nodes (s's entries) with every entry showing the image
+// counts of s's epoch: a published entry shows those of its node's last
 // change, a fresh upstream snapshot those of the moment it clones. Entries
-// already current are shared; the rest are copied reading p's registry
+// already current are shared; the rest are copied reading s's registry
 // version (O(nodes) struct copies at worst, as upstream clones every node).
-func (p *Snapshot) clonesNow(nodes immutable.Vector[*nodeinfo.NodeInfo]) immutable.Vector[*nodeinfo.NodeInfo] {
-	if p.images == nil {
+func (s *Snapshot) clonesNow(nodes immutable.Vector[*nodeinfo.NodeInfo]) immutable.Vector[*nodeinfo.NodeInfo] {
+	if s.images == nil {
 		return nodes
 	}
 	var ed *immutable.VectorEditor[*nodeinfo.NodeInfo]
 	nodes.Range(func(i int, ni *nodeinfo.NodeInfo) bool {
-		if now := ni.WithImageTable(p.images); now != ni {
+		if now := ni.WithImageTable(s.images); now != ni {
 			if ed == nil {
 				ed = nodes.Edit()
 			}
@@ -159,26 +159,26 @@ func (p *Snapshot) clonesNow(nodes immutable.Vector[*nodeinfo.NodeInfo]) immutab
 	return ed.Done()
 }
 
-// treeOrder returns the zone tree's list as of p, resolved through index
+// treeOrder returns the zone tree's list as of s, resolved through index
 // (a long-lived snapshot's name -> slot); names index lacks are skipped,
 // as upstream skips names missing from its snapshot's map.
-func (p *Snapshot) treeOrder(index *immutable.MapEditor[int32]) []int32 {
+func (s *Snapshot) treeOrder(index *immutable.MapEditor[int32]) []int32 {
 	add := func(out []int32, name string) []int32 {
 		if slot, ok := index.Get(name); ok {
 			out = append(out, slot)
 		}
 		return out
 	}
-	if p.treeNames != nil {
-		out := make([]int32, 0, len(p.treeNames))
-		for _, name := range p.treeNames {
+	if s.treeNames != nil {
+		out := make([]int32, 0, len(s.treeNames))
+		for _, name := range s.treeNames {
 			out = add(out, name)
 		}
 		return out
 	}
-	out := make([]int32, 0, len(p.order))
-	for _, slot := range p.order {
-		out = add(out, p.nodes.Get(int(slot)).NodeName())
+	out := make([]int32, 0, len(s.order))
+	for _, slot := range s.order {
+		out = add(out, s.nodes.Get(int(slot)).NodeName())
 	}
 	return out
 }

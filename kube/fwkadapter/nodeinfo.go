@@ -141,8 +141,8 @@ func (n *NodeInfo) GetPodsWithRequiredAntiAffinity() []fwk.PodInfo { return n.vi
 // when none, which reads as empty).
 func (n *NodeInfo) GetUsedPorts() fwk.HostPortInfo { return n.view().ports }
 
-// GetRequested, GetNonZeroRequested and GetAllocatable return read-only
-// resources.
+// GetRequested returns the requested resources (read-only);
+// GetNonZeroRequested and GetAllocatable likewise.
 func (n *NodeInfo) GetRequested() fwk.Resource        { return &n.view().requested }
 func (n *NodeInfo) GetNonZeroRequested() fwk.Resource { return &n.view().nonZero }
 func (n *NodeInfo) GetAllocatable() fwk.Resource      { return &n.view().alloc }

@@ -86,7 +86,8 @@ type NodeTotal struct {
 
 // Diff lists the differences between want and got, at most max lines
 // (0: all); none means equal.
-func (want Totals) Diff(got Totals, max int) []string {
+func (t Totals) Diff(got Totals, max int) []string {
+	want := t
 	var d []string
 	add := func(format string, a ...any) {
 		if max == 0 || len(d) < max {

@@ -235,7 +235,7 @@ func TestCreateAndCloseManyCaches(t *testing.T) {
 	goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	endHeap := heapAlloc()
 	slop := uint64(*flagHeapSlop) << 20
-	var grown int64 = int64(endHeap) - int64(baseHeap)
+	grown := int64(endHeap) - int64(baseHeap)
 	if endHeap > baseHeap+slop {
 		t.Errorf("heap after %d caches: %.2f MiB, baseline %.2f MiB (+%.2f MiB, allowed +%d MiB): closed caches retain %.0f B each",
 			N, mib(endHeap), mib(baseHeap), float64(grown)/(1<<20), *flagHeapSlop, float64(grown)/float64(N))
