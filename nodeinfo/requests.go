@@ -346,6 +346,113 @@ func podLevelRequestsSet(pod *v1.Pod) bool {
 // podRequests computes the pod's Requested contribution and its non-zero
 // cpu (millicores) and memory (bytes), rounding once on the aggregate.
 func podRequests(pod *v1.Pod) (req Resource, non0CPU, non0Mem int64) {
+	if req, non0CPU, non0Mem, ok := plainPodRequests(pod); ok {
+		return req, non0CPU, non0Mem
+	}
+	return podRequestsExact(pod)
+}
+
+// plainPodRequests is podRequests for the common pod, in int64 arithmetic
+// without the exact lists: no init containers, overhead or pod-level
+// resources, and every list a container's requests are taken from (its
+// spec, and its status's actuated and allocated resources if the status
+// has resources) holding at most cpu and memory, in whole millicores and
+// bytes, with sums that fit an int64. For any other pod ok is false and
+// the caller takes podRequestsExact, whose results these equal on every
+// pod they accept (TestPlainPodRequestsMatchExact).
+func plainPodRequests(pod *v1.Pod) (req Resource, non0CPU, non0Mem int64, ok bool) {
+	if len(pod.Spec.InitContainers) > 0 || len(pod.Spec.Overhead) > 0 || pod.Spec.Resources != nil {
+		return Resource{}, 0, 0, false
+	}
+	infeasible, checked := false, false
+	var cpuSum, memSum, cpu0, mem0 int64
+	fits := true // no sum overflowed
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		var cur plainReq
+		if cs := findContainerStatus(pod, c.Name); cs != nil && cs.Resources != nil {
+			// As containerRequests: max(spec, actuated, allocated), the
+			// spec left out when the resize is infeasible.
+			if !checked {
+				infeasible, checked = isPodResizeInfeasible(pod), true
+			}
+			if !infeasible && !cur.max(c.Resources.Requests) {
+				return Resource{}, 0, 0, false
+			}
+			if !cur.max(cs.Resources.Requests) || !cur.max(cs.AllocatedResources) {
+				return Resource{}, 0, 0, false
+			}
+		} else if !cur.max(c.Resources.Requests) {
+			return Resource{}, 0, 0, false
+		}
+		cpu, mem := DefaultMilliCPURequest, DefaultMemoryRequest
+		if cur.hasCPU {
+			cpu = cur.cpu
+			cpuSum = addChecked(cpuSum, cur.cpu, &fits)
+		}
+		if cur.hasMem {
+			mem = cur.mem
+			memSum = addChecked(memSum, cur.mem, &fits)
+		}
+		cpu0 = addChecked(cpu0, cpu, &fits)
+		mem0 = addChecked(mem0, mem, &fits)
+	}
+	if !fits {
+		return Resource{}, 0, 0, false
+	}
+	return Resource{MilliCPU: cpuSum, Memory: memSum}, cpu0, mem0, true
+}
+
+// plainReq is one container's effective cpu (millicores) and memory
+// (bytes), each present or not.
+type plainReq struct {
+	cpu, mem       int64
+	hasCPU, hasMem bool
+}
+
+// max raises r to rl per name, as reqList.maxList does, and reports
+// whether rl holds only cpu and memory, in whole units.
+func (r *plainReq) max(rl v1.ResourceList) bool {
+	if len(rl) == 0 {
+		return true
+	}
+	found := 0
+	if q, ok := rl[v1.ResourceCPU]; ok {
+		n := loadNum(&q, resource.Milli)
+		if n.q != nil {
+			return false
+		}
+		if !r.hasCPU || n.v > r.cpu {
+			r.cpu, r.hasCPU = n.v, true
+		}
+		found++
+	}
+	if q, ok := rl[v1.ResourceMemory]; ok {
+		n := loadNum(&q, 0)
+		if n.q != nil {
+			return false
+		}
+		if !r.hasMem || n.v > r.mem {
+			r.mem, r.hasMem = n.v, true
+		}
+		found++
+	}
+	return found == len(rl)
+}
+
+// addChecked returns a+b, clearing *fits if the sum overflows.
+func addChecked(a, b int64, fits *bool) int64 {
+	s := a + b
+	if (s > a) != (b > 0) {
+		*fits = false
+	}
+	return s
+}
+
+// podRequestsExact is podRequests for any pod, with exact amounts
+// throughout (sums of Quantities where an amount is not a whole unit or
+// does not fit an int64).
+func podRequestsExact(pod *v1.Pod) (req Resource, non0CPU, non0Mem int64) {
 	infeasible := isPodResizeInfeasible(pod)
 	var cur, total reqList
 	for i := range pod.Spec.Containers {
