@@ -159,6 +159,11 @@ type forkEdit struct {
 	changed bool
 	nodeOps int
 
+	// pend holds the open edit's pod changes (pod, setPod, dropPod), which
+	// close applies to over: a Revert or RevertTo drops them without
+	// building their path copies. Reused by every edit.
+	pend map[string]pendPod
+
 	// The last name slotOf resolved, so that a pod operation's checks and
 	// its change look the node up once. Valid until the index or the
 	// ghosts change (forget) or the edit is reopened.
@@ -168,6 +173,13 @@ type forkEdit struct {
 	memoSet  bool
 }
 
+// pendPod is a pod change of the open edit: o for over, or (del) the
+// removal of the key from over.
+type pendPod struct {
+	o   podOver
+	del bool
+}
+
 // forkFreeMax bounds the states an edit keeps for reuse.
 const forkFreeMax = 128
 
@@ -175,6 +187,7 @@ const forkFreeMax = 128
 // reuse: a closed edit froze them (the frozen entries share nothing the
 // states own), a dropped one abandons them.
 func (e *forkEdit) recycle() {
+	clear(e.pend)
 	for _, t := range e.touched {
 		if len(e.free) < forkFreeMax {
 			e.free = append(e.free, t.st)
@@ -309,7 +322,7 @@ func (f *Fork) open() *forkEdit {
 		return f.ed
 	}
 	if f.ed == nil {
-		f.ed = &forkEdit{base: f.base, touched: make(map[int32]touchedNode)}
+		f.ed = &forkEdit{base: f.base, touched: make(map[int32]touchedNode), pend: make(map[string]pendPod)}
 	}
 	e := f.ed
 	f.editing = true
@@ -356,6 +369,7 @@ func (f *Fork) close() {
 	s := e.s
 	s.nodes = e.nodes.Done()
 	s.index = e.index.Done()
+	e.applyPend()
 	s.over = e.over.Done()
 	lvl := forkLevel{s: &s, ghosts: e.ghosts.Done(), listTok: f.cur.listTok, tree: e.tree, nodeOps: f.cur.nodeOps + e.nodeOps}
 	if e.nodeOps > 0 || f.cur.lazy != nil {
@@ -626,6 +640,9 @@ func (e *forkEdit) numPods(slot int32) int {
 
 // pod returns the current entry of pod key.
 func (e *forkEdit) pod(key string) (PodEntry, bool) {
+	if p, ok := e.pend[key]; ok {
+		return p.o.e, !p.del && !p.o.gone
+	}
 	if o, ok := e.over.Get(key); ok {
 		return o.e, !o.gone
 	}
@@ -667,15 +684,35 @@ func (e *forkEdit) taken(key string) bool {
 
 // setPod records pod key's entry; dropPod its removal.
 func (e *forkEdit) setPod(key string, pe PodEntry) {
-	e.over.Set(key, podOver{e: pe})
+	e.pend[key] = pendPod{o: podOver{e: pe}}
 }
 
 func (e *forkEdit) dropPod(key string) {
-	if _, under := e.podUnder(key); under {
-		e.over.Set(key, podOver{gone: true})
-	} else {
-		e.over.Delete(key)
+	switch _, under := e.podUnder(key); {
+	case under:
+		e.pend[key] = pendPod{o: podOver{gone: true}}
+	case e.over.Len() > 0 && e.overHas(key):
+		e.pend[key] = pendPod{del: true}
+	default:
+		delete(e.pend, key)
 	}
+}
+
+func (e *forkEdit) overHas(key string) bool {
+	_, ok := e.over.Get(key)
+	return ok
+}
+
+// applyPend applies the open edit's pod changes to over.
+func (e *forkEdit) applyPend() {
+	for k, p := range e.pend {
+		if p.del {
+			e.over.Delete(k)
+		} else {
+			e.over.Set(k, p.o)
+		}
+	}
+	clear(e.pend)
 }
 
 // ---- pods ----
