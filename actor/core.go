@@ -60,6 +60,8 @@ type core struct {
 	// nodeImages is the registry's membership: node name -> the image names
 	// registered for it (upstream's per-image node sets, stored per node).
 	nodeImages    map[string][]string
+	strays        immutable.Map[[]string]                         // node name -> names registered for it that its node object lacks (imagereg.Strays); published in table
+	straysChanged bool                                            // strays changed since the last syncTable
 	table         *nodeinfo.ImageTable                            // the registry as of the last syncTable; immutable
 	tableEd       immutable.MapEditor[nodeinfo.ImageStateSummary] // scratch editor of table
 	imgChanged    []string                                        // names whose summary may have changed since the last syncTable

@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/schedcache/schedcache/internal/imagereg"
 	"github.com/schedcache/schedcache/nodeinfo"
 )
 
@@ -38,101 +39,87 @@ func imageNames(node *v1.Node, fn func(name string, size int64)) {
 	}
 }
 
-// numImageNames counts node's image names, duplicates included.
-func numImageNames(node *v1.Node) int {
-	n := 0
-	for i := range node.Status.Images {
-		n += len(node.Status.Images[i].Names)
+// regCounts is the core as the registry's imagereg.Counts: the shared
+// rule (imagereg.Register, Unregister) changes c.images through it.
+type regCounts core
+
+// Join implements imagereg.Counts: a name not in the registry gets a new
+// incarnation with size.
+func (r *regCounts) Join(name string, size int64) {
+	c := (*core)(r)
+	st, ok := c.images[name]
+	if !ok {
+		st = &imageState{size: size}
+		c.images[name] = st
 	}
-	return n
+	st.count++
+	c.imageChanged(name)
 }
 
-// smallSet is the size up to which membership is checked by scanning a
-// slice; larger registrations use a map, so a node listing many images
-// costs O(images), not O(images^2).
-const smallSet = 32
-
-func setOf(names []string) map[string]struct{} {
-	m := make(map[string]struct{}, len(names))
-	for _, n := range names {
-		m[n] = struct{}{}
-	}
-	return m
-}
-
-// registerImages adds node to the node set of every name it lists (3.5):
-// a name not in the registry gets a new incarnation with the size node
-// lists first; the size of an existing one never changes.
-func (c *core) registerImages(node *v1.Node) {
-	list := c.nodeImages[node.Name]
-	var member map[string]struct{}
-	if len(list)+numImageNames(node) > smallSet {
-		member = setOf(list)
-	}
-	imageNames(node, func(name string, size int64) {
-		if member != nil {
-			if _, ok := member[name]; ok {
-				return // already a member: size stays first-writer-wins
-			}
-			member[name] = struct{}{}
-		} else if slices.Contains(list, name) {
-			return
+// Leave implements imagereg.Counts: an incarnation left with no nodes
+// dies.
+func (r *regCounts) Leave(name string) {
+	c := (*core)(r)
+	if st := c.images[name]; st != nil {
+		if st.count--; st.count <= 0 {
+			delete(c.images, name)
 		}
-		st, ok := c.images[name]
-		if !ok {
-			st = &imageState{size: size}
-			c.images[name] = st
-		}
-		st.count++
-		list = append(list, name)
 		c.imageChanged(name)
-	})
+	}
+}
+
+// registerImages adds node to the node set of every name it lists (3.5),
+// with the rule forks share (imagereg.Register).
+func (c *core) registerImages(node *v1.Node) {
+	list := imagereg.Register(c.nodeImages[node.Name], node, (*regCounts)(c))
 	if len(list) > 0 {
 		c.nodeImages[node.Name] = list
 	}
 }
 
 // unregisterImages removes node's name from the node set of every name
-// node lists; an incarnation left with no nodes dies.
+// node lists (imagereg.Unregister); an incarnation left with no nodes
+// dies.
 func (c *core) unregisterImages(node *v1.Node) {
 	list := c.nodeImages[node.Name]
 	if len(list) == 0 {
 		return
 	}
-	drop := func(name string) {
-		if st := c.images[name]; st != nil {
-			if st.count--; st.count <= 0 {
-				delete(c.images, name)
-			}
-			c.imageChanged(name)
-		}
-	}
-	if len(list)+numImageNames(node) > smallSet {
-		gone := make(map[string]struct{}, numImageNames(node))
-		imageNames(node, func(name string, _ int64) { gone[name] = struct{}{} })
-		kept := list[:0]
-		for _, name := range list {
-			if _, ok := gone[name]; ok {
-				drop(name)
-			} else {
-				kept = append(kept, name)
-			}
-		}
-		clear(list[len(kept):])
-		list = kept
-	} else {
-		imageNames(node, func(name string, _ int64) {
-			if i := slices.Index(list, name); i >= 0 {
-				list = slices.Delete(list, i, i+1)
-				drop(name)
-			}
-		})
-	}
+	list = imagereg.Unregister(list, node, (*regCounts)(c))
 	if len(list) == 0 {
 		delete(c.nodeImages, node.Name)
 	} else {
 		c.nodeImages[node.Name] = list
 	}
+}
+
+// syncStrays records, after a node operation on name, the image names
+// registered for name that its node object now (if any) does not list
+// (imagereg.Strays): published in the registry's table, so that a fork
+// of the snapshot counts as the registry does. Nothing to do, O(1), in
+// the usual case of none before and none now.
+func (c *core) syncStrays(name string) {
+	var names []string
+	if e := c.nodes[name]; e != nil && e.node != nil {
+		names = e.names
+	}
+	strays := imagereg.Strays(c.nodeImages[name], names)
+	if strays == nil && (c.strays.Len() == 0 || !c.hasStrays(name)) {
+		return
+	}
+	ed := c.strays.Edit()
+	if strays == nil {
+		ed.Delete(name)
+	} else {
+		ed.Set(name, strays)
+	}
+	c.strays = ed.Done()
+	c.straysChanged = true
+}
+
+func (c *core) hasStrays(name string) bool {
+	_, ok := c.strays.Get(name)
+	return ok
 }
 
 // imageChanged notes that name's summary may have changed; syncTable
@@ -150,6 +137,10 @@ func (c *core) imageChanged(name string) {
 // if no summary changed, table stays the same version.
 func (c *core) syncTable() {
 	if len(c.imgChanged) == 0 {
+		if c.straysChanged {
+			c.straysChanged = false
+			c.table = nodeinfo.NewImageTableWith(c.table.Map(), c.strays)
+		}
 		return
 	}
 	c.table.Map().EditInto(&c.tableEd)
@@ -174,8 +165,9 @@ func (c *core) syncTable() {
 	clear(c.imgChanged)
 	c.imgChanged = c.imgChanged[:0]
 	m := c.tableEd.Done()
-	if changed {
-		c.table = nodeinfo.NewImageTable(m)
+	if changed || c.straysChanged {
+		c.straysChanged = false
+		c.table = nodeinfo.NewImageTableWith(m, c.strays)
 	}
 }
 

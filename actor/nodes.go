@@ -47,6 +47,7 @@ func (c *core) AddNode(node *v1.Node) {
 	c.tree.AddID(node, e.slot)
 	c.replaceImages(old, node)
 	c.setNode(e, node)
+	c.syncStrays(node.Name)
 }
 
 // UpdateNode replaces the node object keyed by newNode.Name, moving it in
@@ -84,6 +85,7 @@ func (c *core) UpdateNode(oldNode, newNode *v1.Node) error {
 	c.tree.UpdateID(oldNode, newNode, e.slot)
 	c.replaceImages(old, newNode)
 	c.setNode(e, newNode)
+	c.syncStrays(newNode.Name)
 	return nil
 }
 
@@ -123,6 +125,7 @@ func (c *core) RemoveNode(node *v1.Node) error {
 		c.treeStale = true
 	}
 	if err != nil {
+		c.syncStrays(node.Name) // the registration stays, unexplained now
 		// Upstream returns the tree's error (the node is not in the zone
 		// its labels name: a second RemoveNode of a ghost, or stale
 		// labels) after the entry changed, as here. It is a NodeError
@@ -131,5 +134,6 @@ func (c *core) RemoveNode(node *v1.Node) error {
 		return &NodeError{Op: "RemoveNode", Name: node.Name, Err: fmt.Errorf("%w: %w", ErrNodeNotFound, err)}
 	}
 	c.unregisterImages(node)
+	c.syncStrays(node.Name)
 	return nil
 }

@@ -8,14 +8,38 @@ import (
 
 // ImageTable is one version of a cache's image registry: for every image
 // name some node lists, the summary a clone taken at that version shows
-// (the size the first node reported and how many nodes list the name).
-// It is immutable and safe for concurrent use; versions share structure.
+// (the size the first node reported and how many nodes list the name),
+// and the stray registrations: per node name, the image names registered
+// for it that its node object (if any) does not list, which upstream
+// keeps after a RemoveNode passed another object than the one registered,
+// or one that failed in the zone tree (a what-if fork continuing from
+// this version needs them to count as the cache would). It is immutable
+// and safe for concurrent use; versions share structure.
 type ImageTable struct {
-	m immutable.Map[ImageStateSummary] // immutable
+	m      immutable.Map[ImageStateSummary] // immutable
+	strays immutable.Map[[]string]          // node name -> stray image names; immutable, values too
 }
 
-// NewImageTable returns the table holding m; m is immutable from then on.
+// NewImageTable returns the table holding m, without stray registrations;
+// m is immutable from then on.
 func NewImageTable(m immutable.Map[ImageStateSummary]) *ImageTable { return &ImageTable{m: m} }
+
+// NewImageTableWith returns the table holding m and the stray
+// registrations strays (node name -> image names, each slice immutable);
+// both are immutable from then on.
+func NewImageTableWith(m immutable.Map[ImageStateSummary], strays immutable.Map[[]string]) *ImageTable {
+	return &ImageTable{m: m, strays: strays}
+}
+
+// Strays returns the table's stray registrations (node name -> the image
+// names registered for it beyond its node object's); the slices must not
+// be written.
+func (t *ImageTable) Strays() immutable.Map[[]string] {
+	if t == nil {
+		return immutable.Map[[]string]{}
+	}
+	return t.strays
+}
 
 // Get returns the summary of name, if some node lists it.
 func (t *ImageTable) Get(name string) (ImageStateSummary, bool) {

@@ -56,7 +56,7 @@ type NodeState struct {
 	allocatable Resource                     // immutable, rebuilt by SetNode
 	imageStates map[string]ImageStateSummary // immutable, replaced by SetImageStates (explicit summaries)
 	imageNames  []string                     // immutable, set with imageTable by SetImages (summaries read from a registry version)
-	imageTable  *ImageTable                  // immutable; nil with imageNames nil: no view
+	imageTable  *ImageTable                  // immutable, set by SetImages and SetImageTable; nil with imageNames nil: no view
 
 	// Pod lists. Emptied slices keep their capacity (Freeze publishes nil).
 	pods                         []*PodInfo
@@ -348,12 +348,26 @@ func (s *NodeState) SetImageStates(m map[string]ImageStateSummary) {
 }
 
 // SetImages makes the entry's image summaries those of v's names read from
-// v's registry version (v is immutable). It does not bump the generation.
+// v's registry version (v is immutable; nil: none). It does not bump the
+// generation.
 func (s *NodeState) SetImages(v *ImageView) {
 	s.imageStates, s.imageNames, s.imageTable = nil, nil, nil
 	if v != nil {
 		s.imageNames, s.imageTable = v.Names, v.Table
 	}
+	s.dirty |= dirtyAny
+}
+
+// SetImageTable makes the entry's image summaries its names read from t
+// (a clone of the entry taken at another registry version, as the cache
+// makes of a node whose pods change): nothing changes for an entry with
+// explicit summaries (SetImageStates), without image names, or already
+// reading t. It does not bump the generation.
+func (s *NodeState) SetImageTable(t *ImageTable) {
+	if s.imageStates != nil || len(s.imageNames) == 0 || s.imageTable == t {
+		return
+	}
+	s.imageTable = t
 	s.dirty |= dirtyAny
 }
 

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedcache/schedcache/internal/errs"
+	"github.com/schedcache/schedcache/internal/imagereg"
 	"github.com/schedcache/schedcache/internal/immutable"
 	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/nodetree"
@@ -78,13 +79,17 @@ type deferredList struct {
 	listed *forkLevel // nil until listed
 }
 
-// imgOp is one node operation's change of the image table: old's names
-// (may be nil) leave it, node's (may be nil) join it, and slot's entry
-// shows node's names read from the table as of then. Immutable.
+// imgOp is one node operation's change of the image registry (the
+// table's summaries and stray registrations), applied with the cache's
+// rule (imagereg): node name's registrations are those its object before
+// the operation lists (stored) and its strays; drop is unregistered, then
+// add registered, and add becomes name's object (nil: none). slot's entry
+// shows add's names read from the table as of then. Immutable.
 type imgOp struct {
-	prev      *imgOp // the operation before, nil for the first since the last listed state
-	slot      int32
-	old, node *v1.Node
+	prev              *imgOp // the operation before, nil for the first since the last listed state
+	name              string
+	slot              int32
+	stored, drop, add *v1.Node
 }
 
 // Fork is a private, mutable what-if copy of a snapshot: made in O(1) by
@@ -626,6 +631,9 @@ func (e *forkEdit) state(slot int32) *nodeinfo.NodeState {
 		e.free = e.free[:n-1]
 	}
 	t := touchedNode{st: ni.ThawInto(st, forkNextGen), init: ni}
+	// A changed node shows the registry's counts now, as the cache's
+	// clone of a node whose pods change (a node operation sets its own).
+	t.st.SetImageTable(e.s.images)
 	e.touched[slot] = t
 	return t.st
 }
@@ -995,13 +1003,14 @@ func (e *forkEdit) newEntry() int32 {
 	return slot
 }
 
-// setNode makes node the object of slot's entry. Its image summaries,
-// read from the fork's registry after replacing old's names (may be nil)
-// with node's, are set on the first read of the list (applyImages): a
-// node operation nobody reads pays nothing for images.
+// setNode makes node the object of slot's entry, replacing old (may be
+// nil). Its image summaries, read from the fork's registry after old is
+// unregistered and node registered, are set on the first read of the
+// list (applyImages): a node operation nobody reads pays nothing for
+// images.
 func (e *forkEdit) setNode(slot int32, old, node *v1.Node) {
 	st := e.state(slot)
-	e.imgs = &imgOp{prev: e.imgs, slot: slot, old: old, node: node}
+	e.imgs = &imgOp{prev: e.imgs, name: node.Name, slot: slot, stored: old, drop: old, add: node}
 	st.SetNode(node)
 	st.SetImages(nil)
 	e.index.Set(node.Name, slot)
@@ -1011,91 +1020,67 @@ func (e *forkEdit) setNode(slot int32, old, node *v1.Node) {
 	e.nodeOps++
 }
 
-// applyImages applies ops (newest first) to s's image table, in order,
-// and gives each entry they set a node object the image summaries of its
-// last such operation: its node's names read from the table as of then
-// (an entry deleted since is skipped; a ghost keeps them, invisible, as
-// in the cache). Cost: O(operations x their nodes' images x log).
+// applyImages applies ops (newest first) to s's image registry (s.images:
+// summaries and stray registrations), in order, with the cache's rule
+// (imagereg.Register, Unregister, Strays), and gives each entry they set a
+// node object the image summaries of its last such operation: its node's
+// names read from the registry as of then, as the cache's snapshot
+// published after that operation shows them (an entry deleted since is
+// skipped; a ghost keeps them, invisible, as in the cache). Cost:
+// O(operations x their nodes' images x log).
 func applyImages(s *Snapshot, ops *imgOp) {
 	if ops == nil {
 		return
 	}
+	// The newest operation per slot is the one whose view is shown; only
+	// its version of the table is kept (one Done each).
 	var seq []*imgOp
+	shown := make(map[int32]*imgOp)
 	for o := ops; o != nil; o = o.prev {
 		seq = append(seq, o)
+		if _, ok := shown[o.slot]; !ok {
+			shown[o.slot] = o
+		}
 	}
-	t := s.images
-	views := make(map[int32]nodeinfo.ImageView)
+	var ed immutable.MapEditor[nodeinfo.ImageStateSummary]
+	s.images.Map().EditInto(&ed)
+	counts := imagereg.TableCounts{Ed: &ed}
+	strays := s.images.Strays()
+	views := make(map[int32]nodeinfo.ImageView, len(shown))
+	var members []string
 	for i := len(seq) - 1; i >= 0; i-- {
 		o := seq[i]
-		if o.old != nil {
-			t = imagesWithout(t, nodeinfo.ImageNames(o.old))
+		was, _ := strays.Get(o.name)
+		members = append(append(members[:0], was...), nodeinfo.ImageNames(o.stored)...)
+		members = imagereg.Unregister(members, o.drop, counts)
+		members = imagereg.Register(members, o.add, counts)
+		names := nodeinfo.ImageNames(o.add)
+		if now := imagereg.Strays(members, names); now != nil || was != nil {
+			sed := strays.Edit()
+			if now == nil {
+				sed.Delete(o.name)
+			} else {
+				sed.Set(o.name, now)
+			}
+			strays = sed.Done()
 		}
-		if o.node != nil {
-			names := nodeinfo.ImageNames(o.node)
-			t = imagesWith(t, o.node, names)
+		if o.add != nil && shown[o.slot] == o {
+			t := nodeinfo.NewImageTableWith(ed.Done(), strays)
+			t.Map().EditInto(&ed)
 			views[o.slot] = nodeinfo.ImageView{Names: names, Table: t}
 		}
 	}
-	s.images = t
-	ed := s.nodes.Edit()
+	s.images = nodeinfo.NewImageTableWith(ed.Done(), strays)
+	if len(views) == 0 {
+		return
+	}
+	ned := s.nodes.Edit()
 	for slot, v := range views {
-		if ni := ed.Get(int(slot)); ni != nil {
-			ed.Set(int(slot), ni.WithImages(v))
+		if ni := ned.Get(int(slot)); ni != nil {
+			ned.Set(int(slot), ni.WithImages(v))
 		}
 	}
-	s.nodes = ed.Done()
-}
-
-// imagesWith returns t with one more node listing each of node's image
-// names (names is nodeinfo.ImageNames(node)); a new name gets the size
-// of the first image of node listing it.
-func imagesWith(t *nodeinfo.ImageTable, node *v1.Node, names []string) *nodeinfo.ImageTable {
-	if len(names) == 0 {
-		return t
-	}
-	ed := t.Map().Edit()
-	// names lists each name once, in the order of its first occurrence
-	// in node's images: walking the images in the same order, a name is
-	// a first occurrence exactly when it is the next one of names.
-	k := 0
-	for i := range node.Status.Images {
-		img := &node.Status.Images[i]
-		for _, name := range img.Names {
-			if k == len(names) || names[k] != name {
-				continue // listed by an earlier image
-			}
-			k++
-			v, ok := ed.Get(name)
-			if !ok {
-				v = nodeinfo.ImageStateSummary{Size: img.SizeBytes}
-			}
-			v.NumNodes++
-			ed.Set(name, v)
-		}
-	}
-	return nodeinfo.NewImageTable(ed.Done())
-}
-
-// imagesWithout returns t with one node fewer listing each of names (a
-// node's nodeinfo.ImageNames); a name no node lists any more leaves.
-func imagesWithout(t *nodeinfo.ImageTable, names []string) *nodeinfo.ImageTable {
-	if len(names) == 0 {
-		return t
-	}
-	ed := t.Map().Edit()
-	for _, name := range names {
-		v, ok := ed.Get(name)
-		switch {
-		case !ok:
-		case v.NumNodes <= 1:
-			ed.Delete(name)
-		default:
-			v.NumNodes--
-			ed.Set(name, v)
-		}
-	}
-	return nodeinfo.NewImageTable(ed.Done())
+	s.nodes = ned.Done()
 }
 
 // nodeObj returns the node object of slot's entry.
@@ -1189,7 +1174,8 @@ func (f *Fork) RemoveNode(node *v1.Node) error {
 		return &errs.NodeError{Op: op, Name: node.Name, Err: errs.ErrNodeNotFound}
 	}
 	st := e.state(slot)
-	had := st.Node() != nil
+	stored := st.Node()
+	had := stored != nil
 	st.ClearNode()
 	e.changed = true
 	e.nodeOps++
@@ -1204,7 +1190,12 @@ func (f *Fork) RemoveNode(node *v1.Node) error {
 	var terr error
 	e.tree, terr = e.tree.Remove(node)
 	if terr == nil {
-		e.imgs = &imgOp{prev: e.imgs, slot: -1, old: node}
+		// The node passed in is unregistered, as in the cache, which may
+		// leave registrations stored lists and node does not (strays).
+		e.imgs = &imgOp{prev: e.imgs, name: node.Name, slot: -1, stored: stored, drop: node}
+	} else if stored != nil {
+		// Nothing is unregistered: stored's registrations become strays.
+		e.imgs = &imgOp{prev: e.imgs, name: node.Name, slot: -1, stored: stored}
 	}
 	f.close()
 	if terr != nil {

@@ -130,6 +130,7 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 	s.epoch, s.podCount, s.nodeCount = p.epoch, p.podCount, p.nodeCount
 	s.pods, s.podLog, s.podSum = p.pods, p.podLog, p.podSum
 	s.treeNodes, s.treeNames = p.treeNodes, p.treeNames
+	s.images = p.images // the registry now: what a fork of s continues from
 	ll.base = p.nodes
 	return err
 }

@@ -290,36 +290,6 @@ func TestForkIndexesBasePodLog(t *testing.T) {
 	f.discard()
 }
 
-// imagesWith counts each image name of a node once, a new name with the
-// size of the first image listing it, whatever the duplicates; and
-// imagesWithout undoes it.
-func TestForkImagesWith(t *testing.T) {
-	img := func(size int64, names ...string) v1.ContainerImage {
-		return v1.ContainerImage{Names: names, SizeBytes: size}
-	}
-	n1 := &v1.Node{Status: v1.NodeStatus{Images: []v1.ContainerImage{
-		img(10, "a", "b"), img(20, "b", "c", "a"), img(30, "c"), img(40, "d", "d"), img(50),
-	}}}
-	n2 := &v1.Node{Status: v1.NodeStatus{Images: []v1.ContainerImage{img(99, "c", "e"), img(7, "e", "f")}}}
-	t0 := nodeinfo.NewImageTable(immutable.Map[nodeinfo.ImageStateSummary]{})
-	t1 := imagesWith(t0, n1, nodeinfo.ImageNames(n1))
-	t2 := imagesWith(t1, n2, nodeinfo.ImageNames(n2))
-	want := map[string]nodeinfo.ImageStateSummary{
-		"a": {Size: 10, NumNodes: 1}, "b": {Size: 10, NumNodes: 1}, "c": {Size: 20, NumNodes: 2},
-		"d": {Size: 40, NumNodes: 1}, "e": {Size: 99, NumNodes: 1}, "f": {Size: 7, NumNodes: 1},
-	}
-	got := map[string]nodeinfo.ImageStateSummary{}
-	t2.Map().Range(func(k string, v nodeinfo.ImageStateSummary) bool { got[k] = v; return true })
-	require.Equal(t, want, got)
-	back := imagesWithout(t2, nodeinfo.ImageNames(n2))
-	got = map[string]nodeinfo.ImageStateSummary{}
-	back.Map().Range(func(k string, v nodeinfo.ImageStateSummary) bool { got[k] = v; return true })
-	require.Equal(t, map[string]nodeinfo.ImageStateSummary{
-		"a": {Size: 10, NumNodes: 1}, "b": {Size: 10, NumNodes: 1}, "c": {Size: 20, NumNodes: 1}, "d": {Size: 40, NumNodes: 1},
-	}, got)
-	require.Equal(t, 0, t0.Map().Len(), "the tables are persistent")
-}
-
 // serveFolds serves a new FoldQueue on a goroutine of the test's, as the
 // coordinator does, and closes it (and waits for the goroutine) at cleanup.
 func serveFolds(t *testing.T) *foldQueue {
