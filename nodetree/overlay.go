@@ -31,8 +31,23 @@ type ozone struct {
 	key   string
 	base  *zone               // the base tree's zone (nil: a zone made on the overlay); read only
 	gone  map[string]struct{} // names of base removed on the overlay; never written once made
-	names []string            // names added on the overlay, in order; never written below their length
-	ids   []int32             // parallel to names
+	added []oname             // names added on the overlay, in order, with their ids; never written below their length
+}
+
+// oname is a name added on an Overlay and its id.
+type oname struct {
+	name string
+	id   int32
+}
+
+// indexAdded returns the index of name in z.added, -1 if absent.
+func (z *ozone) indexAdded(name string) int {
+	for i := range z.added {
+		if z.added[i].name == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // NewOverlay returns an overlay of base with no changes. base must not
@@ -66,11 +81,11 @@ func (z *ozone) has(name string) bool {
 			}
 		}
 	}
-	return slices.Contains(z.names, name)
+	return z.indexAdded(name) >= 0
 }
 
 func (z *ozone) size() int {
-	n := len(z.names)
+	n := len(z.added)
 	if z.base != nil {
 		n += len(z.base.names) - len(z.gone)
 	}
@@ -94,16 +109,21 @@ func (o *Overlay) add(name, key string, id int32) *Overlay {
 	if i >= 0 && o.zones[i].has(name) {
 		return o
 	}
-	c := &Overlay{numNodes: o.numNodes + 1}
+	// The new overlay and its changed zone are one allocation.
+	p := &struct {
+		o Overlay
+		z ozone
+	}{o: Overlay{numNodes: o.numNodes + 1}}
+	c := &p.o
 	if i < 0 {
-		c.zones = append(slices.Clip(o.zones), &ozone{key: key, names: []string{name}, ids: []int32{id}})
+		p.z = ozone{key: key, added: []oname{{name, id}}}
+		c.zones = append(slices.Clip(o.zones), &p.z)
 		return c
 	}
-	z := *o.zones[i]
-	z.names = append(z.names[:len(z.names):len(z.names)], name)
-	z.ids = append(z.ids[:len(z.ids):len(z.ids)], id)
+	p.z = *o.zones[i]
+	p.z.added = append(p.z.added[:len(p.z.added):len(p.z.added)], oname{name, id})
 	c.zones = slices.Clone(o.zones)
-	c.zones[i] = &z
+	c.zones[i] = &p.z
 	return c
 }
 
@@ -125,9 +145,8 @@ func (o *Overlay) remove(name, key string) (*Overlay, bool) {
 		return o, false
 	}
 	z := *o.zones[i]
-	if j := slices.Index(z.names, name); j >= 0 {
-		z.names = slices.Delete(slices.Clone(z.names), j, j+1)
-		z.ids = slices.Delete(slices.Clone(z.ids), j, j+1)
+	if j := z.indexAdded(name); j >= 0 {
+		z.added = slices.Delete(slices.Clone(z.added), j, j+1)
 	} else {
 		gone := make(map[string]struct{}, len(z.gone)+1)
 		for k := range z.gone {
@@ -169,19 +188,21 @@ func (o *Overlay) AppendIDs(dst []int32) ([]int32, error) {
 	ids := make([][]int32, len(o.zones))
 	zs := make([]*zone, len(o.zones))
 	for i, z := range o.zones {
-		switch {
-		case z.base == nil:
-			ids[i] = z.ids
-		case len(z.gone) == 0 && len(z.names) == 0:
+		if z.base != nil && len(z.gone) == 0 && len(z.added) == 0 {
 			ids[i] = z.base.ids
-		default:
+		} else {
 			l := make([]int32, 0, z.size())
-			for j, n := range z.base.names {
-				if _, gone := z.gone[n]; !gone {
-					l = append(l, z.base.ids[j])
+			if z.base != nil {
+				for j, n := range z.base.names {
+					if _, gone := z.gone[n]; !gone {
+						l = append(l, z.base.ids[j])
+					}
 				}
 			}
-			ids[i] = append(l, z.ids...)
+			for _, a := range z.added {
+				l = append(l, a.id)
+			}
+			ids[i] = l
 		}
 		zs[i] = &zone{key: z.key, ids: ids[i]}
 	}

@@ -159,7 +159,9 @@ type forkEdit struct {
 	base    *Snapshot             // the fork's base; immutable
 	scans   int                   // lookups of pods under the base's pod log, up to podLogScans (then the base's log is indexed)
 	touched map[int32]touchedNode // slot -> its thawed state
-	imgs    *imgOp                // the image changes of the node operations since the last listed state
+	imgs    *imgOp                // the image changes of the node operations since the last listed state, before this edit's
+	op      imgOp                 // this edit's node operation's image change, if hasOp (close allocates it with the level)
+	hasOp   bool
 	free    []*nodeinfo.NodeState // states of closed or dropped edits, reused by state (ThawInto); up to forkFreeMax
 	changed bool
 	nodeOps int
@@ -340,7 +342,7 @@ func (f *Fork) open() *forkEdit {
 	e.changed, e.nodeOps, e.pvcOpen = false, 0, false
 	e.forget()
 	e.pvcBase, e.pvcLive, e.tree = f.cur.pvcN, f.cur.pvcLive, f.cur.tree
-	e.imgs = nil
+	e.imgs, e.hasOp = nil, false
 	if f.cur.lazy != nil {
 		e.imgs = f.cur.lazy.imgs
 	}
@@ -371,26 +373,43 @@ func (f *Fork) close() {
 	for slot, t := range e.touched {
 		e.nodes.Set(int(slot), t.st.Freeze())
 	}
-	s := e.s
-	s.nodes = e.nodes.Done()
-	s.index = e.index.Done()
-	e.applyPend()
-	s.over = e.over.Done()
-	lvl := forkLevel{s: &s, ghosts: e.ghosts.Done(), listTok: f.cur.listTok, tree: e.tree, nodeOps: f.cur.nodeOps + e.nodeOps}
+	var s *Snapshot
+	var lazy *deferredList
 	if e.nodeOps > 0 || f.cur.lazy != nil {
 		// The tree changed: the list, the affinity lists and the
 		// used-PVC set are rebuilt from it on first need (listLevel),
-		// from the last listed state.
+		// from the last listed state. The state, its deferred list and
+		// its node operation's image change are one allocation.
 		from := f.cur.s
 		if f.cur.lazy != nil {
 			from = f.cur.lazy.from
 		}
-		lvl.lazy = &deferredList{from: from, imgs: e.imgs}
-		s.pvc = e.pvc.Done()
+		p := &struct {
+			s  Snapshot
+			d  deferredList
+			op imgOp
+		}{s: e.s}
+		imgs := e.imgs
+		if e.hasOp {
+			p.op = e.op
+			imgs = &p.op
+			e.op, e.hasOp = imgOp{}, false
+		}
+		p.d = deferredList{from: from, imgs: imgs}
+		s, lazy = &p.s, &p.d
 	} else {
-		f.editLists(&s, e)
-		s.pvc = e.pvc.Done()
+		s = new(Snapshot)
+		*s = e.s
 	}
+	s.nodes = e.nodes.Done()
+	s.index = e.index.Done()
+	e.applyPend()
+	s.over = e.over.Done()
+	lvl := forkLevel{s: s, ghosts: e.ghosts.Done(), listTok: f.cur.listTok, tree: e.tree, nodeOps: f.cur.nodeOps + e.nodeOps, lazy: lazy}
+	if lazy == nil {
+		f.editLists(s, e)
+	}
+	s.pvc = e.pvc.Done()
 	if e.pvcOpen {
 		lvl.pvcN, lvl.pvcLive = e.pvcN.Done(), true
 	} else {
@@ -598,8 +617,8 @@ func (f *Fork) levelTree() (*nodetree.Overlay, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.cur.tree = nodetree.NewOverlay(t)
-	return f.cur.tree, nil
+	f.cur.tree = t
+	return t, nil
 }
 
 // slotOf returns the slot of the entry named name: a node with an object,
@@ -1010,7 +1029,7 @@ func (e *forkEdit) newEntry() int32 {
 // images.
 func (e *forkEdit) setNode(slot int32, old, node *v1.Node) {
 	st := e.state(slot)
-	e.imgs = &imgOp{prev: e.imgs, name: node.Name, slot: slot, stored: old, drop: old, add: node}
+	e.setOp(imgOp{name: node.Name, slot: slot, stored: old, drop: old, add: node})
 	st.SetNode(node)
 	st.SetImages(nil)
 	e.index.Set(node.Name, slot)
@@ -1018,6 +1037,13 @@ func (e *forkEdit) setNode(slot int32, old, node *v1.Node) {
 	e.forget()
 	e.changed = true
 	e.nodeOps++
+}
+
+// setOp records the edit's node operation's image change (one per edit:
+// a node operation is an edit of its own).
+func (e *forkEdit) setOp(op imgOp) {
+	op.prev = e.imgs
+	e.op, e.hasOp = op, true
 }
 
 // applyImages applies ops (newest first) to s's image registry (s.images:
@@ -1192,10 +1218,10 @@ func (f *Fork) RemoveNode(node *v1.Node) error {
 	if terr == nil {
 		// The node passed in is unregistered, as in the cache, which may
 		// leave registrations stored lists and node does not (strays).
-		e.imgs = &imgOp{prev: e.imgs, name: node.Name, slot: -1, stored: stored, drop: node}
+		e.setOp(imgOp{name: node.Name, slot: -1, stored: stored, drop: node})
 	} else if stored != nil {
 		// Nothing is unregistered: stored's registrations become strays.
-		e.imgs = &imgOp{prev: e.imgs, name: node.Name, slot: -1, stored: stored}
+		e.setOp(imgOp{name: node.Name, slot: -1, stored: stored})
 	}
 	f.close()
 	if terr != nil {

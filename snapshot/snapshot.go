@@ -102,8 +102,8 @@ type listIndex struct {
 	once     sync.Once
 	pos      []int32 // slot -> position in the list, -1 if not listed; written once, in once
 	treeOnce sync.Once
-	tree     *nodetree.Tree // the zone tree the list was listed from; written once, in treeOnce, then only read (the base of forks' nodetree.Overlays)
-	treeErr  error          // ErrForkListInconsistent if the list cannot be a tree's; written once, in treeOnce
+	tree     *nodetree.Overlay // an overlay without changes of the zone tree the list was listed from; written once, in treeOnce, then only read (shared by forks' levels: immutable)
+	treeErr  error             // ErrForkListInconsistent if the list cannot be a tree's; written once, in treeOnce
 }
 
 // listPos returns the slot -> list position table of s's list, building
@@ -117,14 +117,14 @@ func (s *Snapshot) listPos() []int32 {
 	return li.pos
 }
 
-// listTree returns the zone tree s's list was listed from, rebuilt on the
-// first call for that list (O(n)): the list is the tree's round-robin
-// interleave of its zones, so adding the listed nodes in list order gives
-// back the zones in their order and each zone's names in theirs. The tree
-// must not be changed (forks overlay it: nodetree.NewOverlay). A list no tree gives (an
-// *InconsistentListError, names without entries, a name listed twice)
-// returns ErrForkListInconsistent.
-func (s *Snapshot) listTree() (*nodetree.Tree, error) {
+// listTree returns the zone tree s's list was listed from, as an overlay
+// without changes (immutable, shared by every fork of the list), rebuilt
+// on the first call for that list (O(n)): the list is the tree's
+// round-robin interleave of its zones, so adding the listed nodes in list
+// order gives back the zones in their order and each zone's names in
+// theirs. A list no tree gives (an *InconsistentListError, names without
+// entries, a name listed twice) returns ErrForkListInconsistent.
+func (s *Snapshot) listTree() (*nodetree.Overlay, error) {
 	li := s.li
 	if li == nil {
 		li = new(listIndex)
@@ -143,7 +143,7 @@ func (s *Snapshot) listTree() (*nodetree.Tree, error) {
 			li.treeErr = ErrForkListInconsistent
 			return
 		}
-		li.tree = t
+		li.tree = nodetree.NewOverlay(t) // t is never changed again
 	})
 	return li.tree, li.treeErr
 }
