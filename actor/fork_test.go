@@ -1218,3 +1218,25 @@ func TestForkImageStraysMatchCore(t *testing.T) {
 	require.NoError(t, g.AddNode(mk("c", "z1", "x")))
 	require.Equal(t, map[string]sum{"x": {Size: 10, NumNodes: 2}}, mustGet(t, g.Snapshot(), "c").ImageStates(), "b's stray registration of x counts")
 }
+
+// A fork of a snapshot the caller refreshes (UpdateSnapshot) continues
+// from the registry of its last refresh, not its first.
+func TestForkOfRefreshedSnapshotImages(t *testing.T) {
+	mk := func(name string) *v1.Node {
+		return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Status: v1.NodeStatus{Images: []v1.ContainerImage{{Names: []string{"x"}, SizeBytes: 7}}}}
+	}
+	l := newLocal(1, 0)
+	l.core.AddNode(mk("a"))
+	s1, err := l.Publish()
+	require.NoError(t, err)
+	own := snapshot.NewEmptySnapshot()
+	require.NoError(t, own.UpdateFrom(s1))
+	l.core.AddNode(mk("b"))
+	s2, err := l.Publish()
+	require.NoError(t, err)
+	require.NoError(t, own.UpdateFrom(s2))
+	f := own.Fork()
+	require.NoError(t, f.AddNode(mk("c")))
+	require.Equal(t, map[string]nodeinfo.ImageStateSummary{"x": {Size: 7, NumNodes: 3}}, mustGet(t, f.Snapshot(), "c").ImageStates())
+}

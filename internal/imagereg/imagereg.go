@@ -137,6 +137,18 @@ func Strays(members, names []string) []string {
 		return nil
 	}
 	var out []string
+	if len(names) > smallSet {
+		has := make(map[string]struct{}, len(names))
+		for _, n := range names {
+			has[n] = struct{}{}
+		}
+		for _, m := range members {
+			if _, ok := has[m]; !ok {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
 	for _, m := range members {
 		if !slices.Contains(names, m) {
 			out = append(out, m)
