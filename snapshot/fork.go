@@ -121,13 +121,20 @@ type imgOp struct {
 // node list its slot -> position table and its zone tree, per published
 // snapshot the counts of its used-PVC set and the index of its pod log.
 //
+// Image summaries are the cache's: the fork's registry (the base's
+// nodeinfo.ImageTable, stray registrations included) is changed by the
+// cache's rule (internal/imagereg, upstream's per-image node sets), and
+// the Snapshot shows what the cache's would after the same operations,
+// each published on its own: a node a node operation sets shows the
+// counts as of that operation, a node whose pods change the counts then,
+// every other node those it showed before.
+//
 // Differences from the cache: a fork holds pods only on nodes it knows:
 // nodes with an object, and the ghosts it made itself. A pod operation
 // naming another node (one without an object, "" included, or a nodeless
 // entry of the base, which snapshots do not name) returns a *PodError
-// wrapping ErrNodeNotFound. Image summaries count the nodes listing each
-// name (the size of the first node to list it), without the cache's
-// ghost bookkeeping.
+// wrapping ErrNodeNotFound. A ghost's image summaries (which the cache
+// keeps for Dump) are not kept: snapshots do not show ghosts.
 type Fork struct {
 	// Every field is owned by the goroutine holding the fork.
 	base    *Snapshot   // immutable
