@@ -36,25 +36,38 @@ var ErrZonesExhausted = errors.New("nodetree: all zones exhausted before reachin
 // likewise from failure-domain.beta.kubernetes.io/region, then
 // topology.kubernetes.io/region. A nil node has key "".
 func ZoneKey(node *v1.Node) string {
-	if node == nil {
-		return ""
-	}
-	labels := node.Labels
-	if labels == nil {
-		return ""
-	}
-	zone, ok := labels[v1.LabelFailureDomainBetaZone]
-	if !ok {
-		zone = labels[v1.LabelTopologyZone]
-	}
-	region, ok := labels[v1.LabelFailureDomainBetaRegion]
-	if !ok {
-		region = labels[v1.LabelTopologyRegion]
-	}
+	region, zone := zoneParts(node)
 	if region == "" && zone == "" {
 		return ""
 	}
 	return region + ":\x00:" + zone
+}
+
+// zoneParts returns the region and zone ZoneKey joins.
+func zoneParts(node *v1.Node) (region, zone string) {
+	if node == nil || node.Labels == nil {
+		return "", ""
+	}
+	labels := node.Labels
+	zone, ok := labels[v1.LabelFailureDomainBetaZone]
+	if !ok {
+		zone = labels[v1.LabelTopologyZone]
+	}
+	region, ok = labels[v1.LabelFailureDomainBetaRegion]
+	if !ok {
+		region = labels[v1.LabelTopologyRegion]
+	}
+	return region, zone
+}
+
+// isZoneKey reports whether key == ZoneKey of a node with region and
+// zone, without building the key.
+func isZoneKey(key, region, zone string) bool {
+	if region == "" && zone == "" {
+		return key == ""
+	}
+	return len(key) == len(region)+3+len(zone) && key[:len(region)] == region &&
+		key[len(region):len(region)+3] == ":\x00:" && key[len(region)+3:] == zone
 }
 
 // zone is one zone of a Tree: its key and its node names in insertion order,

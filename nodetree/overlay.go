@@ -101,11 +101,22 @@ func (o *Overlay) InZone(name, zoneKey string) bool {
 // AddID returns o with node.Name added to the zone ZoneKey(node) with id,
 // as Tree.AddID (a name already in that zone keeps its place and id).
 func (o *Overlay) AddID(node *v1.Node, id int32) *Overlay {
-	return o.add(node.Name, ZoneKey(node), id)
+	// The key is built only for a new zone.
+	region, zone := zoneParts(node)
+	for i, z := range o.zones {
+		if isZoneKey(z.key, region, zone) {
+			return o.addAt(i, z.key, node.Name, id)
+		}
+	}
+	return o.addAt(-1, ZoneKey(node), node.Name, id)
 }
 
 func (o *Overlay) add(name, key string, id int32) *Overlay {
-	i := o.find(key)
+	return o.addAt(o.find(key), key, name, id)
+}
+
+// addAt is add with i = o.find(key).
+func (o *Overlay) addAt(i int, key, name string, id int32) *Overlay {
 	if i >= 0 && o.zones[i].has(name) {
 		return o
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // An Overlay of a tree changed by a random sequence of AddID, UpdateID and
@@ -84,5 +85,24 @@ func TestOverlayMatchesTree(t *testing.T) {
 		after, _ := base.AppendIDs(nil)
 		require.Equal(t, baseIDs, after, "the base tree did not change")
 		require.True(t, slices.Equal(baseIDs, after))
+	}
+}
+
+// isZoneKey agrees with comparing ZoneKey's string, separators inside
+// labels included.
+func TestIsZoneKey(t *testing.T) {
+	parts := []string{"", "a", "b", "a:\x00:", ":\x00:b", "a:\x00:b"}
+	for _, r1 := range parts {
+		for _, z1 := range parts {
+			key := ZoneKey(&v1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1.LabelTopologyRegion: r1, v1.LabelTopologyZone: z1}}})
+			for _, r2 := range parts {
+				for _, z2 := range parts {
+					want := key == ZoneKey(&v1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1.LabelTopologyRegion: r2, v1.LabelTopologyZone: z2}}})
+					if got := isZoneKey(key, r2, z2); got != want {
+						t.Fatalf("isZoneKey(%q, %q, %q) = %v, want %v", key, r2, z2, got, want)
+					}
+				}
+			}
+		}
 	}
 }
