@@ -103,3 +103,30 @@ func (s *NodeState) PVCRefCount(key string) int {
 	}
 	return 0
 }
+
+// NewNodeStateInto is NewNodeState reusing s, a state its owner no longer
+// uses (nil: NewNodeState), so that a caller making entries in turn (a
+// fork's node adds) allocates no state: s's pod-list buffers are kept,
+// emptied, unless a NodeInfo still shares them (Thaw); everything else
+// starts empty. What s froze before is not changed.
+func NewNodeStateInto(s *NodeState, nextGen func() int64) *NodeState {
+	if s == nil {
+		return NewNodeState(nextGen)
+	}
+	if nextGen == nil {
+		nextGen = NextGeneration
+	}
+	keep := func(l []*PodInfo, bit uint8) []*PodInfo {
+		if s.shared&bit != 0 {
+			return nil // a NodeInfo's: never written
+		}
+		clear(l[:cap(l)]) // drop the old pointers
+		return l[:0]
+	}
+	pods := keep(s.pods, sharedPods)
+	aff := keep(s.podsWithAffinity, sharedAff)
+	anti := keep(s.podsWithRequiredAntiAffinity, sharedAnti)
+	*s = NodeState{nextGen: nextGen, dirty: dirtyAll, pods: pods, podsWithAffinity: aff, podsWithRequiredAntiAffinity: anti}
+	s.generation = nextGen()
+	return s
+}

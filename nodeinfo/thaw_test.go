@@ -160,3 +160,44 @@ func testThawInto(t *testing.T, mk func(uid string, cpu int64, claim string, por
 		require.Equal(t, prevFP[i], p.String(), "what round %d froze did not change", i)
 	}
 }
+
+// NewNodeStateInto gives an empty state as NewNodeState does, whatever the
+// reused state held (its own pod lists, or lists still a NodeInfo's), and
+// never changes what that state froze before.
+func TestNewNodeStateInto(t *testing.T) {
+	mk := func(uid string) *PodInfo {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Namespace: "ns"}, Spec: v1.PodSpec{
+			Containers: []v1.Container{{Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+				v1.ResourceCPU: *resource.NewMilliQuantity(10, resource.DecimalSI), "example.com/gpu": *resource.NewQuantity(1, resource.DecimalSI)}},
+				Ports: []v1.ContainerPort{{HostPort: 80}}}},
+			Volumes:  []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}},
+			Affinity: &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{TopologyKey: "k"}}}},
+		}}
+		pi, err := NewPodInfo(p)
+		require.NoError(t, err)
+		return pi
+	}
+	own := NewNodeState(nil)
+	own.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}})
+	own.AddPod(mk("a1"))
+	own.AddPod(mk("a2"))
+	frozen := own.Freeze()
+	thawed := frozen.Thaw(nil) // shares frozen's lists
+	fp := frozen.String()
+	for i, st := range []*NodeState{own, thawed, nil} {
+		st = NewNodeStateInto(st, nil)
+		ref := NewNodeState(nil)
+		for _, s := range []*NodeState{st, ref} {
+			require.Zero(t, s.NumPods())
+			s.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b"}})
+			s.AddPod(mk(fmt.Sprint("b", i)))
+		}
+		got, want := st.Freeze(), ref.Freeze()
+		require.Equal(t, want.Pods(), got.Pods(), "state %d", i)
+		require.Equal(t, want.PodsWithRequiredAntiAffinity(), got.PodsWithRequiredAntiAffinity(), "state %d", i)
+		require.Equal(t, want.Requested(), got.Requested(), "state %d", i)
+		require.Equal(t, want.UsedPorts(), got.UsedPorts(), "state %d", i)
+		require.Equal(t, want.PVCRefCounts(), got.PVCRefCounts(), "state %d", i)
+		require.Equal(t, fp, frozen.String(), "state %d: what was frozen before changed", i)
+	}
+}

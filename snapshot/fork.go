@@ -1023,7 +1023,12 @@ func (f *Fork) nodeOp(op, name string) (*forkEdit, error) {
 func (e *forkEdit) newEntry() int32 {
 	slot := int32(e.nodes.Len())
 	e.nodes.Append(nil)
-	st := nodeinfo.NewNodeState(forkNextGen)
+	var st *nodeinfo.NodeState
+	if n := len(e.free); n > 0 {
+		st, e.free[n-1] = e.free[n-1], nil
+		e.free = e.free[:n-1]
+	}
+	st = nodeinfo.NewNodeStateInto(st, forkNextGen)
 	e.touched[slot] = touchedNode{st: st}
 	e.s.nodeCount++
 	return slot
