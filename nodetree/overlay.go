@@ -120,23 +120,44 @@ func (o *Overlay) addAt(i int, key, name string, id int32) *Overlay {
 	if i >= 0 && o.zones[i].has(name) {
 		return o
 	}
-	// The new overlay and its changed zone are one allocation.
+	// The new overlay, its changed zone, a zone's first added name and up
+	// to overlayZones zones are one allocation.
 	p := &struct {
-		o Overlay
-		z ozone
+		o   Overlay
+		z   ozone
+		one [1]oname
+		zs  [overlayZones]*ozone
 	}{o: Overlay{numNodes: o.numNodes + 1}}
 	c := &p.o
+	n := len(o.zones)
 	if i < 0 {
-		p.z = ozone{key: key, added: []oname{{name, id}}}
-		c.zones = append(slices.Clip(o.zones), &p.z)
+		n++
+	}
+	if n <= overlayZones {
+		c.zones = append(p.zs[:0:n], o.zones...)
+	} else {
+		c.zones = append(make([]*ozone, 0, n), o.zones...)
+	}
+	if i < 0 {
+		p.one[0] = oname{name, id}
+		p.z = ozone{key: key, added: p.one[:1:1]}
+		c.zones = append(c.zones, &p.z)
 		return c
 	}
 	p.z = *o.zones[i]
-	p.z.added = append(p.z.added[:len(p.z.added):len(p.z.added)], oname{name, id})
-	c.zones = slices.Clone(o.zones)
+	if len(p.z.added) == 0 {
+		p.one[0] = oname{name, id}
+		p.z.added = p.one[:1:1]
+	} else {
+		p.z.added = append(p.z.added[:len(p.z.added):len(p.z.added)], oname{name, id})
+	}
 	c.zones[i] = &p.z
 	return c
 }
+
+// overlayZones is the number of zones an overlay change copies into its
+// own allocation; more take one more.
+const overlayZones = 4
 
 // Remove returns o without node.Name in the zone ZoneKey(node), as
 // Tree.Remove: a zone left empty leaves the zone order; a name not in that
