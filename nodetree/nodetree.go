@@ -185,6 +185,28 @@ func (t *Tree) update(oldName, oldKey, newName, newKey string, id int32) {
 	}
 }
 
+// SetID gives every occurrence of name, in any zone, the id id, each
+// keeping its place (an owner whose handle for a node changed while the
+// tree still lists the node's name, see AddID: a name keeps the id it was
+// first added with). It reports whether it changed an id; Version
+// increases then. O(zones + names of the zones listing name).
+func (t *Tree) SetID(name string, id int32) bool {
+	changed := false
+	for _, z := range t.zones {
+		if _, ok := z.members[name]; !ok {
+			continue
+		}
+		if i := slices.Index(z.names, name); z.ids[i] != id {
+			z.ids[i] = id
+			changed = true
+		}
+	}
+	if changed {
+		t.version++
+	}
+	return changed
+}
+
 // NumNodes returns the number of names in the tree, duplicates included.
 func (t *Tree) NumNodes() int {
 	return t.numNodes

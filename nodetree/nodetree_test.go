@@ -864,3 +864,32 @@ func TestClone(t *testing.T) {
 		t.Fatalf("changing the clone changed the tree: %v", l)
 	}
 }
+
+// SetID gives every place a name is listed at the new id, in any zone,
+// without moving it; names and the other ids stay; Version moves only when
+// an id changed.
+func TestSetID(t *testing.T) {
+	z := func(k string) map[string]string { return map[string]string{v1.LabelTopologyZone: k} }
+	tr := New()
+	tr.AddID(node("a", z("1")), 0)
+	tr.AddID(node("b", z("1")), 1)
+	tr.AddID(node("c", z("2")), 2)
+	tr.AddID(node("a", z("2")), 3) // a in two zones
+	names, _ := tr.List()
+	v := tr.Version()
+	require.True(t, tr.SetID("a", 9))
+	ids, err := tr.AppendIDs(nil)
+	require.NoError(t, err)
+	require.Equal(t, []int32{9, 2, 1, 9}, ids)
+	after, _ := tr.List()
+	require.Equal(t, names, after)
+	require.Greater(t, tr.Version(), v)
+	v = tr.Version()
+	require.False(t, tr.SetID("a", 9), "no id changes")
+	require.False(t, tr.SetID("x", 5), "a name not listed")
+	require.Equal(t, v, tr.Version())
+	// A name added again to a zone listing it keeps the id SetID gave.
+	tr.AddID(node("a", z("1")), 4)
+	ids, _ = tr.AppendIDs(nil)
+	require.Equal(t, []int32{9, 2, 1, 9}, ids)
+}

@@ -8,8 +8,9 @@ import (
 )
 
 // Overlay is a zone tree made of a base Tree, which it never changes, and
-// changes made on top of it: the same zones, order and names as a Clone
-// of the base changed by the same calls (AddID, UpdateID, Remove), without
+// changes made on top of it: the same zones, order, names and ids as a
+// Clone of the base changed by the same calls (AddID, UpdateID, Remove,
+// SetID), without
 // copying the base. It is what a what-if fork (snapshot.Fork) changes: a
 // change costs O(zones + the changes already made in the zone it touches),
 // not O(names).
@@ -32,6 +33,7 @@ type ozone struct {
 	base  *zone               // the base tree's zone (nil: a zone made on the overlay); read only
 	gone  map[string]struct{} // names of base removed on the overlay; never written once made
 	added []oname             // names added on the overlay, in order, with their ids; never written below their length
+	ids   map[string]int32    // new ids of base names (SetID), read only where the name is not gone; never written once made
 }
 
 // oname is a name added on an Overlay and its id.
@@ -214,20 +216,81 @@ func (o *Overlay) UpdateID(oldNode, newNode *v1.Node, id int32) *Overlay {
 	return c.add(newNode.Name, newKey, id)
 }
 
+// SetID returns o with every occurrence of name given id, each keeping
+// its place, as Tree.SetID; o itself if no zone lists name or each lists
+// it with id already. O(zones + the changes made in the zones listing
+// name).
+func (o *Overlay) SetID(name string, id int32) *Overlay {
+	var c *Overlay
+	for i, z := range o.zones {
+		nz := z.withID(name, id)
+		if nz == nil {
+			continue
+		}
+		if c == nil {
+			c = &Overlay{zones: slices.Clone(o.zones), numNodes: o.numNodes}
+		}
+		c.zones[i] = nz
+	}
+	if c == nil {
+		return o
+	}
+	return c
+}
+
+// withID returns a copy of z that lists name with id, nil if z does not
+// list name or lists it with id already (a base name whose id was not
+// changed on the overlay is given id without comparing: its base id is
+// found only by a scan).
+func (z *ozone) withID(name string, id int32) *ozone {
+	if j := z.indexAdded(name); j >= 0 {
+		if z.added[j].id == id {
+			return nil
+		}
+		c := *z
+		c.added = slices.Clone(z.added)
+		c.added[j].id = id
+		return &c
+	}
+	if z.base == nil {
+		return nil
+	}
+	if _, ok := z.base.members[name]; !ok {
+		return nil
+	}
+	if _, gone := z.gone[name]; gone {
+		return nil
+	}
+	if old, ok := z.ids[name]; ok && old == id {
+		return nil
+	}
+	c := *z
+	c.ids = make(map[string]int32, len(z.ids)+1)
+	for k, v := range z.ids {
+		c.ids[k] = v
+	}
+	c.ids[name] = id
+	return &c
+}
+
 // AppendIDs is Tree.AppendIDs: the ids in the zone-interleaved order of
 // the names, with List's error. O(names).
 func (o *Overlay) AppendIDs(dst []int32) ([]int32, error) {
 	ids := make([][]int32, len(o.zones))
 	zs := make([]*zone, len(o.zones))
 	for i, z := range o.zones {
-		if z.base != nil && len(z.gone) == 0 && len(z.added) == 0 {
+		if z.base != nil && len(z.gone) == 0 && len(z.added) == 0 && len(z.ids) == 0 {
 			ids[i] = z.base.ids
 		} else {
 			l := make([]int32, 0, z.size())
 			if z.base != nil {
 				for j, n := range z.base.names {
 					if _, gone := z.gone[n]; !gone {
-						l = append(l, z.base.ids[j])
+						id, ok := z.ids[n]
+						if !ok {
+							id = z.base.ids[j]
+						}
+						l = append(l, id)
 					}
 				}
 			}

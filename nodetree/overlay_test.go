@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// An Overlay of a tree changed by a random sequence of AddID, UpdateID and
-// Remove lists, counts and answers InZone exactly as a clone of the tree
+// An Overlay of a tree changed by a random sequence of AddID, UpdateID,
+// Remove and SetID lists, counts and answers InZone exactly as a clone of the tree
 // changed by the same calls, and every overlay made on the way still shows
 // what it showed when made.
 func TestOverlayMatchesTree(t *testing.T) {
@@ -42,7 +42,7 @@ func TestOverlayMatchesTree(t *testing.T) {
 		var kept []held
 		for step := 0; step < 300; step++ {
 			id := int32(100 + step)
-			switch n := mk(); r.Intn(3) {
+			switch n := mk(); r.Intn(4) {
 			case 0:
 				ref.AddID(n, id)
 				o = o.AddID(n, id)
@@ -54,6 +54,9 @@ func TestOverlayMatchesTree(t *testing.T) {
 				}
 				ref.UpdateID(old, n, id)
 				o = o.UpdateID(old, n, id)
+			case 3:
+				ref.SetID(n.Name, id)
+				o = o.SetID(n.Name, id)
 			default:
 				err := ref.Remove(n)
 				var oerr error
