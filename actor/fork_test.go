@@ -52,17 +52,13 @@ func newFModel() *fmodel {
 }
 
 func (m *fmodel) clone() *fmodel {
-	c := &fmodel{pods: maps.Clone(m.pods), assumed: maps.Clone(m.assumed), entries: map[string]*fmEntry{}, tree: zonemodel.New(),
+	c := &fmodel{pods: maps.Clone(m.pods), assumed: maps.Clone(m.assumed), entries: map[string]*fmEntry{}, tree: m.tree.Clone(),
 		images: map[string]*fmImage{}}
 	for n, e := range m.entries {
 		c.entries[n] = &fmEntry{node: e.node, pods: maps.Clone(e.pods), imgs: e.imgs}
 	}
 	for n, im := range m.images {
 		c.images[n] = &fmImage{size: im.size, nodes: maps.Clone(im.nodes)}
-	}
-	// Rebuild the tree: zones in order, each zone's names in order.
-	for _, name := range m.tree.List() {
-		c.tree.Add(name, nodetree.ZoneKey(m.entries[name].node))
 	}
 	return c
 }
@@ -235,7 +231,10 @@ func (m *fmodel) updateNode(old, n *v1.Node) {
 }
 
 // removeNode removes the node n names; n (the object passed in, which
-// may list other images than the stored one) is unregistered.
+// may list other images than the stored one) is unregistered. If n's zone
+// does not list the name (n names another zone), the tree keeps it,
+// nothing is unregistered, and the error is ErrNodeNotFound, after the
+// entry changed (upstream's removeNode).
 func (m *fmodel) removeNode(n *v1.Node) error {
 	e := m.entries[n.Name]
 	if e == nil {
@@ -245,7 +244,9 @@ func (m *fmodel) removeNode(n *v1.Node) error {
 	if len(e.pods) == 0 {
 		delete(m.entries, n.Name)
 	}
-	m.tree.Remove(n.Name, nodetree.ZoneKey(n))
+	if !m.tree.Remove(n.Name, nodetree.ZoneKey(n)) {
+		return ErrNodeNotFound
+	}
 	m.unregister(n)
 	return nil
 }
@@ -350,11 +351,13 @@ func (m *fmodel) check(t *testing.T, s *snapshot.Snapshot, step string) {
 			require.ErrorIs(t, err, snapshot.ErrNodeInfoNotFound, step)
 		}
 	}
-	require.NoError(t, s.Err(), step)
+	// The list is inconsistent when the tree names nodes without an
+	// object (a RemoveNode naming another zone).
+	require.Equal(t, m.tree.Count() != len(list), s.Err() != nil, "%s: %v", step, s.Err())
 	// A fresh clone of every node (a snapshot refreshed from s for the
 	// first time) shows the counts of s's registry.
 	own := snapshot.NewEmptySnapshot()
-	require.NoError(t, own.UpdateFrom(s), step)
+	require.Equal(t, s.Err() != nil, own.UpdateFrom(s) != nil, step)
 	for _, name := range list {
 		ni, err := own.Get(name)
 		require.NoError(t, err, step)
@@ -610,8 +613,8 @@ func runForkModel(t *testing.T, seed int64, steps int) {
 			err, want = f.RemovePod(m.pods[k]), m.remove(k)
 		case op < 9: // AddNode (new, re-added ghost, or replaced)
 			n := forkNode(r, fmt.Sprintf("n%d", r.Intn(12)))
-			if e := m.entries[n.Name]; e != nil && e.node != nil {
-				n.Labels = e.node.Labels // AddNode over a live node keeps its zone here
+			if e := m.entries[n.Name]; e != nil && e.node != nil && r.Intn(4) != 0 {
+				n.Labels = e.node.Labels // mostly in its zone; else the tree lists it in two
 			}
 			name = "AddNode " + n.Name
 			err = f.AddNode(n)
@@ -634,6 +637,12 @@ func runForkModel(t *testing.T, seed int64, steps int) {
 			n := m.entries[ns[r.Intn(len(ns))]].node
 			if r.Intn(3) == 0 {
 				n = staleNode(r, n) // other images: registrations may stay (strays)
+			}
+			if r.Intn(4) == 0 {
+				// Maybe another zone: the tree keeps the name, maybe
+				// without entry (a podless node), until it is added again.
+				n = n.DeepCopy()
+				n.Labels = forkZones[r.Intn(len(forkZones))]
 			}
 			name = "RemoveNode " + n.Name
 			err, want = f.RemoveNode(n), m.removeNode(n)
@@ -882,8 +891,8 @@ func runForkMatchesCore(t *testing.T, seed int64, steps int) {
 			_ = m.update(p)
 		case 5, 6:
 			n := forkNode(r, fmt.Sprintf("n%d", r.Intn(9)))
-			if e := m.entries[n.Name]; e != nil && e.node != nil {
-				n.Labels = e.node.Labels
+			if e := m.entries[n.Name]; e != nil && e.node != nil && r.Intn(4) != 0 {
+				n.Labels = e.node.Labels // mostly in its zone; else the tree lists it in two
 			}
 			ef = f.AddNode(n)
 			_ = apply(func(l *local) error { l.core.AddNode(n); return nil })
@@ -903,6 +912,12 @@ func runForkMatchesCore(t *testing.T, seed int64, steps int) {
 			n := m.entries[node].node
 			if r.Intn(3) == 0 {
 				n = staleNode(r, n) // other images: registrations may stay (strays)
+			}
+			if r.Intn(4) == 0 {
+				// Maybe another zone: the tree keeps the name, maybe
+				// without entry (a podless node), until it is added again.
+				n = n.DeepCopy()
+				n.Labels = forkZones[r.Intn(len(forkZones))]
 			}
 			ef, ec = f.RemoveNode(n), apply(func(l *local) error { return l.core.RemoveNode(n) })
 			_ = m.removeNode(n)
@@ -936,6 +951,9 @@ func runForkMatchesCore(t *testing.T, seed int64, steps int) {
 			if slices.ContainsFunc(slices.Collect(maps.Values(m.entries)), func(e *fmEntry) bool { return e.node == nil }) {
 				continue // a fork knows only the ghosts it made itself
 			}
+			if !treeList(l.core.Last()) {
+				continue // a fork of a list no tree gives refuses node operations
+			}
 			if r.Intn(2) == 0 {
 				f = f.Snapshot().Fork()
 			} else {
@@ -954,6 +972,21 @@ func runForkMatchesCore(t *testing.T, seed int64, steps int) {
 		require.Equal(t, imageView(t, cs), imageView(t, fs), "seed %d step %d: image summaries", seed, step)
 		m.check(t, fs, fmt.Sprintf("seed %d step %d", seed, step))
 	}
+}
+
+// treeList reports whether s's list is one a zone tree gives with each
+// name once (a fork of s takes node operations): no list error, no name
+// listed twice.
+func treeList(s *snapshot.Snapshot) bool {
+	seen := map[string]bool{}
+	for i := 0; i < s.NumNodes(); i++ {
+		name := s.At(i).NodeName()
+		if seen[name] {
+			return false
+		}
+		seen[name] = true
+	}
+	return s.Err() == nil
 }
 
 // Bad input gets typed errors and changes nothing; fork points of another
@@ -1137,8 +1170,16 @@ func TestForkNodeImages(t *testing.T) {
 // node's object is cleared, and upstream then unregisters nothing: its
 // image registrations stay (strays), so a later AddNode of the name counts
 // no new node for those images. A fork does as the cache, whether it
-// starts before the failed removal or from the cache's snapshot after it.
+// starts before the failed removal or from the cache's snapshot after it,
+// whether a holds a pod (its entry outlives the removal) or not (its entry
+// goes while the tree still lists it).
 func TestForkImageStraysMatchCore(t *testing.T) {
+	for _, withPod := range []bool{true, false} {
+		t.Run(fmt.Sprint("pod=", withPod), func(t *testing.T) { runForkImageStrays(t, withPod) })
+	}
+}
+
+func runForkImageStrays(t *testing.T, withPod bool) {
 	zone := func(z string) map[string]string { return map[string]string{v1.LabelTopologyZone: z} }
 	mk := func(name, z string, ims ...string) *v1.Node {
 		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: zone(z)}}
@@ -1151,10 +1192,11 @@ func TestForkImageStraysMatchCore(t *testing.T) {
 	a, b := mk("a", "z1", "x", "y"), mk("b", "z1", "x")
 	l.core.AddNode(a)
 	l.core.AddNode(b)
-	// a holds a pod, so its entry (and slot) outlives the failed removal.
-	info, err := nodeinfo.NewPodInfo(forkPod(rand.New(rand.NewSource(1)), "p", "a"))
-	require.NoError(t, err)
-	require.NoError(t, l.core.AddPod(info))
+	if withPod { // a's entry (and slot) outlives the failed removal
+		info, err := nodeinfo.NewPodInfo(forkPod(rand.New(rand.NewSource(1)), "p", "a"))
+		require.NoError(t, err)
+		require.NoError(t, l.core.AddPod(info))
+	}
 	base, err := l.Publish()
 	require.NoError(t, err)
 
@@ -1198,6 +1240,7 @@ func TestForkImageStraysMatchCore(t *testing.T) {
 		require.NoError(t, err)
 		for i, f := range forks {
 			fs := f.Snapshot()
+			require.Equal(t, view(cs), view(fs), "%s: fork %d", op.name, i)
 			require.Equal(t, imageView(t, cs), imageView(t, fs), "%s: fork %d", op.name, i)
 		}
 		if cs.Err() == nil { // a fork of an inconsistent list refuses node operations
@@ -1239,4 +1282,198 @@ func TestForkOfRefreshedSnapshotImages(t *testing.T) {
 	f := own.Fork()
 	require.NoError(t, f.AddNode(mk("c")))
 	require.Equal(t, map[string]nodeinfo.ImageStateSummary{"x": {Size: 7, NumNodes: 3}}, mustGet(t, f.Snapshot(), "c").ImageStates())
+}
+
+// ---- a RemoveNode naming the wrong zone, then the same name again ----
+
+// zoneStep is one operation applied to a fork and, separately, to the
+// core.
+type zoneStep struct {
+	name string
+	fork func(*snapshot.Fork) error
+	core func(*core) error
+}
+
+// compareForkCore requires fs to show what the core's cs shows: the list
+// (NumNodes, At(i) names and objects), Get of every name in names, the
+// affinity lists and the list error (view).
+func compareForkCore(t *testing.T, cs, fs *snapshot.Snapshot, names []string, msg string) {
+	t.Helper()
+	require.Equal(t, view(cs), view(fs), msg)
+	require.Equal(t, cs.NumNodes(), fs.NumNodes(), msg)
+	for i := 0; i < cs.NumNodes(); i++ {
+		require.Equal(t, cs.At(i).NodeName(), fs.At(i).NodeName(), "%s: At(%d)", msg, i)
+		require.Same(t, cs.At(i).Node(), fs.At(i).Node(), "%s: At(%d)", msg, i)
+	}
+	for _, name := range names {
+		cn, cerr := cs.Get(name)
+		fn, ferr := fs.Get(name)
+		require.Equal(t, cerr, ferr, "%s: Get(%s)", msg, name)
+		if cerr == nil {
+			require.Same(t, cn.Node(), fn.Node(), "%s: Get(%s)", msg, name)
+		}
+	}
+}
+
+// A RemoveNode of a node whose object names another zone than the one the
+// tree lists it in fails in the tree (upstream's removeNode, upstream
+// semantics section 6): the name stays listed there after its entry is
+// gone (podless) or became a ghost. The same name added again (same zone
+// or another), updated, removed again, must be listed by the fork exactly
+// as by the cache, which lists the tree by name: at the old place, and
+// twice when it joined a second zone. Every step is tried at a fork point
+// and reverted, then applied on a level of its own (kept), read at once
+// or only at the end; the levels are reverted one by one at the end.
+func TestForkWrongZoneRemoveThenReAdd(t *testing.T) {
+	zone := func(z string) map[string]string {
+		if z == "" {
+			return nil
+		}
+		return map[string]string{v1.LabelTopologyZone: z}
+	}
+	rv := 0
+	mk := func(name, z string) *v1.Node {
+		rv++
+		return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: zone(z), ResourceVersion: fmt.Sprint(rv)},
+			Status: v1.NodeStatus{Allocatable: v1.ResourceList{v1.ResourceCPU: *resource.NewQuantity(8, resource.DecimalSI)}}}
+	}
+	r := rand.New(rand.NewSource(1))
+	pod := func(uid, node string, aff bool) *v1.Pod {
+		p := forkPod(r, uid, node)
+		p.Spec.Affinity = nil
+		if aff {
+			p.Spec.Affinity = &v1.Affinity{PodAffinity: &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{TopologyKey: "zone"}}}}
+		}
+		return p
+	}
+	addNode := func(n *v1.Node) zoneStep {
+		return zoneStep{"AddNode " + n.Name + " " + nodetree.ZoneKey(n),
+			func(f *snapshot.Fork) error { return f.AddNode(n) },
+			func(c *core) error { c.AddNode(n); return nil }}
+	}
+	updateNode := func(old, n *v1.Node) zoneStep {
+		return zoneStep{"UpdateNode " + n.Name + " " + nodetree.ZoneKey(old) + "->" + nodetree.ZoneKey(n),
+			func(f *snapshot.Fork) error { return f.UpdateNode(old, n) },
+			func(c *core) error { return c.UpdateNode(old, n) }}
+	}
+	removeNode := func(n *v1.Node) zoneStep {
+		return zoneStep{"RemoveNode " + n.Name + " " + nodetree.ZoneKey(n),
+			func(f *snapshot.Fork) error { return f.RemoveNode(n) },
+			func(c *core) error { return c.RemoveNode(n) }}
+	}
+	addPod := func(p *v1.Pod) zoneStep {
+		info, err := nodeinfo.NewPodInfo(p)
+		require.NoError(t, err)
+		return zoneStep{"AddPod " + string(p.UID) + " on " + p.Spec.NodeName,
+			func(f *snapshot.Fork) error { return f.AddPod(p) },
+			func(c *core) error { return c.AddPod(info) }}
+	}
+	removePod := func(p *v1.Pod) zoneStep {
+		return zoneStep{"RemovePod " + string(p.UID),
+			func(f *snapshot.Fork) error { return f.RemovePod(p) },
+			func(c *core) error { return c.RemovePod(string(p.UID), p) }}
+	}
+
+	// Base: a (podless) and b in z1, c in z2; b holds a pod with
+	// affinity, so the affinity list shows the order too.
+	a1 := mk("a", "z1")
+	variants := []struct {
+		name  string
+		steps func() []zoneStep
+	}{
+		{"same zone", func() []zoneStep {
+			a2, a3, a4 := mk("a", "z1"), mk("a", "z1"), mk("a", "z3")
+			return []zoneStep{
+				removeNode(mk("a", "z2")), // wrong zone: a stays listed in z1 without entry
+				addNode(a2),               // back at its old place in z1
+				addPod(pod("pa", "a", true)),
+				updateNode(a2, a3),              // same zone
+				updateNode(a3, a4),              // moves to z3
+				removeNode(mk("a", "z1")),       // wrong zone again (a is in z3), a holds a pod: a ghost
+				addNode(mk("a", "z3")),          // the ghost's object again
+				removeNode(mk("a", "z3")),       // a second RemoveNode, right zone: a ghost
+				removePod(pod("pa", "a", true)), // the ghost's last pod: the entry goes
+				addNode(mk("a", "z3")),          // a new entry, z3 lists a again
+				removeNode(mk("a", "z3")),       // right zone, podless
+				updateNode(mk("a", "z1"), a1),   // re-added by UpdateNode
+				removeNode(mk("a", "z1")),       // gone for good
+			}
+		}},
+		{"another zone", func() []zoneStep {
+			a2, a3 := mk("a", "z3"), mk("a", "z2")
+			return []zoneStep{
+				removeNode(mk("a", "z2")),    // wrong zone: a stays listed in z1
+				addNode(a2),                  // z1 and z3 list a: listed twice
+				updateNode(a2, a3),           // z3 -> z2: z1 and z2 list a
+				addPod(pod("pa", "a", true)), // a in the affinity list twice
+				removePod(pod("pa", "a", true)),
+				removeNode(mk("a", "z2")),              // right zone: z1 still lists a, without entry
+				removeNode(mk("a", "z2")),              // no entry: ErrNodeNotFound
+				updateNode(mk("a", ""), mk("a", "z3")), // re-added by UpdateNode: z1 and z3
+				removeNode(mk("a", "z1")),              // a second RemoveNode, the old zone: z3 lists a
+				addNode(mk("a", "z3")),                 // an entry again, z3 lists a
+				removeNode(mk("a", "")),                // wrong zone: z3 keeps a
+				addNode(mk("a", "")),                   // zone "" and z3
+				removeNode(mk("a", "z3")),
+				removeNode(mk("a", "")),
+			}
+		}},
+		{"ghost whose last pod leaves", func() []zoneStep {
+			return []zoneStep{
+				addPod(pod("pa", "a", false)),
+				removeNode(mk("a", "z3")),        // wrong zone, a ghost
+				removePod(pod("pa", "a", false)), // entry gone, z1 still lists a
+				addNode(mk("a", "z1")),
+				removeNode(mk("a", "z1")),
+			}
+		}},
+	}
+	for _, v := range variants {
+		for _, read := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/read=%v", v.name, read), func(t *testing.T) {
+				l := newLocal(2, 0)
+				l.core.AddNode(a1)
+				l.core.AddNode(mk("b", "z1"))
+				l.core.AddNode(mk("c", "z2"))
+				require.NoError(t, addPod(pod("pb", "b", true)).core(l.core))
+				base, err := l.Publish()
+				require.NoError(t, err)
+				names := []string{"a", "b", "c"}
+				f := base.Fork()
+				levels := []*snapshot.Snapshot{base}
+				for i, st := range v.steps() {
+					msg := fmt.Sprintf("step %d: %s", i, st.name)
+					before := levels[len(levels)-1]
+					if read {
+						p := f.Point()
+						ef := st.fork(f)
+						ec := st.core(l.core)
+						cs, err := l.Publish()
+						require.NoError(t, err)
+						require.Equal(t, errSentinel(ec), errSentinel(ef), "%s: %v / %v", msg, ec, ef)
+						compareForkCore(t, cs, f.Snapshot(), names, msg+" (at a point)")
+						require.NoError(t, f.RevertTo(p))
+						compareForkCore(t, before, f.Snapshot(), names, msg+" (reverted)")
+						f.Fork()
+						require.Equal(t, errSentinel(ec), errSentinel(st.fork(f)), msg)
+						compareForkCore(t, cs, f.Snapshot(), names, msg+" (kept)")
+						levels = append(levels, cs)
+						continue
+					}
+					f.Fork()
+					ef := st.fork(f)
+					ec := st.core(l.core)
+					cs, err := l.Publish()
+					require.NoError(t, err)
+					require.Equal(t, errSentinel(ec), errSentinel(ef), "%s: %v / %v", msg, ec, ef)
+					levels = append(levels, cs)
+				}
+				compareForkCore(t, levels[len(levels)-1], f.Snapshot(), names, "end")
+				for i := len(levels) - 2; i >= 0; i-- {
+					require.NoError(t, f.Revert())
+					compareForkCore(t, levels[i], f.Snapshot(), names, fmt.Sprintf("reverted to level %d", i))
+				}
+			})
+		}
+	}
 }

@@ -144,6 +144,7 @@ type Fork struct {
 	editing bool        // ed is open: cur is its starting state
 	ed      *forkEdit   // the open edit; allocated by the first, reused by later ones
 	pos     []int32     // slot -> list position of the state whose listTok is posTok; shared, read-only
+	posDup  bool        // that list holds a slot twice
 	posTok  uint64      // see pos
 }
 
@@ -415,6 +416,7 @@ func (f *Fork) close() {
 	lvl := forkLevel{s: s, ghosts: e.ghosts.Done(), listTok: f.cur.listTok, tree: e.tree, nodeOps: f.cur.nodeOps + e.nodeOps, lazy: lazy}
 	if lazy == nil {
 		f.editLists(s, e)
+		refreshListError(s)
 	}
 	s.pvc = e.pvc.Done()
 	if e.pvcOpen {
@@ -512,21 +514,24 @@ func (f *Fork) relist(s, prev *Snapshot, e *forkEdit, tree *nodetree.Overlay) {
 			anti = append(anti, slot)
 		}
 	}
-	oldPos, newPos := prev.listPos(), positions(order)
+	oldPos, _ := prev.listPos()
+	newPos, dup := positions(order)
 	if oldPos == nil {
-		oldPos = positions(prev.order)
+		oldPos, _ = positions(prev.order)
 	}
+	// The counts are per node, not per place: a node the tree lists in
+	// two zones counts once, at its last place.
 	in := func(pos []int32, slot int32) bool { return int(slot) < len(pos) && pos[slot] >= 0 }
-	for _, slot := range order {
-		if !in(oldPos, slot) {
+	for i, slot := range order {
+		if newPos[slot] == int32(i) && !in(oldPos, slot) {
 			s.nodes.Get(int(slot)).RangePVCRefCounts(func(k string, _ int) bool {
 				f.usePVC(e, k, +1)
 				return true
 			})
 		}
 	}
-	for _, slot := range prev.order {
-		if !in(newPos, slot) {
+	for j, slot := range prev.order {
+		if oldPos[slot] == int32(j) && !in(newPos, slot) {
 			prev.nodes.Get(int(slot)).RangePVCRefCounts(func(k string, _ int) bool {
 				f.usePVC(e, k, -1)
 				return true
@@ -539,9 +544,20 @@ func (f *Fork) relist(s, prev *Snapshot, e *forkEdit, tree *nodetree.Overlay) {
 	}
 	s.order, s.aff, s.anti, s.err = order, immutable.SeqOf(aff), immutable.SeqOf(anti), err
 	li := new(listIndex)
-	li.once.Do(func() { li.pos = newPos })
+	li.once.Do(func() { li.pos, li.dup = newPos, dup })
 	s.li = li
 	s.treeNodes, s.treeNames = tree.NumNodes(), nil
+}
+
+// refreshListError keeps the counts of an inconsistent list's error
+// current, as the cache does: they change without the list changing (a
+// ghost's last pod leaves).
+func refreshListError(s *Snapshot) {
+	ie, ok := s.err.(*InconsistentListError)
+	if !ok || (ie.MapLen == s.index.Len() && ie.CacheEntries == s.nodeCount) {
+		return
+	}
+	s.err = &InconsistentListError{ListLen: ie.ListLen, TreeNodes: ie.TreeNodes, MapLen: s.index.Len(), CacheEntries: s.nodeCount}
 }
 
 // editLists brings the affinity lists and the used-PVC set of s (whose
@@ -579,9 +595,15 @@ func (f *Fork) editLists(s *Snapshot, e *forkEdit) {
 	}
 	if len(affEd) > 0 || len(antiEd) > 0 {
 		byPos := func(a, b int32) int { return cmp.Compare(f.pos[a], f.pos[b]) }
-		aff, ok := s.aff.Edit(affEd, byPos)
-		anti, ok2 := s.anti.Edit(antiEd, byPos)
-		if ok && ok2 {
+		var aff, anti immutable.Seq[int32]
+		ok := !f.posDup // a node listed twice is in its lists twice: the edits cannot place it
+		if ok {
+			var ok2 bool
+			aff, ok = s.aff.Edit(affEd, byPos)
+			anti, ok2 = s.anti.Edit(antiEd, byPos)
+			ok = ok && ok2
+		}
+		if ok {
 			s.aff, s.anti = aff, anti
 		} else { // a list seen twice: derive both from the list
 			var a, b []int32
@@ -603,11 +625,11 @@ func (f *Fork) editLists(s *Snapshot, e *forkEdit) {
 // first call for a list builds a slot -> position table, O(n).
 func (f *Fork) listed(slot int32) bool {
 	if f.pos == nil || f.posTok != f.cur.listTok {
-		pos := f.cur.s.listPos() // shared by the forks of one list
+		pos, dup := f.cur.s.listPos() // shared by the forks of one list
 		if pos == nil {
-			pos = positions(f.cur.s.order)
+			pos, dup = positions(f.cur.s.order)
 		}
-		f.pos, f.posTok = pos, f.cur.listTok
+		f.pos, f.posDup, f.posTok = pos, dup, f.cur.listTok
 	}
 	return int(slot) < len(f.pos) && f.pos[slot] >= 0
 }
@@ -1019,9 +1041,15 @@ func (f *Fork) nodeOp(op, name string) (*forkEdit, error) {
 	return e, nil
 }
 
-// newEntry makes a nodeless entry named name at a new slot.
-func (e *forkEdit) newEntry() int32 {
+// newEntry makes a nodeless entry named name at a new slot, and gives
+// that slot to every place the zone tree lists name at: a name the tree
+// kept after its entry went (a RemoveNode naming another zone, upstream's
+// failed tree removal) carries the slot of that entry, and the cache,
+// which lists its tree by name, lists the new entry there. O(zones + the
+// tree's changes in the zones listing name).
+func (e *forkEdit) newEntry(name string) int32 {
 	slot := int32(e.nodes.Len())
+	e.tree = e.tree.SetID(name, slot)
 	e.nodes.Append(nil)
 	var st *nodeinfo.NodeState
 	if n := len(e.free); n > 0 {
@@ -1143,7 +1171,7 @@ func (f *Fork) AddNode(node *v1.Node) error {
 	slot, ok := e.slotOf(node.Name)
 	var old *v1.Node
 	if !ok {
-		slot = e.newEntry()
+		slot = e.newEntry(node.Name)
 	} else {
 		old = e.nodeObj(slot)
 	}
@@ -1181,7 +1209,7 @@ func (f *Fork) UpdateNode(oldNode, newNode *v1.Node) error {
 	slot, ok := e.slotOf(newNode.Name)
 	var old *v1.Node
 	if !ok {
-		slot = e.newEntry()
+		slot = e.newEntry(newNode.Name)
 		e.tree = e.tree.AddID(newNode, slot)
 	} else {
 		old = e.nodeObj(slot)

@@ -101,20 +101,23 @@ type Snapshot struct {
 type listIndex struct {
 	once     sync.Once
 	pos      []int32 // slot -> position in the list, -1 if not listed; written once, in once
+	dup      bool    // the list holds a slot twice (a name the zone tree lists in two zones); written once, in once
 	treeOnce sync.Once
 	tree     *nodetree.Overlay // an overlay without changes of the zone tree the list was listed from; written once, in treeOnce, then only read (shared by forks' levels: immutable)
 	treeErr  error             // ErrForkListInconsistent if the list cannot be a tree's; written once, in treeOnce
 }
 
-// listPos returns the slot -> list position table of s's list, building
-// it (O(n)) on the first call for that list; nil if s has no table.
-func (s *Snapshot) listPos() []int32 {
+// listPos returns the slot -> list position table of s's list (the last
+// position of a slot listed twice) and whether a slot is listed twice,
+// building them (O(n)) on the first call for that list; nil if s has no
+// table.
+func (s *Snapshot) listPos() ([]int32, bool) {
 	li := s.li
 	if li == nil {
-		return nil
+		return nil, false
 	}
-	li.once.Do(func() { li.pos = positions(s.order) })
-	return li.pos
+	li.once.Do(func() { li.pos, li.dup = positions(s.order) })
+	return li.pos, li.dup
 }
 
 // listTree returns the zone tree s's list was listed from, as an overlay
@@ -155,13 +158,21 @@ type pvcIndex struct {
 	counts immutable.Map[int32] // written once, in once
 }
 
-// pvcCounts returns claim -> number of listed nodes referencing it,
-// building it (O(listed nodes x their claims)) on the first call for a
-// published snapshot, on every call for others.
+// pvcCounts returns claim -> number of listed nodes referencing it (a
+// node listed twice counted once), building it (O(listed nodes x their
+// claims)) on the first call for a published snapshot, on every call for
+// others.
 func (s *Snapshot) pvcCounts() immutable.Map[int32] {
 	build := func() immutable.Map[int32] {
 		e := immutable.Map[int32]{}.Edit()
-		for _, slot := range s.order {
+		pos, _ := s.listPos()
+		if pos == nil {
+			pos, _ = positions(s.order)
+		}
+		for i, slot := range s.order {
+			if pos[slot] != int32(i) {
+				continue // a node listed twice counts once
+			}
 			s.nodes.Get(int(slot)).RangePVCRefCounts(func(k string, _ int) bool {
 				n, _ := e.Get(k)
 				e.Set(k, n+1)
@@ -216,8 +227,10 @@ func (s *Snapshot) indexPodLog() {
 	})
 }
 
-// positions returns slot -> position in order (-1 for slots not in it).
-func positions(order []int32) []int32 {
+// positions returns slot -> position in order (-1 for slots not in it;
+// the last position of a slot listed twice) and whether a slot is listed
+// twice.
+func positions(order []int32) ([]int32, bool) {
 	n := int32(0)
 	for _, sl := range order {
 		n = max(n, sl+1)
@@ -226,10 +239,12 @@ func positions(order []int32) []int32 {
 	for i := range pos {
 		pos[i] = -1
 	}
+	dup := false
 	for i, sl := range order {
+		dup = dup || pos[sl] >= 0
 		pos[sl] = int32(i)
 	}
-	return pos
+	return pos, dup
 }
 
 // NewEmptySnapshot returns an empty snapshot owned by the caller.

@@ -82,3 +82,12 @@ func (m *Model) Zones() []string { return slices.Clone(m.order) }
 
 // Lists reports whether the zone key lists name.
 func (m *Model) Lists(name, key string) bool { return slices.Contains(m.zones[key], name) }
+
+// Clone returns an independent copy of m.
+func (m *Model) Clone() *Model {
+	c := &Model{zones: make(map[string][]string, len(m.zones)), order: slices.Clone(m.order)}
+	for k, names := range m.zones {
+		c.zones[k] = slices.Clone(names)
+	}
+	return c
+}
