@@ -129,9 +129,10 @@ type Options struct {
 	MaxBatch     int // operations applied per publication at most
 	ExpiryChunk  int // pods expired per step at most, so others interleave
 	OnAsyncError func(AsyncError)
-	// OpHook, when non-nil, runs on the coordinator goroutine before each
-	// operation is applied. ShardHook runs on shard goroutines before each
-	// request. Tests use them to inject faults.
+	// OpHook, when non-nil, runs on the token holder's goroutine (the
+	// coordinator's, or a caller's running inline) before each operation
+	// is applied. ShardHook runs before each shard request, on the shard's
+	// goroutine or the inline caller's. Tests use them to inject faults.
 	OpHook    func(*Op)
 	ShardHook func(shardIdx int, req shard.Request)
 	// Dispatcher queues the API calls of BindPod (nil: BindPod refuses).
