@@ -98,7 +98,8 @@ func (b *Builder) DeleteIndex(name string) {
 // copy serves many changes (the larger the fold, the more changes share the
 // upper nodes of the trie). A lookup scans the log's hashes, a dense
 // []uint64, before it walks the trie. podLogCap is a new log's capacity;
-// podLogMax is the length at which the builder waits for its fold in flight.
+// podLogMax is the length at which the builder stops waiting for its fold
+// in flight and folds the log itself (FoldPods).
 const (
 	podLogFold = 1024
 	podLogCap  = 2 * podLogFold

@@ -14,12 +14,13 @@ import (
 // the owner runs Serve on one of its own.
 //
 // Contract: one Builder uses a FoldQueue (Builder.SetFoldQueue), from the
-// builder's goroutine; one goroutine calls Serve; Close is called once, by
+// builder's owner (one goroutine at a time: the coordinator's token
+// holder); one goroutine calls Serve; Close is called once, by
 // the owner, after the builder's last use, and Serve then returns after
 // the fold in flight, if any (its result is dropped). A fold reads only
 // immutable values (a trie and a log prefix no one writes again), so it
 // runs concurrently with the builder and with every reader. The builder
-// never waits for a fold unless its log reaches podLogMax.
+// never waits for a fold: at podLogMax it folds the log itself.
 type FoldQueue struct {
 	reqc chan foldReq    // builder -> Serve; at most one request in flight; closed by Close
 	resc chan foldResult // Serve -> builder; buffered, so Serve never waits
