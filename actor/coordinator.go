@@ -54,6 +54,10 @@ const (
 var opNames = [...]string{"", "AssumePod", "FinishBinding", "ForgetPod", "AddPod", "UpdatePod", "RemovePod",
 	"AddNode", "UpdateNode", "RemoveNode", "GetNode", "Dump", "Sync", "Commit", "AssumePodIfGeneration"}
 
+// barrier reports whether k is served after the pending epoch is
+// published, from the run goroutine only (GetNode, Dump, Sync).
+func (k OpKind) barrier() bool { return k == OpGetNode || k == OpDump || k == OpSync }
+
 func (k OpKind) String() string {
 	if int(k) < len(opNames) && k > 0 {
 		return opNames[k]
@@ -125,9 +129,10 @@ type Options struct {
 	MaxBatch     int // operations applied per publication at most
 	ExpiryChunk  int // pods expired per step at most, so others interleave
 	OnAsyncError func(AsyncError)
-	// OpHook, when non-nil, runs on the coordinator goroutine before each
-	// operation is applied. ShardHook runs on shard goroutines before each
-	// request. Tests use them to inject faults.
+	// OpHook, when non-nil, runs on the token holder's goroutine (the
+	// coordinator's, or a caller's running inline) before each operation
+	// is applied. ShardHook runs before each shard request, on the shard's
+	// goroutine or the inline caller's. Tests use them to inject faults.
 	OpHook    func(*Op)
 	ShardHook func(shardIdx int, req shard.Request)
 	// Dispatcher queues the API calls of BindPod (nil: BindPod refuses).
@@ -138,15 +143,27 @@ type Options struct {
 // Do, Submit, Snapshot, Failed and Stop are safe for concurrent use.
 // Snapshot never blocks. Do blocks until the operation is published (or the
 // coordinator stops); Submit blocks only while the mailbox is full.
+//
+// Ownership of the state (the core, the shards, the epoch's waiters) goes
+// with the token, a channel holding one value while nobody owns it: the
+// run goroutine takes it for every batch, expiry step and shutdown, and a
+// synchronous caller that finds it free and nothing queued takes it and
+// runs its own operation and the publication on its goroutine (Do's inline
+// path), with no hand-off. Taking and giving back the token are channel
+// operations, so each owner's accesses happen before the next owner's.
 type Coordinator struct {
-	core      *core                             // owned by the run goroutine
-	shards    []*shard.Shard                    // owned by the run goroutine
-	folder    *folder                           // pod-log folds; owned by the run goroutine, stopped by shutdown
-	waiters   []*Op                             // ops of the current epoch waiting for its publication; owned by run
-	chunk     []*Op                             // scratch: ops received, not yet handled; owned by run
-	pending   []*Op                             // ops taken from the mailbox when the cache failed, not yet answered; owned by run
-	asyncErrs []AsyncError                      // not yet handed to the notifier; owned by run
-	failedErr *FailedError                      // owned by run: set once, when the loop enters its failure mode; mirrored in failed
+	core      *core                             // owned by the token holder
+	shards    []*shard.Shard                    // owned by the token holder (the shards' owner)
+	folder    *folder                           // pod-log folds; the queue is used by the token holder; stopped by shutdown
+	waiters   []*Op                             // ops of the current epoch waiting for its publication; owned by the token holder
+	chunk     []*Op                             // scratch: ops received, not yet handled; owned by the token holder
+	pending   []*Op                             // ops taken from the mailbox when the cache failed, not yet answered; owned by the token holder
+	asyncErrs []AsyncError                      // not yet handed to the notifier; owned by run (only run applies async ops)
+	failedErr *FailedError                      // owned by the token holder: set once, when an owner meets a fault; mirrored in failed
+	inline    bool                              // owned by the token holder: a caller runs the epoch on its goroutine (shards served with Serve)
+	held      bool                              // owned by run: run holds the token
+	token     chan struct{}                     // cap 1: holds a value while nobody owns the state above
+	queued    atomic.Int64                      // atomic: ops sent to the mailbox, not yet applied and published (or failed)
 	opts      Options                           // read-only after New
 	clock     Clock                             // read-only after New
 	gen       atomic.Int64                      // generation source shared with the shards
@@ -196,6 +213,7 @@ func Start(ctx context.Context, o Options) *Coordinator {
 		opts:    o,
 		clock:   o.Clock,
 		mailbox: make(chan *Op, o.MailboxSize),
+		token:   make(chan struct{}, 1),
 		chunk:   make([]*Op, 0, prefetchChunk),
 		notifyc: make(chan []AsyncError),
 		finalc:  make(chan []AsyncError, 1),
@@ -207,6 +225,7 @@ func Start(ctx context.Context, o Options) *Coordinator {
 		backlog: newBacklog(maxBacklog),
 	}
 	a.ops.New = func() any { return &Op{reply: make(chan Result, 1)} }
+	a.token <- struct{}{}
 	nextGen := func() int64 { return a.gen.Add(1) }
 	for i := 0; i < o.Shards; i++ {
 		var hook func(shard.Request)
@@ -242,8 +261,23 @@ func (a *Coordinator) Done() <-chan struct{} { return a.done }
 
 // Do hands op to the coordinator and waits until it is applied and
 // published. It returns ErrClosed if the coordinator stopped first.
+//
+// When nothing is queued and nobody holds the token, Do takes it and runs
+// the op and its publication itself (runInline); otherwise the op goes
+// through the mailbox and is batched with the others. Barriers (GetNode,
+// Dump, Sync) always take the mailbox: a barrier is then served after
+// whatever the run goroutine has taken, an expiry tick included.
 func (a *Coordinator) Do(op *Op) Result {
 	op.async = false
+	if !op.Kind.barrier() && a.queued.Load() == 0 && a.failed.Load() == nil {
+		select {
+		case <-a.token:
+			if a.runInline(op) {
+				return <-op.reply // answered by runInline: never waits
+			}
+		default:
+		}
+	}
 	if err := a.enqueue(op); err != nil {
 		return Result{Err: err}
 	}
@@ -273,6 +307,54 @@ func (a *Coordinator) Submit(op *Op) error {
 	return a.enqueue(op)
 }
 
+// runInline runs op on the calling goroutine, which holds the token, as a
+// batch of one: it applies op, publishes the epoch, answers op (on its
+// reply channel, buffered) and gives the token back. It reports false,
+// having changed nothing, when op must go through the mailbox instead:
+// ops are queued (they come first: an async op its caller submitted
+// before this call must be applied before it), the cache failed, or it
+// is stopping. A fault fails the cache, as in the coordinator's batch.
+//
+// Ordering: the run goroutine holds the token from before it applies an
+// op taken from the mailbox until that op is published and no longer
+// counted in queued, so an op whose enqueue happened before this call is
+// either published already or seen in queued here. Publications happen
+// in token order, and each before its callers are answered.
+func (a *Coordinator) runInline(op *Op) bool {
+	if a.queued.Load() != 0 || a.failedErr != nil || a.closing.Load() || a.stopping() {
+		a.token <- struct{}{}
+		return false
+	}
+	a.inline = true
+	a.stats.batch(1)
+	err := a.handle(op)
+	if err == nil {
+		err = a.flush()
+	}
+	if err != nil {
+		a.fail(err) // answers op, parked among the waiters
+	}
+	a.inline = false
+	a.token <- struct{}{}
+	return true
+}
+
+// lock takes the token for the run goroutine, waiting while a caller runs
+// an op inline; unlock gives it back. Both are called by run only.
+func (a *Coordinator) lock() {
+	if !a.held {
+		<-a.token
+		a.held = true
+	}
+}
+
+func (a *Coordinator) unlock() {
+	if a.held {
+		a.held = false
+		a.token <- struct{}{}
+	}
+}
+
 // maxBacklog bounds the async errors waiting for OnAsyncError.
 const maxBacklog = 1024
 
@@ -288,6 +370,7 @@ func (a *Coordinator) enqueue(op *Op) error {
 	if a.closing.Load() {
 		return ErrClosed
 	}
+	a.queued.Add(1) // before the send: runInline must see it until op is published
 	a.mailbox <- op // shutdown keeps draining while submitters > 0
 	return nil
 }
@@ -316,10 +399,13 @@ func (a *Coordinator) run() {
 			close(a.done) // else the notifier closes it when it exits
 		}
 	}()
-	cause := a.serve()
+	cause := a.serve() // returns holding the token if and only if cause != nil
 	if cause == nil {
-		a.closing.Store(true)
-		cause = a.flush() // publish what was applied before the stop
+		a.closing.Store(true) // from now on no caller runs inline
+		a.lock()              // waits for one that still does
+		if a.failedErr == nil {
+			cause = a.flush() // publish what was applied before the stop
+		}
 	}
 	if cause != nil {
 		a.fail(cause)
@@ -372,7 +458,7 @@ func (a *Coordinator) serve() error {
 		if expiring {
 			select {
 			case op := <-a.mailbox:
-				err = a.batch(op)
+				err = a.batchLocked(op)
 			case a.notifyChan() <- a.asyncErrs:
 				a.asyncErrs = nil
 			case <-a.stopc:
@@ -380,7 +466,7 @@ func (a *Coordinator) serve() error {
 			case <-a.ctx.Done():
 				return nil
 			default:
-				if expiring, err = a.expireStep(); !expiring {
+				if expiring, err = a.expireStepLocked(); !expiring {
 					timer.Reset(a.opts.Period)
 				} else {
 					// The coordinator and the shards hand each step to one
@@ -393,11 +479,11 @@ func (a *Coordinator) serve() error {
 		} else {
 			select {
 			case op := <-a.mailbox:
-				err = a.batch(op)
+				err = a.batchLocked(op)
 			case a.notifyChan() <- a.asyncErrs:
 				a.asyncErrs = nil
 			case <-timerC:
-				if expiring, err = a.expireStep(); !expiring {
+				if expiring, err = a.expireStepLocked(); !expiring {
 					timer.Reset(a.opts.Period)
 				}
 			case <-a.stopc:
@@ -407,10 +493,33 @@ func (a *Coordinator) serve() error {
 			}
 		}
 		if err != nil {
-			return err
+			return err // the token stays with run for the failure mode
 		}
+		a.unlock()
 	}
 	return nil
+}
+
+// batchLocked takes the token and runs batch(first), unless a caller
+// running inline failed the cache meanwhile: first is then left to the
+// failure mode and the failure returned.
+func (a *Coordinator) batchLocked(first *Op) error {
+	a.lock()
+	if a.failedErr != nil {
+		a.pending = append(a.pending, first)
+		return a.failedErr
+	}
+	return a.batch(first)
+}
+
+// expireStepLocked takes the token and runs expireStep, unless a caller
+// running inline failed the cache meanwhile.
+func (a *Coordinator) expireStepLocked() (more bool, err error) {
+	a.lock()
+	if a.failedErr != nil {
+		return false, a.failedErr
+	}
+	return a.expireStep()
 }
 
 // serveFailed is the failure mode of the loop: the operations a fault left
@@ -435,11 +544,16 @@ func (a *Coordinator) serveFailed() {
 
 // fail enters the failure mode: it records cause (Failed and Submit see it
 // from now on) and answers the operations of the unpublished epoch with
-// the failure. It is called once, by run, with the fault serve returned.
+// the failure. The token holder that met the fault calls it: run, with
+// the fault serve returned, or a caller running inline. Once failed, a
+// later call (run switching to its failure mode) keeps the first cause.
 func (a *Coordinator) fail(cause error) {
-	f := &FailedError{Cause: cause}
-	a.failedErr = f
-	a.failed.Store(f)
+	if a.failedErr == nil {
+		f := &FailedError{Cause: cause}
+		a.failedErr = f
+		a.failed.Store(f)
+	}
+	f := a.failedErr
 	for _, op := range a.waiters {
 		a.finish(op, Result{Err: f})
 	}
@@ -456,6 +570,8 @@ func (a *Coordinator) fail(cause error) {
 func (a *Coordinator) batch(first *Op) error {
 	chunk := append(a.chunk[:0], first)
 	taken := 0
+	// Published (or failed) when batch returns: no longer queued.
+	defer func() { a.queued.Add(-int64(taken)) }()
 	for {
 		chunk = a.receive(chunk, min(prefetchChunk, a.opts.MaxBatch-taken))
 		if len(chunk) == 0 {
@@ -653,12 +769,26 @@ func (a *Coordinator) flush() error {
 // publish drives the core's Ready/Advance protocol over the shard
 // goroutines: each shard with mutations gets them in one request, the
 // core builds its part while the shards apply theirs, and Advance takes
-// their replies in order.
+// their replies in order. A caller running inline serves the shards on
+// its own goroutine instead (Shard.Serve, after the core's part): an
+// epoch of one op is smaller than the two hand-offs per shard it saves.
 func (a *Coordinator) publish() error {
 	var rd ready
 	var ok bool
 	if err := guard(func() { rd, ok = a.core.Ready() }); err != nil || !ok {
 		return err
+	}
+	if a.inline {
+		snap, err := a.core.Advance(rd, func(i int) ([]shard.Frozen, error) {
+			resp := a.shards[i].Serve(shard.Request{Muts: rd.Muts[i], Flush: true})
+			return resp.Frozen, resp.Err
+		})
+		if err != nil {
+			return err
+		}
+		a.published.Store(snap)
+		a.stats.published(a.clock, a.core.AssumedCount())
+		return nil
 	}
 	// Send fails only after Stop, which run calls after its last publish;
 	// a failed send still lets Advance run, and the shards not sent to

@@ -1,7 +1,8 @@
-// Package actor holds the coordinator: the single goroutine that sequences
-// every cache operation, owns the pod state machine, the zone tree and the
-// image registry, drives the shards that own node state, and publishes
-// snapshots.
+// Package actor holds the coordinator: it sequences every cache operation,
+// owns the pod state machine, the zone tree and the image registry, drives
+// the shards that own node state, and publishes snapshots. Its goroutine
+// batches what callers queue; a synchronous caller that finds it idle takes
+// its token and runs its own op on its goroutine (Coordinator.Do).
 //
 // The unexported core is the deterministic state machine (no goroutines,
 // no clock: time is passed in); Coordinator is the goroutine around it, and
@@ -23,7 +24,8 @@ import (
 )
 
 // entry is the coordinator's view of one NodeInfo entry; the NodeState
-// itself lives in shard `shard` at `slot`. Owned by the coordinator goroutine.
+// itself lives in shard `shard` at `slot`. Owned by the coordinator's token
+// holder (the run goroutine, or a caller running inline).
 type entry struct {
 	name      string
 	slot      int32
@@ -43,12 +45,13 @@ type entry struct {
 }
 
 // core is the coordinator's state. Contract: not safe for concurrent use;
-// owned by one goroutine. Operations never block; the mutations they imply
+// owned by one goroutine at a time. Operations never block; the mutations they imply
 // accumulate per shard until the driver publishes the epoch with Ready and
 // Advance (epoch.go).
 //
-// Every field is owned by the goroutine that owns the core (the
-// coordinator's, or a test's through local); nothing here is shared.
+// Every field is owned by the goroutine that owns the core (the holder of
+// the coordinator's token, or a test's through local); nothing here is
+// shared.
 type core struct {
 	ttl     time.Duration          // read-only after newCore
 	nshards int                    // read-only after newCore

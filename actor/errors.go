@@ -8,7 +8,7 @@ import (
 )
 
 // Sentinel errors. Every error the cache returns matches one of these (or a
-// framework / snapshot / nodetree sentinel) with errors.Is. The pod and
+// nodeinfo / snapshot / nodetree sentinel) with errors.Is. The pod and
 // node state machine's are defined in internal/errs, shared with what-if
 // forks (snapshot.Fork).
 var (

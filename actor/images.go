@@ -15,7 +15,7 @@ import (
 // node in core.nodeImages (a few names per node instead of a set of node
 // names per image). It dies (count 0, out of the registry) when its last
 // node leaves; the name registered again gets a new incarnation. Owned by
-// the coordinator goroutine.
+// the coordinator's token holder.
 type imageState struct {
 	size  int64
 	count int
@@ -23,7 +23,7 @@ type imageState struct {
 
 // ghostImage is one image summary a ghost keeps from its last
 // registration: the incarnation (nil if the name was not registered) and
-// the size the node listed. Owned by the coordinator goroutine.
+// the size the node listed. Owned by the coordinator's token holder.
 type ghostImage struct {
 	name string
 	st   *imageState

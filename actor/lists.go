@@ -10,7 +10,7 @@ import (
 
 // slotState is, densely by slot, what building the node lists reads of an
 // entry, so that a rebuild walks an array instead of the entries. Owned by
-// the coordinator goroutine. hasNode, aff and anti are a cache of the
+// the coordinator's token holder. hasNode, aff and anti are a cache of the
 // entry, written only by syncSlot when buildMeta starts (every entry they
 // could differ for was touched this epoch); a free slot is zero.
 type slotState struct {

@@ -9,7 +9,7 @@ import (
 )
 
 // podRecord is the coordinator's state of one cached pod. Owned by the
-// coordinator goroutine.
+// coordinator's token holder.
 type podRecord struct {
 	info    *nodeinfo.PodInfo // the stored pod and what was aggregated for it
 	entry   *entry            // the entry holding it (the stored pod's node)
@@ -25,7 +25,7 @@ type podRecord struct {
 // the pod now, or nil if it was removed. A record replaced in place later in
 // the epoch is read as it is at buildMeta; since the changes are applied in
 // order and the last change of a key wins, the snapshot gets the final
-// state either way. Owned by the coordinator goroutine.
+// state either way. Owned by the coordinator's token holder.
 type dirtyPod struct {
 	key string
 	rec *podRecord

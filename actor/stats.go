@@ -19,8 +19,8 @@ var BatchBuckets = [...]int{1, 2, 4, 8, 16, 32, 64, 128, 256, 1 << 30}
 const NumBatchBuckets = len(BatchBuckets)
 
 // counters are the coordinator's statistics. Every field is written only
-// by the run goroutine (single-writer atomics: an uncontended add) and may
-// be read by any goroutine. The struct sits behind its own pointer so its
+// by the token holder, one goroutine at a time (single-writer atomics: an
+// uncontended add), and may be read by any goroutine. The struct sits behind its own pointer so its
 // cache lines are not shared with the coordinator's other fields.
 type counters struct {
 	ops          [NumOpKinds]atomic.Uint64      // atomic; ops finished, by kind (refused ones included)
@@ -75,7 +75,7 @@ func (s *counters) published(clock Clock, assumed int) {
 type Stats struct {
 	MailboxDepth int // ops queued in the mailbox (len of the channel)
 	MailboxCap   int
-	Batches      uint64                  // mailbox batches applied
+	Batches      uint64                  // batches applied: mailbox batches, and each op run inline as a batch of one
 	BatchedOps   uint64                  // ops those batches took
 	BatchSizes   [NumBatchBuckets]uint64 // batches by size, buckets bounded by BatchBuckets
 	Publications uint64                  // snapshots published

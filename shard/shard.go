@@ -44,8 +44,12 @@ type Response struct {
 }
 
 // Shard is the goroutine that owns one Core. Contract: exactly one goroutine
-// (the owner, the coordinator) calls Send, Recv, Do and Stop. Requests are
-// served in order; Do blocks until the reply. Stop is a handshake.
+// at a time (the owner: the coordinator's token holder, see actor's
+// Coordinator) calls Send, Recv, Do, Serve and Stop; ownership passes from
+// one goroutine to the next only through a synchronising operation (the
+// coordinator's token channel), never while a request is outstanding.
+// Requests are served in order; Do blocks until the reply; Serve runs one
+// request on the owner's goroutine. Stop is a handshake.
 //
 // The goroutine exits only when Stop closes reqc, and it replies to every
 // request it receives (serve recovers panics), so the owner's sends and
@@ -57,8 +61,8 @@ type Shard struct {
 	respc   chan Response // shard -> owner; buffered 1
 	done    chan struct{} // closed when the goroutine exits
 	stopped bool          // owned by the owner: Stop was called
-	core    *Core         // owned by the shard goroutine
-	err     error         // owned by the shard goroutine; sticky once set
+	core    *Core         // owned by the shard goroutine while a request is outstanding, else by the owner (Serve)
+	err     error         // owned as core; sticky once set
 	// Hook, when non-nil, runs on the shard goroutine before each request
 	// is applied. Tests use it to inject panics.
 	Hook func(Request)
@@ -136,6 +140,21 @@ func (s *Shard) Recv() Response {
 		}
 	}
 	return <-s.respc // serve always replies, panics included
+}
+
+// Serve applies req on the calling goroutine, exactly as the shard's
+// goroutine would (the same hook, panic recovery and sticky error), and
+// returns its reply. The caller must be the owner with no request
+// outstanding (every Send received): the goroutine is then idle on its
+// request channel, and the channel operations of the owner's last Recv and
+// next Send order its accesses to the core with the caller's. It saves the
+// two goroutine hand-offs of Do for a request too small to be worth
+// running beside the owner. After Stop it returns ErrStopped.
+func (s *Shard) Serve(req Request) Response {
+	if s.stopped {
+		return Response{Err: ErrStopped}
+	}
+	return s.serve(req)
 }
 
 // Do sends req and waits for its reply.

@@ -25,20 +25,21 @@ type builder struct {
 		index immutable.MapEditor[int32]
 		pvc   immutable.MapEditor[struct{}]
 	}
-	pods    immutable.Map[PodEntry] // the pod trie of the transaction: the last snapshot's, or the fold of its log
-	podLog  []podChange             // pod changes after pods: the last snapshot's log extended in place past its length, or a new log after a fold
-	podSum  []uint64                // podHash of each podLog key, kept alongside podLog
-	foldq   *foldQueue              // nil: folds run in FoldPods
-	foldLen int                     // > 0: a fold of podLog[:foldLen] onto pods is in flight
-	lists   bool                    // SetLists was called in this transaction
-	order   []int32
-	aff     immutable.Seq[int32]
-	anti    immutable.Seq[int32]
-	err     error
-	images  *nodeinfo.ImageTable
-	tree    bool // SetTree was called in this transaction
-	treeN   int
-	treeNms []string
+	pods      immutable.Map[PodEntry] // the pod trie of the transaction: the last snapshot's, or the fold of its log
+	podLog    []podChange             // pod changes after pods: the last snapshot's log extended in place past its length, or a new log after a fold
+	podSum    []uint64                // podHash of each podLog key, kept alongside podLog
+	foldq     *foldQueue              // nil: folds run in FoldPods
+	foldLen   int                     // > 0: a fold of podLog[:foldLen] onto pods is in flight
+	foldStale bool                    // a fold is in flight whose log was folded by foldHere since: its result is dropped
+	lists     bool                    // SetLists was called in this transaction
+	order     []int32
+	aff       immutable.Seq[int32]
+	anti      immutable.Seq[int32]
+	err       error
+	images    *nodeinfo.ImageTable
+	tree      bool // SetTree was called in this transaction
+	treeN     int
+	treeNms   []string
 }
 
 func init() {
@@ -106,7 +107,8 @@ func (b *builder) DeleteIndex(name string) {
 // copy serves many changes (the larger the fold, the more changes share the
 // upper nodes of the trie). A lookup scans the log's hashes, a dense
 // []uint64, before it walks the trie. podLogCap is a new log's capacity;
-// podLogMax is the length at which the builder waits for its fold in flight.
+// podLogMax is the length at which the builder stops waiting for its fold
+// in flight and folds the log itself (FoldPods).
 const (
 	podLogFold = 1024
 	podLogCap  = 2 * podLogFold

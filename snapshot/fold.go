@@ -15,12 +15,13 @@ import (
 // package starts no goroutine: the owner runs Serve on one of its own.
 //
 // Contract: one builder uses a foldQueue (builder.SetFoldQueue), from the
-// builder's goroutine; one goroutine calls Serve; Close is called once, by
+// builder's owner (one goroutine at a time: the coordinator's token
+// holder); one goroutine calls Serve; Close is called once, by
 // the owner, after the builder's last use, and Serve then returns after
 // the fold in flight, if any (its result is dropped). A fold reads only
 // immutable values (a trie and a log prefix no one writes again), so it
 // runs concurrently with the builder and with every reader. The builder
-// never waits for a fold unless its log reaches podLogMax.
+// never waits for a fold: at podLogMax it folds the log itself.
 type foldQueue struct {
 	reqc chan foldReq    // builder -> Serve; at most one request in flight; closed by Close
 	resc chan foldResult // Serve -> builder; buffered, so Serve never waits
@@ -57,8 +58,12 @@ type foldResult struct {
 // make a fold panic.
 var foldHook func()
 
-// fold runs foldLog with seen as its scratch map (nil: a new one).
-func (r foldReq) fold(seen map[string]struct{}) (res foldResult) {
+// fold runs foldLog with seen as its scratch map (nil: a new one),
+// yielding every foldYield keys (the folder goroutine's fold).
+func (r foldReq) fold(seen map[string]struct{}) foldResult { return r.foldYielding(seen, foldYield) }
+
+// foldYielding is fold yielding every yieldEvery keys (0: never).
+func (r foldReq) foldYielding(seen map[string]struct{}, yieldEvery int) (res foldResult) {
 	defer func() {
 		if v := recover(); v != nil {
 			res = foldResult{err: fmt.Errorf("schedcache: pod log fold panicked: %v\n%s", v, debug.Stack())}
@@ -67,7 +72,7 @@ func (r foldReq) fold(seen map[string]struct{}) (res foldResult) {
 	if foldHook != nil {
 		foldHook()
 	}
-	return foldResult{pods: foldLog(r.base, r.log, foldYield, seen)}
+	return foldResult{pods: foldLog(r.base, r.log, yieldEvery, seen)}
 }
 
 // foldYield is how many keys a fold run by Serve applies between two
@@ -129,35 +134,58 @@ func (b *builder) SetFoldQueue(q snapbuild.FoldQueue) {
 // FoldPods keeps the pod log short: past podLogFold entries it folds them
 // into a new trie, through the fold queue if the builder has one (the snapshots
 // committed meanwhile keep the old trie and the whole log), else at once.
-// A fold's result is installed by the first FoldPods after it is ready,
-// and waited for only if the log has reached podLogMax. A builder with a
-// fold queue must call FoldPods in every transaction (the coordinator does,
-// while the shards apply the epoch's mutations); without one, Commit does.
-// A fold that panicked panics here, on the builder's goroutine.
+// A fold's result is installed by the first FoldPods after it is ready.
+// If the log reaches podLogMax before it is, FoldPods folds the whole log
+// itself, at once, rather than wait: the folder's goroutine may be waiting
+// for a P behind goroutines that never block (readers spinning on every P),
+// and every yield of its fold costs it another wait; the late result is
+// dropped when it arrives, and no fold is queued before that. A builder
+// with a fold queue must call FoldPods in every transaction (the
+// coordinator does, while the shards apply the epoch's mutations); without
+// one, Commit does. A fold that panicked panics here, on the builder's
+// goroutine.
 func (b *builder) FoldPods() {
-	if b.foldLen > 0 {
+	if b.foldLen > 0 || b.foldStale {
 		select {
 		case r := <-b.foldq.resc:
-			b.installFold(r)
-		default:
-			if len(b.podLog) < podLogMax {
-				return
+			if b.foldStale {
+				b.foldStale = false // the log it folded was folded here already
+				if r.err != nil {
+					panic(r.err)
+				}
+			} else {
+				b.installFold(r)
 			}
-			b.installFold(<-b.foldq.resc)
+		default:
+			if len(b.podLog) >= podLogMax {
+				b.foldHere()
+			}
+			return
 		}
 	}
 	if len(b.podLog) <= podLogFold {
 		return
 	}
 	n := len(b.podLog)
-	req := foldReq{base: b.pods, log: b.podLog[:n:n]}
 	if b.foldq == nil {
-		b.foldLen = n
-		b.installFold(foldResult{pods: foldLog(req.base, req.log, 0, nil)})
+		b.foldHere()
 		return
 	}
+	req := foldReq{base: b.pods, log: b.podLog[:n:n]}
 	b.foldq.reqc <- req
 	b.foldLen = n
+}
+
+// foldHere folds the whole log into the trie on the builder's goroutine,
+// without yielding. A fold in flight, if any, becomes stale: its result is
+// dropped when it arrives (foldStale).
+func (b *builder) foldHere() {
+	n := len(b.podLog)
+	r := foldReq{base: b.pods, log: b.podLog[:n:n]}.foldYielding(nil, 0)
+	stale := b.foldLen > 0 || b.foldStale
+	b.foldLen = n
+	b.installFold(r)
+	b.foldStale = stale
 }
 
 // installFold makes r the pod trie and keeps the log past the folded prefix,

@@ -129,7 +129,8 @@ func TestNewSnapshot(t *testing.T) {
 // long as the test runs, keeps answering exactly as the model did when it
 // was committed, across many folds: run inline (no folder), on a folder
 // goroutine, and on a stalled folder whose results arrive late, some only
-// once the log has reached podLogMax and the builder has to wait.
+// once the log has reached podLogMax (the builder has then folded the log
+// itself, and drops them).
 func TestPodLogFoldsAndHeldSnapshots(t *testing.T) {
 	const keys = 61
 	for _, mode := range []string{"inline", "folder", "stalled"} {
@@ -191,7 +192,7 @@ func TestPodLogFoldsAndHeldSnapshots(t *testing.T) {
 			}
 			require.Greater(t, folds, 4, "folds started")
 			if stalled != nil {
-				require.Positive(t, waits, "the builder waited for a stalled fold")
+				require.Positive(t, waits, "a fold was still stalled when the log reached podLogMax")
 			}
 			indexed := 0
 			for i, h := range kept {
@@ -217,6 +218,74 @@ func TestPodLogFoldsAndHeldSnapshots(t *testing.T) {
 			require.Greater(t, indexed, 10, "snapshots read through their log index")
 		})
 	}
+}
+
+// A builder whose fold is stalled (its folder never runs) does not wait for
+// it when the log reaches podLogMax: it folds the whole log itself, drops
+// the late result when it comes, and only then queues the next fold.
+func TestFoldPodsDoesNotWaitForStalledFold(t *testing.T) {
+	q := newFoldQueue() // no goroutine serves it: the test plays the folder
+	b := newBuilder()
+	b.SetFoldQueue(q)
+	pod := &v1.Pod{}
+	model := map[string]bool{}
+	set := func(i int) {
+		k := fmt.Sprint(i % 3000)
+		if i%7 == 0 {
+			b.DeletePod(k)
+			delete(model, k)
+			return
+		}
+		b.SetPod(k, pod, i%2 == 0)
+		model[k] = i%2 == 0
+	}
+	check := func(s *Snapshot, want map[string]bool, what string) {
+		got := map[string]bool{}
+		s.RangePods(func(k string, e PodEntry) bool { got[k] = e.Assumed; return true })
+		require.Equal(t, want, got, what)
+	}
+	i := 0
+	for ; len(b.podLog) <= podLogFold; i++ {
+		set(i)
+	}
+	b.FoldPods()
+	require.Len(t, q.reqc, 1, "a fold was queued")
+	stale := <-q.reqc
+	for len(b.podLog) < podLogMax {
+		if len(b.podLog) > podLogMax/2 {
+			b.FoldPods() // not ready, log below podLogMax: returns at once
+			require.False(t, b.foldStale)
+		}
+		set(i)
+		i++
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); b.FoldPods() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("FoldPods waited for the stalled fold")
+	}
+	require.Empty(t, b.podLog, "the whole log was folded here")
+	require.True(t, b.foldStale)
+	s1, m1 := b.Commit(1, 0, len(model)), maps.Clone(model)
+	check(s1, m1, "after the builder's own fold")
+
+	for len(b.podLog) <= podLogFold { // past the threshold, but the stale fold is still out
+		set(i)
+		i++
+	}
+	b.FoldPods()
+	require.Empty(t, q.reqc, "no fold queued while the stale one is out")
+	q.resc <- stale.fold(nil) // the late result arrives
+	b.FoldPods()
+	require.False(t, b.foldStale, "the late result was dropped")
+	require.Positive(t, len(b.podLog), "and not installed")
+	s2 := b.Commit(2, 0, len(model))
+	check(s2, model, "after the late result")
+	b.FoldPods()
+	require.Len(t, q.reqc, 1, "the next fold is queued")
+	check(s1, m1, "an earlier snapshot is unchanged")
 }
 
 // A fold that panics fails the builder's next FoldPods with the panic, on
