@@ -1477,3 +1477,31 @@ func TestForkWrongZoneRemoveThenReAdd(t *testing.T) {
 		}
 	}
 }
+
+// A node whose pods a fork changes and changes back keeps its frozen
+// entry (the same *NodeInfo, generation included) in the fork's next
+// snapshot; a node left changed gets a new one.
+func TestForkUndoneChangeKeepsEntry(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	_, base, _ := baseCluster(t, r, 3, 6)
+	f := base.Fork()
+	n0, err := base.Get("n0")
+	require.NoError(t, err)
+	n1, err := base.Get("n1")
+	require.NoError(t, err)
+	p, q := forkPod(r, "undo", "n0"), forkPod(r, "kept", "n1")
+	f.Fork()
+	require.NoError(t, f.AddPod(p))
+	require.NoError(t, f.AddPod(q))
+	require.NoError(t, f.RemovePod(p))
+	s := f.Snapshot()
+	got0, err := s.Get("n0")
+	require.NoError(t, err)
+	require.Same(t, n0, got0, "n0 changed back")
+	got1, err := s.Get("n1")
+	require.NoError(t, err)
+	require.NotSame(t, n1, got1)
+	require.Equal(t, n1.NumPods()+1, got1.NumPods())
+	require.Greater(t, got1.Generation(), n1.Generation())
+	require.NoError(t, f.Revert())
+}

@@ -1,5 +1,10 @@
 package nodeinfo
 
+import (
+	"reflect"
+	"slices"
+)
+
 // Thaw returns a new NodeState holding exactly n's aggregate (node object,
 // pods and sub-lists in their order, requested and non-zero totals, ports,
 // PVC counts, allocatable, image summaries, generation), so that the
@@ -129,4 +134,40 @@ func NewNodeStateInto(s *NodeState, nextGen func() int64) *NodeState {
 	*s = NodeState{nextGen: nextGen, dirty: dirtyAll, pods: pods, podsWithAffinity: aff, podsWithRequiredAntiAffinity: anti}
 	s.generation = nextGen()
 	return s
+}
+
+// Same reports whether s's aggregate is exactly n's (node object, pods and
+// sub-lists in their order, requested and non-zero totals, ports, PVC
+// counts, allocatable, image summaries), its generation aside: freezing s
+// would give a copy of n. A fork thaws an entry, changes it and may change
+// it back (add a pod, then remove it); such an entry keeps n instead of a
+// new copy. Cost: O(pods + ports + claims + scalars); no allocation.
+func (s *NodeState) Same(n *NodeInfo) bool {
+	if n == nil || s.node != n.node || s.imageTable != n.imageTable ||
+		!sameMap(s.imageStates, n.imageStates) || !sameSlice(s.imageNames, n.imageNames) {
+		return false
+	}
+	r, q := &s.requested, &n.requested
+	if r.MilliCPU != q.MilliCPU || r.Memory != q.Memory || r.EphemeralStorage != q.EphemeralStorage ||
+		r.AllowedPodNumber != q.AllowedPodNumber || !slices.Equal(s.reqScalars, q.scalars) ||
+		!s.nonZeroRequested.Equal(n.nonZeroRequested) || !s.allocatable.Equal(n.allocatable) {
+		return false
+	}
+	return slices.Equal(s.pods, n.pods) &&
+		slices.Equal(s.podsWithAffinity, n.podsWithAffinity) &&
+		slices.Equal(s.podsWithRequiredAntiAffinity, n.podsWithRequiredAntiAffinity) &&
+		slices.Equal(s.usedPorts, n.usedPorts) && slices.Equal(s.pvcRefs, n.pvcRefs)
+}
+
+// sameSlice reports whether a and b are the same slice (same array and
+// length): image name lists are shared, never copied, so identity is
+// equality here.
+func sameSlice(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// sameMap reports whether a and b are the same map (both nil included):
+// explicit image summaries are replaced, never edited.
+func sameMap(a, b map[string]ImageStateSummary) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }

@@ -29,6 +29,7 @@ func TestThaw(t *testing.T) {
 	}
 	a, b, c := mk("a", 100, "x", 80), mk("b", 200, "y", 81), mk("c", 300, "x", 82)
 	t.Run("copy on write", func(t *testing.T) { testThawCopyOnWrite(t, mk) })
+	t.Run("same", func(t *testing.T) { testThawSame(t, a, b, c) })
 	t.Run("into", func(t *testing.T) { testThawInto(t, mk) })
 	ref := NewNodeState(nil)
 	ref.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}})
@@ -200,4 +201,46 @@ func TestNewNodeStateInto(t *testing.T) {
 		require.Equal(t, want.PVCRefCounts(), got.PVCRefCounts(), "state %d", i)
 		require.Equal(t, fp, frozen.String(), "state %d: what was frozen before changed", i)
 	}
+}
+
+// Same holds exactly while the thawed state's aggregate equals the frozen
+// entry's: after changes undone in reverse, not after a reorder, a node
+// change or a pod with other requests.
+func testThawSame(t *testing.T, a, b, c *PodInfo) {
+	ref := NewNodeState(nil)
+	ref.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}})
+	ref.AddPod(a)
+	ref.AddPod(b)
+	ni := ref.Freeze()
+	st := ni.ThawInto(NewNodeState(nil), nil)
+	require.True(t, st.Same(ni), "fresh thaw")
+	require.False(t, st.Same(nil))
+	st.AddPod(c)
+	require.False(t, st.Same(ni), "one pod more")
+	require.NoError(t, st.RemovePod("c", true, true))
+	require.True(t, st.Same(ni), "the pod added and removed")
+	require.NoError(t, st.RemovePod("a", true, true))
+	st.AddPod(a)
+	require.False(t, st.Same(ni), "the same pods in another order")
+	require.True(t, ni.Thaw(nil).Same(ni))
+	moved := ni.Thaw(nil)
+	moved.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}})
+	require.False(t, moved.Same(ni), "another node object")
+	// Equal lists but other totals: a state whose requests were changed
+	// behind the lists (not reachable through the API) must not pass.
+	tweaked := ni.Thaw(nil)
+	tweaked.requested.MilliCPU++
+	require.False(t, tweaked.Same(ni), "other requested cpu")
+	tweaked = ni.Thaw(nil)
+	tweaked.nonZeroRequested.Memory++
+	require.False(t, tweaked.Same(ni), "other non-zero memory")
+	tweaked = ni.Thaw(nil)
+	tweaked.pvcRefs = nil
+	require.False(t, tweaked.Same(ni), "other claims")
+	tweaked = ni.Thaw(nil)
+	tweaked.usedPorts = nil
+	require.False(t, tweaked.Same(ni), "other ports")
+	tweaked = ni.Thaw(nil)
+	tweaked.SetImageStates(map[string]ImageStateSummary{})
+	require.False(t, tweaked.Same(ni), "other image summaries")
 }

@@ -379,6 +379,9 @@ func (f *Fork) close() {
 	}
 	f.editing = false
 	for slot, t := range e.touched {
+		if t.st.Same(t.init) {
+			continue // changed back: the slot still holds init
+		}
 		e.nodes.Set(int(slot), t.st.Freeze())
 	}
 	var s *Snapshot
