@@ -288,22 +288,26 @@ func TestFoldPodsDoesNotWaitForStalledFold(t *testing.T) {
 	check(s1, m1, "an earlier snapshot is unchanged")
 }
 
-// A fold that panics fails the builder's next FoldPods with the panic, on
-// the builder's goroutine; the goroutine serving the queue survives it and stops.
+// A fold that panics is reported by the folder, not propagated: the
+// builder's next FoldPods panics with it, on the builder's goroutine.
 func TestFoldPanicReachesBuilder(t *testing.T) {
-	foldHook = func() { panic("boom") }
-	defer func() { foldHook = nil }()
-	q := serveFolds(t)
+	q := newFoldQueue() // no goroutine serves it: the test plays the folder
 	b := newBuilder()
 	b.SetFoldQueue(q)
 	for i := 0; i <= podLogFold; i++ {
 		b.SetPod(fmt.Sprint(i), &v1.Pod{}, false)
 	}
-	b.FoldPods() // submitted; the fold panics and Serve reports it
+	b.FoldPods() // submitted
 	require.Positive(t, b.foldLen)
-	for len(b.podLog) < podLogMax {
-		b.DeletePod("x")
-	}
+	req := <-q.reqc
+	// The fold panics on the folder's goroutine (here, the test's), which
+	// recovers and reports it; foldHook is set only around it, so that no
+	// other goroutine ever reads it concurrently.
+	foldHook = func() { panic("boom") }
+	res := req.fold(nil)
+	foldHook = nil
+	require.ErrorContains(t, res.err, "pod log fold panicked: boom")
+	q.resc <- res
 	require.PanicsWithError(t, "boom", func() {
 		defer func() {
 			if v := recover(); v != nil {
@@ -312,7 +316,7 @@ func TestFoldPanicReachesBuilder(t *testing.T) {
 				panic(errors.New("boom"))
 			}
 		}()
-		b.FoldPods()
+		b.FoldPods() // takes the result and panics with it
 	})
 }
 
