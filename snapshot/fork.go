@@ -179,13 +179,15 @@ type forkEdit struct {
 	// building their path copies. Reused by every edit.
 	pend map[string]pendPod
 
-	// The last name slotOf resolved, so that a pod operation's checks and
-	// its change look the node up once. Valid until the index or the
-	// ghosts change (forget) or the edit is reopened.
+	// The last name slotOf resolved (and its frozen entry, once read), so
+	// that a pod operation's checks and its change look the node up once.
+	// Valid until the index, the ghosts or the node vector change (forget)
+	// or the edit is reopened.
 	memoName string
 	memoSlot int32
 	memoOK   bool
 	memoSet  bool
+	memoNI   *nodeinfo.NodeInfo // the frozen entry at memoSlot once read (numPods); nil: not read
 }
 
 // pendPod is a pod change of the open edit: o for over, or (del) the
@@ -663,19 +665,31 @@ func (e *forkEdit) slotOf(name string) (int32, bool) {
 	if !ok {
 		slot, ok = e.ghosts.Get(name)
 	}
-	e.memoName, e.memoSlot, e.memoOK, e.memoSet = name, slot, ok, true
+	e.memoName, e.memoSlot, e.memoOK, e.memoSet, e.memoNI = name, slot, ok, true, nil
 	return slot, ok
 }
 
+// frozen returns slot's frozen entry, read once per memoised slot: a pod
+// operation's full-node check and its thaw share the read.
+func (e *forkEdit) frozen(slot int32) *nodeinfo.NodeInfo {
+	if !e.memoSet || e.memoSlot != slot || !e.memoOK {
+		return e.nodes.Get(int(slot))
+	}
+	if e.memoNI == nil {
+		e.memoNI = e.nodes.Get(int(slot))
+	}
+	return e.memoNI
+}
+
 // forget drops slotOf's memo: the index or the ghosts changed.
-func (e *forkEdit) forget() { e.memoName, e.memoSet = "", false }
+func (e *forkEdit) forget() { e.memoName, e.memoSet, e.memoNI = "", false, nil }
 
 // state returns the mutable aggregate of slot, thawing its entry first.
 func (e *forkEdit) state(slot int32) *nodeinfo.NodeState {
 	if t, ok := e.touched[slot]; ok {
 		return t.st
 	}
-	ni := e.nodes.Get(int(slot))
+	ni := e.frozen(slot)
 	var st *nodeinfo.NodeState
 	if n := len(e.free); n > 0 {
 		st, e.free[n-1] = e.free[n-1], nil
@@ -694,7 +708,7 @@ func (e *forkEdit) numPods(slot int32) int {
 	if t, ok := e.touched[slot]; ok {
 		return t.st.NumPods()
 	}
-	return e.nodes.Get(int(slot)).NumPods()
+	return e.frozen(slot).NumPods()
 }
 
 // pod returns the current entry of pod key.
