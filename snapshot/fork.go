@@ -120,6 +120,10 @@ type imgOp struct {
 // Four tables are built on first use, O(n), and shared by every fork: per
 // node list its slot -> position table and its zone tree, per published
 // snapshot the counts of its used-PVC set and the index of its pod log.
+// The pod changes of an open edit are applied to the fork's pod trie when
+// the edit closes (Snapshot, Fork, Point), so a Revert right after them
+// costs nothing; a node whose pods an edit changed back (a pod added,
+// then removed) keeps its frozen entry, generation included.
 //
 // Image summaries are the cache's: the fork's registry (the base's
 // nodeinfo.ImageTable, stray registrations included) is changed by the
