@@ -18,30 +18,7 @@ import (
 // the ports, PVC counts and scalars only if a pod changes them. Cost:
 // O(1); a first write to a slice O(its length).
 func (n *NodeInfo) Thaw(nextGen func() int64) *NodeState {
-	if nextGen == nil {
-		nextGen = NextGeneration
-	}
-	s := &NodeState{
-		nextGen:                      nextGen,
-		generation:                   n.generation,
-		node:                         n.node,
-		allocatable:                  n.allocatable,
-		imageStates:                  n.imageStates,
-		pods:                         n.pods,
-		podsWithAffinity:             n.podsWithAffinity,
-		podsWithRequiredAntiAffinity: n.podsWithRequiredAntiAffinity,
-		requested:                    n.requested,
-		reqScalars:                   n.requested.scalars,
-		nonZeroRequested:             n.nonZeroRequested,
-		usedPorts:                    n.usedPorts,
-		pvcRefs:                      n.pvcRefs,
-		imageNames:                   n.imageNames,
-		imageTable:                   n.imageTable,
-		last:                         n,
-		shared:                       sharedAll,
-	}
-	s.requested.scalars = nil
-	return s
+	return n.thawOnto(new(NodeState), nextGen, n.pods, n.podsWithAffinity, n.podsWithRequiredAntiAffinity, sharedAll)
 }
 
 // ThawInto is Thaw reusing s, a state its owner no longer uses (nil:
@@ -53,9 +30,6 @@ func (n *NodeInfo) Thaw(nextGen func() int64) *NodeState {
 func (n *NodeInfo) ThawInto(s *NodeState, nextGen func() int64) *NodeState {
 	if s == nil {
 		return n.Thaw(nextGen)
-	}
-	if nextGen == nil {
-		nextGen = NextGeneration
 	}
 	reuse := func(l []*PodInfo, bit uint8, from []*PodInfo) []*PodInfo {
 		if s.shared&bit != 0 {
@@ -69,6 +43,15 @@ func (n *NodeInfo) ThawInto(s *NodeState, nextGen func() int64) *NodeState {
 	pods := reuse(s.pods, sharedPods, n.pods)
 	aff := reuse(s.podsWithAffinity, sharedAff, n.podsWithAffinity)
 	anti := reuse(s.podsWithRequiredAntiAffinity, sharedAnti, n.podsWithRequiredAntiAffinity)
+	return n.thawOnto(s, nextGen, pods, aff, anti, sharedScalars|sharedPorts|sharedPVCs)
+}
+
+// thawOnto overwrites s with n's aggregate, its pod lists given (n's own,
+// shared, or copies), shared the slices s starts sharing with n.
+func (n *NodeInfo) thawOnto(s *NodeState, nextGen func() int64, pods, aff, anti []*PodInfo, shared uint8) *NodeState {
+	if nextGen == nil {
+		nextGen = NextGeneration
+	}
 	*s = NodeState{
 		nextGen:                      nextGen,
 		generation:                   n.generation,
@@ -86,7 +69,7 @@ func (n *NodeInfo) ThawInto(s *NodeState, nextGen func() int64) *NodeState {
 		imageNames:                   n.imageNames,
 		imageTable:                   n.imageTable,
 		last:                         n,
-		shared:                       sharedScalars | sharedPorts | sharedPVCs,
+		shared:                       shared,
 	}
 	s.requested.scalars = nil
 	return s
