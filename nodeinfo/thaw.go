@@ -31,19 +31,24 @@ func (n *NodeInfo) ThawInto(s *NodeState, nextGen func() int64) *NodeState {
 	if s == nil {
 		return n.Thaw(nextGen)
 	}
-	reuse := func(l []*PodInfo, bit uint8, from []*PodInfo) []*PodInfo {
-		if s.shared&bit != 0 {
-			l = nil // a NodeInfo's: never written
-		}
-		if len(l) > len(from) {
-			clear(l[len(from):]) // drop the old pointers past the copy
-		}
-		return append(l[:0], from...)
-	}
-	pods := reuse(s.pods, sharedPods, n.pods)
-	aff := reuse(s.podsWithAffinity, sharedAff, n.podsWithAffinity)
-	anti := reuse(s.podsWithRequiredAntiAffinity, sharedAnti, n.podsWithRequiredAntiAffinity)
+	pods := s.reusePods(s.pods, sharedPods, n.pods)
+	aff := s.reusePods(s.podsWithAffinity, sharedAff, n.podsWithAffinity)
+	anti := s.reusePods(s.podsWithRequiredAntiAffinity, sharedAnti, n.podsWithRequiredAntiAffinity)
 	return n.thawOnto(s, nextGen, pods, aff, anti, sharedScalars|sharedPorts|sharedPVCs)
+}
+
+// reusePods returns l, one of s's pod lists (its shared bit: bit), holding
+// a copy of from: l's buffer if s owns it, else a new one (a NodeInfo's
+// is never written). Pointers past the copy are dropped; past len(l)
+// there are none (removals clear the slot they vacate).
+func (s *NodeState) reusePods(l []*PodInfo, bit uint8, from []*PodInfo) []*PodInfo {
+	if s.shared&bit != 0 {
+		l = nil
+	}
+	if len(l) > len(from) {
+		clear(l[len(from):])
+	}
+	return append(l[:0], from...)
 }
 
 // thawOnto overwrites s with n's aggregate, its pod lists given (n's own,
@@ -104,16 +109,9 @@ func NewNodeStateInto(s *NodeState, nextGen func() int64) *NodeState {
 	if nextGen == nil {
 		nextGen = NextGeneration
 	}
-	keep := func(l []*PodInfo, bit uint8) []*PodInfo {
-		if s.shared&bit != 0 {
-			return nil // a NodeInfo's: never written
-		}
-		clear(l[:cap(l)]) // drop the old pointers
-		return l[:0]
-	}
-	pods := keep(s.pods, sharedPods)
-	aff := keep(s.podsWithAffinity, sharedAff)
-	anti := keep(s.podsWithRequiredAntiAffinity, sharedAnti)
+	pods := s.reusePods(s.pods, sharedPods, nil)
+	aff := s.reusePods(s.podsWithAffinity, sharedAff, nil)
+	anti := s.reusePods(s.podsWithRequiredAntiAffinity, sharedAnti, nil)
 	*s = NodeState{nextGen: nextGen, dirty: dirtyAll, pods: pods, podsWithAffinity: aff, podsWithRequiredAntiAffinity: anti}
 	s.generation = nextGen()
 	return s
