@@ -116,3 +116,128 @@ func TestPlainPodRequestsEdges(t *testing.T) {
 		})
 	}
 }
+
+// initish strips from a random pod, each with probability 3/4, what
+// plainInitPodRequests refuses: pod-level resources, and every name but
+// cpu and memory in any list it reads (init containers and overhead
+// included).
+func initish(r *rand.Rand, pod *v1.Pod) {
+	if r.IntN(4) > 0 {
+		pod.Spec.Resources = nil
+	}
+	if r.IntN(4) > 0 {
+		cpuMem := func(rl v1.ResourceList) {
+			for name := range rl {
+				if name != v1.ResourceCPU && name != v1.ResourceMemory {
+					delete(rl, name)
+				}
+			}
+		}
+		for _, cs := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+			for i := range cs {
+				cpuMem(cs[i].Resources.Requests)
+			}
+		}
+		cpuMem(pod.Spec.Overhead)
+		for _, st := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+			for i := range st {
+				if st[i].Resources != nil {
+					cpuMem(st[i].Resources.Requests)
+				}
+				cpuMem(st[i].AllocatedResources)
+			}
+		}
+	}
+}
+
+// The int64 path for init containers and overhead gives exactly the exact
+// path's requests and non-zero amounts on every pod it accepts, accepts
+// pods with init containers, sidecars and overhead, and refuses the rest.
+func TestPlainInitPodRequestsMatchExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 13))
+	accepted, refused, withInit, withOverhead := 0, 0, 0, 0
+	for i := range 20000 {
+		pod := genPod(r, fmt.Sprint(i), "ns")
+		initish(r, pod)
+		req, c0, m0, ok := plainInitPodRequests(pod)
+		if !ok {
+			refused++
+			continue
+		}
+		accepted++
+		if len(pod.Spec.InitContainers) > 0 {
+			withInit++
+		}
+		if len(pod.Spec.Overhead) > 0 {
+			withOverhead++
+		}
+		wreq, wc0, wm0 := podRequestsExact(pod)
+		require.Equal(t, wreq, req, "pod %d requests", i)
+		require.Equal(t, wc0, c0, "pod %d non-zero cpu", i)
+		require.Equal(t, wm0, m0, "pod %d non-zero memory", i)
+	}
+	require.Greater(t, accepted, 2000)
+	require.Greater(t, refused, 2000)
+	require.Greater(t, withInit, 500)
+	require.Greater(t, withOverhead, 500)
+}
+
+// Edge cases of the init path: a sidecar's sum runs through later init
+// containers; a plain init container ignores its status; a sidecar uses
+// it; overhead adds to both the plain and the defaulted amounts; and the
+// refusals.
+func TestPlainInitPodRequestsEdges(t *testing.T) {
+	ctr := func(name string, rl v1.ResourceList) v1.Container {
+		return v1.Container{Name: name, Resources: v1.ResourceRequirements{Requests: rl}}
+	}
+	always := v1.ContainerRestartPolicyAlways
+	side := func(name string, rl v1.ResourceList) v1.Container {
+		c := ctr(name, rl)
+		c.RestartPolicy = &always
+		return c
+	}
+	q := resource.MustParse
+	huge := *resource.NewQuantity(math.MaxInt64-5, resource.DecimalSI)
+	status := v1.PodStatus{InitContainerStatuses: []v1.ContainerStatus{
+		{Name: "i", Resources: &v1.ResourceRequirements{Requests: v1.ResourceList{"cpu": q("7")}}},
+		{Name: "s", Resources: &v1.ResourceRequirements{Requests: v1.ResourceList{"cpu": q("3")}}},
+	}}
+	cases := []struct {
+		name         string
+		pod          *v1.Pod
+		ok           bool
+		cpu, mem, c0 int64
+	}{
+		{"sidecar then init", &v1.Pod{Spec: v1.PodSpec{
+			Containers:     []v1.Container{ctr("a", v1.ResourceList{"cpu": q("1")})},
+			InitContainers: []v1.Container{side("s", v1.ResourceList{"cpu": q("500m")}), ctr("i", v1.ResourceList{"cpu": q("2")})},
+		}}, true, 2500, 0, 2500},
+		{"statuses: init ignores, sidecar uses", &v1.Pod{Spec: v1.PodSpec{
+			Containers:     []v1.Container{ctr("a", v1.ResourceList{"cpu": q("1")})},
+			InitContainers: []v1.Container{side("s", v1.ResourceList{"cpu": q("500m")}), ctr("i", v1.ResourceList{"cpu": q("1")})},
+		}, Status: status}, true, 4000, 0, 4000},
+		{"overhead only", &v1.Pod{Spec: v1.PodSpec{Overhead: v1.ResourceList{"cpu": q("10m"), "memory": q("16Mi")}}}, true, 10, 16 << 20, 10},
+		{"negative init", &v1.Pod{Spec: v1.PodSpec{InitContainers: []v1.Container{ctr("i", v1.ResourceList{"cpu": q("-1")})}}}, true, -1000, 0, -1000},
+		{"overhead with ephemeral storage", &v1.Pod{Spec: v1.PodSpec{Overhead: v1.ResourceList{"cpu": q("1"), "ephemeral-storage": q("1Gi")}}}, false, 0, 0, 0},
+		{"init with a gpu", &v1.Pod{Spec: v1.PodSpec{InitContainers: []v1.Container{ctr("i", v1.ResourceList{"nvidia.com/gpu": q("1")})}}}, false, 0, 0, 0},
+		{"fractional overhead", &v1.Pod{Spec: v1.PodSpec{Overhead: v1.ResourceList{"cpu": q("0.5m")}}}, false, 0, 0, 0},
+		{"sidecar sum past int64", &v1.Pod{Spec: v1.PodSpec{InitContainers: []v1.Container{side("s", v1.ResourceList{"memory": huge}), side("t", v1.ResourceList{"memory": huge})}}}, false, 0, 0, 0},
+		{"pod-level", &v1.Pod{Spec: v1.PodSpec{Resources: &v1.ResourceRequirements{}, InitContainers: []v1.Container{ctr("i", nil)}}}, false, 0, 0, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, c0, m0, ok := plainInitPodRequests(tc.pod)
+			require.Equal(t, tc.ok, ok)
+			if !ok {
+				return
+			}
+			require.Equal(t, tc.cpu, req.MilliCPU)
+			require.Equal(t, tc.mem, req.Memory)
+			require.Equal(t, tc.c0, c0)
+			wreq, wc0, wm0 := podRequestsExact(tc.pod)
+			require.Equal(t, wreq, req)
+			require.Equal(t, wc0, c0)
+			require.Equal(t, wm0, m0)
+		})
+	}
+}

@@ -346,7 +346,11 @@ func podLevelRequestsSet(pod *v1.Pod) bool {
 // podRequests computes the pod's Requested contribution and its non-zero
 // cpu (millicores) and memory (bytes), rounding once on the aggregate.
 func podRequests(pod *v1.Pod) (req Resource, non0CPU, non0Mem int64) {
-	if req, non0CPU, non0Mem, ok := plainPodRequests(pod); ok {
+	plain := plainPodRequests
+	if len(pod.Spec.InitContainers) > 0 || len(pod.Spec.Overhead) > 0 {
+		plain = plainInitPodRequests
+	}
+	if req, non0CPU, non0Mem, ok := plain(pod); ok {
 		return req, non0CPU, non0Mem
 	}
 	return podRequestsExact(pod)
@@ -438,6 +442,145 @@ func (r *plainReq) max(rl v1.ResourceList) bool {
 		found++
 	}
 	return found == len(rl)
+}
+
+// plainInitPodRequests is podRequests, in int64 arithmetic, for a pod
+// with init containers or overhead: the second common shape (sidecars,
+// runtime classes), taken when plainPodRequests refuses. It follows
+// podRequestsExact step for step on cpu and memory alone, and refuses
+// (ok false) a pod with pod-level resources, a list or overhead holding
+// any other name, an amount that is not a whole unit, or a sum past
+// int64. It is a separate function so that the common pod's path keeps
+// its single cheap test (TestPlainInitPodRequestsMatchExact).
+func plainInitPodRequests(pod *v1.Pod) (req Resource, non0CPU, non0Mem int64, ok bool) {
+	if pod.Spec.Resources != nil {
+		return Resource{}, 0, 0, false
+	}
+	infeasible := isPodResizeInfeasible(pod)
+	fits := true
+	var cur, total plainList
+	for i := range pod.Spec.Containers {
+		if !cur.container(pod, &pod.Spec.Containers[i], true, infeasible) {
+			return Resource{}, 0, 0, false
+		}
+		total.add(&cur, &fits)
+	}
+	if len(pod.Spec.InitContainers) > 0 {
+		var side, initMax, tmp plainList
+		for i := range pod.Spec.InitContainers {
+			c := &pod.Spec.InitContainers[i]
+			if isRestartable(c) {
+				if !cur.container(pod, c, true, infeasible) {
+					return Resource{}, 0, 0, false
+				}
+				total.add(&cur, &fits)
+				side.add(&cur, &fits)
+				initMax.max(&side)
+			} else {
+				if !cur.container(pod, c, false, infeasible) {
+					return Resource{}, 0, 0, false
+				}
+				tmp = plainList{}
+				tmp.add(&cur, &fits)
+				tmp.add(&side, &fits)
+				initMax.max(&tmp)
+			}
+		}
+		total.max(&initMax)
+	}
+	if len(pod.Spec.Overhead) > 0 {
+		var oh plainReq
+		if !oh.max(pod.Spec.Overhead) {
+			return Resource{}, 0, 0, false
+		}
+		if oh.hasCPU {
+			total.addSlot(plainCPU, oh.cpu, &fits)
+			total.addSlot(plainCPU0, oh.cpu, &fits)
+		}
+		if oh.hasMem {
+			total.addSlot(plainMem, oh.mem, &fits)
+			total.addSlot(plainMem0, oh.mem, &fits)
+		}
+	}
+	if !fits {
+		return Resource{}, 0, 0, false
+	}
+	// An absent slot holds 0, which is what the exact path reports for it.
+	return Resource{MilliCPU: total.v[plainCPU], Memory: total.v[plainMem]}, total.v[plainCPU0], total.v[plainMem0], true
+}
+
+// Slots of a plainList: cpu (millicores), memory (bytes), and the same two
+// with the non-zero defaults (reqList's slotCPU0 and slotMemory0).
+const (
+	plainCPU = iota
+	plainMem
+	plainCPU0
+	plainMem0
+	numPlain
+)
+
+// plainList is reqList restricted to cpu and memory in int64: each slot
+// present or not, with reqList's add and max rules per slot.
+type plainList struct {
+	v   [numPlain]int64
+	has uint8 // bit i set: v[i] is present
+}
+
+// container sets l to c's effective requests with the defaults applied,
+// as reqList.containerRequests; false if a list it reads is not plain.
+func (l *plainList) container(pod *v1.Pod, c *v1.Container, useStatus, infeasible bool) bool {
+	var r plainReq
+	var cs *v1.ContainerStatus
+	if useStatus {
+		cs = findContainerStatus(pod, c.Name)
+	}
+	if cs != nil && cs.Resources != nil {
+		if !infeasible && !r.max(c.Resources.Requests) {
+			return false
+		}
+		if !r.max(cs.Resources.Requests) || !r.max(cs.AllocatedResources) {
+			return false
+		}
+	} else if !r.max(c.Resources.Requests) {
+		return false
+	}
+	*l = plainList{v: [numPlain]int64{r.cpu, r.mem, DefaultMilliCPURequest, DefaultMemoryRequest}, has: 1<<plainCPU0 | 1<<plainMem0}
+	if r.hasCPU {
+		l.v[plainCPU0] = r.cpu
+		l.has |= 1 << plainCPU
+	}
+	if r.hasMem {
+		l.v[plainMem0] = r.mem
+		l.has |= 1 << plainMem
+	}
+	return true
+}
+
+// addSlot adds n to slot i (an absent slot counts as zero).
+func (l *plainList) addSlot(i int, n int64, fits *bool) {
+	if l.has&(1<<i) == 0 {
+		l.v[i], l.has = n, l.has|1<<i
+		return
+	}
+	l.v[i] = addChecked(l.v[i], n, fits)
+}
+
+// add adds o into l per slot (reqList.add).
+func (l *plainList) add(o *plainList, fits *bool) {
+	for i := range numPlain {
+		if o.has&(1<<i) != 0 {
+			l.addSlot(i, o.v[i], fits)
+		}
+	}
+}
+
+// max raises l to o per slot, an absent slot taking o's (reqList.max).
+func (l *plainList) max(o *plainList) {
+	for i := range numPlain {
+		if o.has&(1<<i) != 0 && (l.has&(1<<i) == 0 || o.v[i] > l.v[i]) {
+			l.v[i], l.has = o.v[i], l.has|1<<i
+		}
+	}
 }
 
 // addChecked returns a+b, clearing *fits if the sum overflows.
