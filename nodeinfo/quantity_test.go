@@ -3,10 +3,12 @@ package nodeinfo
 import (
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Every per-pod amount a node sums is accepted exactly up to
@@ -115,5 +117,50 @@ func TestNodeTotalsAtTheBound(t *testing.T) {
 			require.Zero(t, n.Requested().Scalar("example.com/gpu"))
 			require.Zero(t, n.NonZeroRequested().Memory)
 		})
+	}
+}
+
+// loadNumSlow is loadNum without its whole-amount shortcut: the amount
+// converted at scale, kept as an int64 only if converting back gives q.
+func loadNumSlow(q *resource.Quantity, scale resource.Scale) num {
+	v := q.ScaledValue(scale)
+	var e resource.Quantity
+	e.SetScaled(v, scale)
+	if q.Cmp(e) == 0 {
+		return num{v: v}
+	}
+	c := q.DeepCopy()
+	return num{q: &c}
+}
+
+// loadNum's shortcut for whole amounts gives what the full conversion
+// gives, at both scales, for whole, fractional, negative, decimal-backed
+// and overflowing amounts.
+func TestLoadNumShortcutMatchesFullConversion(t *testing.T) {
+	inputs := []string{"0", "1", "-3", "250m", "1500m", "0.5m", "1k", "1Gi", "256Mi", "1.5",
+		"1e3", "0.001", "9223372036854775807", "-9223372036854775808", "9223372036854775k",
+		"9223372036854775", "9223372036854776", "-9223372036854776", "123456789012345678901234567890", "1n"}
+	for _, in := range inputs {
+		q := resource.MustParse(in)
+		for _, scale := range []resource.Scale{0, resource.Milli} {
+			got, want := loadNum(&q, scale), loadNumSlow(&q, scale)
+			if want.q == nil {
+				require.Nil(t, got.q, "%s at %d: want int64 %d", in, scale, want.v)
+				require.Equal(t, want.v, got.v, "%s at %d", in, scale)
+			} else {
+				require.NotNil(t, got.q, "%s at %d: want exact %s, got int64 %d", in, scale, want.q, got.v)
+				require.Zero(t, want.q.Cmp(*got.q), "%s at %d", in, scale)
+			}
+		}
+	}
+	// Built, not parsed: a value with a positive scale, and a decimal one.
+	for _, q := range []resource.Quantity{*resource.NewScaledQuantity(7, 3), *resource.NewScaledQuantity(math.MaxInt64/100, 3), *resource.NewMilliQuantity(1234, resource.DecimalSI)} {
+		for _, scale := range []resource.Scale{0, resource.Milli} {
+			got, want := loadNum(&q, scale), loadNumSlow(&q, scale)
+			require.Equal(t, want.q == nil, got.q == nil, "%s at %d", q.String(), scale)
+			if want.q == nil {
+				require.Equal(t, want.v, got.v)
+			}
+		}
 	}
 }

@@ -2,6 +2,7 @@ package nodeinfo
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strings"
 
@@ -50,8 +51,18 @@ type num struct {
 	q *resource.Quantity // the exact amount when not representable by v; never mutated
 }
 
-// loadNum converts q to a num at scale (resource.Milli or 0).
+// loadNum converts q to a num at scale (resource.Milli or 0). A whole
+// amount in int64 (AsInt64 is exact when it reports ok) needs no check;
+// anything else is converted and compared back.
 func loadNum(q *resource.Quantity, scale resource.Scale) num {
+	if v, ok := q.AsInt64(); ok {
+		switch {
+		case scale == 0:
+			return num{v: v}
+		case scale == resource.Milli && v <= math.MaxInt64/1000 && v >= math.MinInt64/1000:
+			return num{v: v * 1000}
+		}
+	}
 	v := q.ScaledValue(scale)
 	var e resource.Quantity
 	e.SetScaled(v, scale)
