@@ -715,7 +715,8 @@ func runForkModel(t *testing.T, seed int64, steps int) {
 }
 
 // view renders what a snapshot shows (generations and image counts aside)
-// for comparing a fork with the real coordinator core.
+// for comparing a fork with the real coordinator core; pod lists in their
+// order, which the fork must keep exactly as the cache does.
 func view(s *snapshot.Snapshot) string {
 	out := fmt.Sprint(s.NumNodes(), s.NodeCount(), s.PodCount(), s.Err(), "|")
 	s.Range(func(i int, ni *nodeinfo.NodeInfo) bool {
@@ -723,9 +724,15 @@ func view(s *snapshot.Snapshot) string {
 		for _, pi := range ni.Pods() {
 			keys = append(keys, pi.Key())
 		}
-		sort.Strings(keys)
-		out += fmt.Sprint(ni.NodeName(), ni.Node().ResourceVersion, keys, ni.Requested().MilliCPU, ni.Requested().Memory,
-			ni.NonZeroRequested().MilliCPU, ni.NumPodsWithAffinity(), ni.NumPodsWithRequiredAntiAffinity(), ni.NumUsedPorts(), ni.PVCRefCounts(), ";")
+		var aff, anti []string
+		for _, pi := range ni.PodsWithAffinity() {
+			aff = append(aff, pi.Key())
+		}
+		for _, pi := range ni.PodsWithRequiredAntiAffinity() {
+			anti = append(anti, pi.Key())
+		}
+		out += fmt.Sprint(ni.NodeName(), ni.Node().ResourceVersion, keys, aff, anti, ni.Requested().MilliCPU, ni.Requested().Memory,
+			ni.NonZeroRequested().MilliCPU, ni.NumUsedPorts(), ni.PVCRefCounts(), ";")
 		return true
 	})
 	names := func(l []*nodeinfo.NodeInfo, _ error) (out []string) {
@@ -1504,4 +1511,64 @@ func TestForkUndoneChangeKeepsEntry(t *testing.T) {
 	require.Equal(t, n1.NumPods()+1, got1.NumPods())
 	require.Greater(t, got1.Generation(), n1.Generation())
 	require.NoError(t, f.Revert())
+}
+
+// A fork defers the adds to an entry it has not thawed and applies them,
+// in order, when the entry is read: the node's pod bound counts them
+// while deferred (the add one past nodeinfo.MaxPodsPerNode is refused and
+// changes nothing), and the entry then lists them in their order, as the
+// cache does; a reverted run of adds leaves the base entry in place.
+func TestForkDeferredAddsCountAndOrder(t *testing.T) {
+	l := newLocal(2, 0)
+	l.core.AddNode(testNode("full", "z"))
+	mk := func(uid string, aff bool) *v1.Pod {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, Namespace: "ns", UID: types.UID(uid)}, Spec: v1.PodSpec{NodeName: "full"}}
+		if aff {
+			p.Spec.Affinity = &v1.Affinity{PodAffinity: &v1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.WeightedPodAffinityTerm{{Weight: 1}}}}
+		}
+		return p
+	}
+	for i := 0; i < nodeinfo.MaxPodsPerNode-3; i++ {
+		info, err := nodeinfo.NewPodInfo(mk(fmt.Sprint("p", i), i == 0))
+		require.NoError(t, err)
+		require.NoError(t, l.core.AddPod(info))
+	}
+	base, err := l.Publish()
+	require.NoError(t, err)
+	f := base.Fork()
+
+	// A reverted run of adds: the base entry itself stays.
+	f.Fork()
+	require.NoError(t, f.AddPod(mk("r", true)))
+	require.NoError(t, f.Revert())
+	n0, err := base.Get("full")
+	require.NoError(t, err)
+	got, err := f.Snapshot().Get("full")
+	require.NoError(t, err)
+	require.Same(t, n0, got)
+
+	// Three deferred adds fill the node; a fourth is refused.
+	require.NoError(t, f.AddPod(mk("a", true)))
+	require.NoError(t, f.AssumePod(mk("b", false)))
+	info, err := nodeinfo.NewPodInfo(mk("c", true))
+	require.NoError(t, err)
+	require.NoError(t, f.AddPodInfo(info))
+	require.ErrorIs(t, f.AddPod(mk("d", false)), ErrTooManyPods)
+	require.ErrorIs(t, f.AssumePod(mk("d", false)), ErrTooManyPods)
+
+	s := f.Snapshot()
+	ni, err := s.Get("full")
+	require.NoError(t, err)
+	require.Equal(t, nodeinfo.MaxPodsPerNode, ni.NumPods())
+	pods := ni.Pods()
+	tail := []string{pods[len(pods)-3].Key(), pods[len(pods)-2].Key(), pods[len(pods)-1].Key()}
+	require.Equal(t, []string{"a", "b", "c"}, tail)
+	var aff []string
+	for _, pi := range ni.PodsWithAffinity() {
+		aff = append(aff, pi.Key())
+	}
+	require.Equal(t, []string{"p0", "a", "c"}, aff)
+	_, ok := s.Pod("d")
+	require.False(t, ok)
+	require.Greater(t, ni.Generation(), n0.Generation())
 }

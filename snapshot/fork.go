@@ -170,7 +170,9 @@ type forkEdit struct {
 	tree    *nodetree.Overlay     // the zone tree, changed by the edit's node operation
 	base    *Snapshot             // the fork's base; immutable
 	scans   int                   // lookups of pods under the base's pod log, up to podLogScans (then the base's log is indexed)
-	touched map[int32]touchedNode // slot -> its thawed state
+	touched map[int32]touchedNode // slot -> its thawed state, or its deferred adds
+	adds    []deferredAdd         // the pod adds of touched entries not thawed yet, oldest first; see attach
+	chain   []int32               // scratch for thaw's replay of adds
 	imgs    *imgOp                // the image changes of the node operations since the last listed state, before this edit's
 	op      imgOp                 // this edit's node operation's image change, if hasOp (close allocates it with the level)
 	hasOp   bool
@@ -204,25 +206,39 @@ type pendPod struct {
 // forkFreeMax bounds the states an edit keeps for reuse.
 const forkFreeMax = 128
 
-// recycle empties touched, keeping up to forkFreeMax of its states for
-// reuse: a closed edit froze them (the frozen entries share nothing the
-// states own), a dropped one abandons them.
+// recycle empties touched and the deferred adds, keeping up to
+// forkFreeMax of the states for reuse: a closed edit froze them (the
+// frozen entries share nothing the states own), a dropped one abandons
+// them.
 func (e *forkEdit) recycle() {
 	clear(e.pend)
 	for _, t := range e.touched {
-		if len(e.free) < forkFreeMax {
+		if t.st != nil && len(e.free) < forkFreeMax {
 			e.free = append(e.free, t.st)
 		}
 	}
 	clear(e.touched)
+	clear(e.adds)
+	e.adds = e.adds[:0]
 }
 
-// touchedNode is a node entry an edit changes: its mutable aggregate and
-// the frozen entry it started from (nil for an entry the edit created).
-// Owned by the goroutine holding the fork.
+// touchedNode is a node entry an edit changes: the frozen entry it
+// started from (nil for an entry the edit created) and either its mutable
+// aggregate (st) or, while the edit has only added pods to it, those adds
+// (st nil; see attach). Owned by the goroutine holding the fork.
 type touchedNode struct {
 	st   *nodeinfo.NodeState
 	init *nodeinfo.NodeInfo
+	last int32 // while st is nil: index in adds of the newest deferred add
+	n    int32 // while st is nil: the number of deferred adds
+}
+
+// deferredAdd is a pod added to an entry that was not thawed: the
+// PodInfo and the index in adds of the same entry's previous add (-1:
+// none).
+type deferredAdd struct {
+	info *nodeinfo.PodInfo
+	prev int32
 }
 
 // ForkPoint names a fork point of one Fork (Point). It is a comparable
@@ -385,6 +401,9 @@ func (f *Fork) close() {
 	}
 	f.editing = false
 	for slot, t := range e.touched {
+		if t.st == nil {
+			t = e.thaw(slot, t)
+		}
 		if t.st.Same(t.init) {
 			continue // changed back: the slot still holds init
 		}
@@ -690,26 +709,53 @@ func (e *forkEdit) forget() { e.memoName, e.memoSet, e.memoNI = "", false, nil }
 
 // state returns the mutable aggregate of slot, thawing its entry first.
 func (e *forkEdit) state(slot int32) *nodeinfo.NodeState {
-	if t, ok := e.touched[slot]; ok {
+	t, ok := e.touched[slot]
+	if !ok {
+		t = touchedNode{init: e.frozen(slot)}
+	} else if t.st != nil {
 		return t.st
 	}
-	ni := e.frozen(slot)
+	return e.thaw(slot, t).st
+}
+
+// thaw gives slot's entry t (not thawed, st nil) its mutable aggregate:
+// a copy of its frozen entry, with the edit's deferred adds to it applied
+// in their order, so the result is exactly what adding them to a thawed
+// entry one by one gives (NodeState.AddPod is the one aggregation). The
+// edit's adds stay in place (recycle drops them); t's chain is dropped.
+func (e *forkEdit) thaw(slot int32, t touchedNode) touchedNode {
 	var st *nodeinfo.NodeState
 	if n := len(e.free); n > 0 {
 		st, e.free[n-1] = e.free[n-1], nil
 		e.free = e.free[:n-1]
 	}
-	t := touchedNode{st: ni.ThawInto(st, forkNextGen), init: ni}
+	t.st = t.init.ThawInto(st, forkNextGen)
 	// A changed node shows the registry's counts now, as the cache's
 	// clone of a node whose pods change (a node operation sets its own).
+	// The registry does not change within a pod edit (a node operation
+	// closes the edit first), so deferred adds see the same one.
 	t.st.SetImageTable(e.s.images)
+	if t.n > 0 {
+		c := e.chain[:0]
+		for i := t.last; i >= 0; i = e.adds[i].prev {
+			c = append(c, i)
+		}
+		for j := len(c) - 1; j >= 0; j-- {
+			t.st.AddPod(e.adds[c[j]].info)
+		}
+		e.chain = c[:0]
+		t.last, t.n = 0, 0
+	}
 	e.touched[slot] = t
-	return t.st
+	return t
 }
 
 // numPods returns the pod count of slot's entry.
 func (e *forkEdit) numPods(slot int32) int {
 	if t, ok := e.touched[slot]; ok {
+		if t.st == nil {
+			return t.init.NumPods() + int(t.n)
+		}
 		return t.st.NumPods()
 	}
 	return e.frozen(slot).NumPods()
@@ -806,10 +852,27 @@ func forkPodError(op string, pod *v1.Pod, err error) error {
 	return &errs.PodError{Op: op, Key: name, Err: err}
 }
 
-// attach aggregates info into slot's entry.
+// attach aggregates info into slot's entry. An entry the edit has not
+// thawed is not thawed for it: the add is deferred (adds, chained per
+// entry) until something needs the entry's aggregate (state: another
+// kind of change; close: the entry is frozen), which then replays the
+// entry's adds in order. Only the pod count is asked of an entry before
+// that (numPods), and it is the frozen entry's plus the adds. So a run of
+// adds that is reverted (the what-if pattern) never copies an entry.
 func (e *forkEdit) attach(slot int32, info *nodeinfo.PodInfo) {
-	e.state(slot).AddPod(info)
 	e.changed = true
+	t, ok := e.touched[slot]
+	if ok && t.st != nil {
+		t.st.AddPod(info)
+		return
+	}
+	if !ok {
+		t = touchedNode{init: e.frozen(slot), last: -1}
+	}
+	e.adds = append(e.adds, deferredAdd{info: info, prev: t.last})
+	t.last = int32(len(e.adds) - 1)
+	t.n++
+	e.touched[slot] = t
 }
 
 // detach removes the stored pod key from slot's entry (affinity sub-lists
@@ -829,7 +892,7 @@ func (e *forkEdit) detach(name string, slot int32, key string, aff, anti, keep b
 
 // deleteEntry frees the nodeless entry name (at slot) without pods.
 func (e *forkEdit) deleteEntry(name string, slot int32) {
-	if t, ok := e.touched[slot]; ok && len(e.free) < forkFreeMax {
+	if t, ok := e.touched[slot]; ok && t.st != nil && len(e.free) < forkFreeMax {
 		e.free = append(e.free, t.st)
 	}
 	delete(e.touched, slot)
@@ -1172,7 +1235,7 @@ func applyImages(s *Snapshot, ops *imgOp) {
 
 // nodeObj returns the node object of slot's entry.
 func (e *forkEdit) nodeObj(slot int32) *v1.Node {
-	if t, ok := e.touched[slot]; ok {
+	if t, ok := e.touched[slot]; ok && t.st != nil {
 		return t.st.Node()
 	}
 	return e.nodes.Get(int(slot)).Node()
