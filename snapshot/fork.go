@@ -121,9 +121,11 @@ type imgOp struct {
 // node list its slot -> position table and its zone tree, per published
 // snapshot the counts of its used-PVC set and the index of its pod log.
 // The pod changes of an open edit are applied to the fork's pod trie when
-// the edit closes (Snapshot, Fork, Point), so a Revert right after them
-// costs nothing; a node whose pods an edit changed back (a pod added,
-// then removed) keeps its frozen entry, generation included.
+// the edit closes (Snapshot, Fork, Point), and pod adds to a node the edit
+// changed no other way are aggregated then too (a pod add costs O(log n)
+// until then), so a Revert right after them costs nothing; a node whose
+// pods an edit changed back (a pod added, then removed) keeps its frozen
+// entry, generation included.
 //
 // Image summaries are the cache's: the fork's registry (the base's
 // nodeinfo.ImageTable, stray registrations included) is changed by the
