@@ -3,7 +3,13 @@ package immutable
 import "unsafe"
 
 // Vector is a persistent array of T indexed from 0 to Len()-1: a radix-32
-// trie whose leaves hold 32 elements each.
+// trie whose leaves hold leafWidth (8) elements each.
+//
+// Leaves are narrower than branches because a path copy (Set of one
+// element in a new version: what every published snapshot pays per changed
+// node) copies one leaf and every branch above it: a leaf of 8 pointers is
+// an 80-byte object where one of 32 is 288 bytes, and the depth is the same
+// up to 8192 elements (three levels) and from 32769 to 262144 (four).
 //
 // Contract: a Vector value is immutable; any number of goroutines may call its
 // methods concurrently, and all reads of one value see the same elements. No
@@ -12,22 +18,30 @@ import "unsafe"
 type Vector[T any] struct {
 	root  *vbranch[T] // nil if n == 0
 	n     int
-	shift uint // bit offset of the root's index; levelBits if root holds leaves
+	shift uint // bit offset of the root's index; leafBits if root holds leaves
 }
 
-// vbranch is an inner trie node. Nodes at shift levelBits use leaves;
+// Leaf geometry: a leaf holds leafWidth elements, indexed by the low
+// leafBits bits of an index; each branch level above takes levelBits more.
+const (
+	leafBits  = 3
+	leafWidth = 1 << leafBits
+	leafMask  = leafWidth - 1
+)
+
+// vbranch is an inner trie node. Nodes at shift leafBits use leaves;
 // higher nodes use kids. A nil child stands for a subtree of zero values.
 type vbranch[T any] struct {
 	edit editToken
-	// ptrs holds *vbranch[T] children above shift levelBits and *vleaf[T]
-	// children at shift levelBits: one array instead of two halves the
+	// ptrs holds *vbranch[T] children above shift leafBits and *vleaf[T]
+	// children at shift leafBits: one array instead of two halves the
 	// bytes a path copy moves. The GC traces unsafe.Pointer like any pointer.
 	ptrs [width]unsafe.Pointer
 }
 
 type vleaf[T any] struct {
 	edit editToken
-	vals [width]T
+	vals [leafWidth]T
 }
 
 // Len returns the number of elements.
@@ -66,35 +80,35 @@ func (v Vector[T]) EditInto(e *VectorEditor[T]) {
 
 func vget[T any](b *vbranch[T], shift uint, i int) T {
 	var zero T
-	for s := shift; s > levelBits; s -= levelBits {
+	for s := shift; s > leafBits; s -= levelBits {
 		b = (*vbranch[T])(b.ptrs[(i>>s)&levelMask])
 		if b == nil {
 			return zero
 		}
 	}
-	l := (*vleaf[T])(b.ptrs[(i>>levelBits)&levelMask])
+	l := (*vleaf[T])(b.ptrs[(i>>leafBits)&levelMask])
 	if l == nil {
 		return zero
 	}
-	return l.vals[i&levelMask]
+	return l.vals[i&leafMask]
 }
 
 // vleafAt returns the leaf holding index i, or nil for a zero subtree.
 func vleafAt[T any](b *vbranch[T], shift uint, i int) *vleaf[T] {
-	for s := shift; s > levelBits; s -= levelBits {
+	for s := shift; s > leafBits; s -= levelBits {
 		b = (*vbranch[T])(b.ptrs[(i>>s)&levelMask])
 		if b == nil {
 			return nil
 		}
 	}
-	return (*vleaf[T])(b.ptrs[(i>>levelBits)&levelMask])
+	return (*vleaf[T])(b.ptrs[(i>>leafBits)&levelMask])
 }
 
 func vrange[T any](root *vbranch[T], shift uint, n int, fn func(int, T) bool) {
 	var zero T
-	for base := 0; base < n; base += width {
+	for base := 0; base < n; base += leafWidth {
 		l := vleafAt(root, shift, base)
-		end := min(width, n-base)
+		end := min(leafWidth, n-base)
 		for j := range end {
 			x := zero
 			if l != nil {
@@ -145,7 +159,7 @@ func (e *VectorEditor[T]) Set(i int, x T) {
 	}
 	if e.root == nil {
 		e.root = &vbranch[T]{edit: e.tok}
-		e.shift = levelBits
+		e.shift = leafBits
 	}
 	for i>>(e.shift+levelBits) != 0 {
 		r := &vbranch[T]{edit: e.tok}
@@ -155,16 +169,16 @@ func (e *VectorEditor[T]) Set(i int, x T) {
 	}
 	b := e.ownBranch(e.root)
 	e.root = b
-	for s := e.shift; s > levelBits; s -= levelBits {
+	for s := e.shift; s > leafBits; s -= levelBits {
 		idx := (i >> s) & levelMask
 		c := e.ownBranch((*vbranch[T])(b.ptrs[idx]))
 		b.ptrs[idx] = unsafe.Pointer(c)
 		b = c
 	}
-	idx := (i >> levelBits) & levelMask
+	idx := (i >> leafBits) & levelMask
 	l := e.ownLeaf((*vleaf[T])(b.ptrs[idx]))
 	b.ptrs[idx] = unsafe.Pointer(l)
-	l.vals[i&levelMask] = x
+	l.vals[i&leafMask] = x
 	if i >= e.n {
 		e.n = i + 1
 	}
@@ -186,7 +200,7 @@ func (e *VectorEditor[T]) Truncate(n int) {
 		return
 	}
 	last := n - 1
-	for e.shift > levelBits && last>>e.shift == 0 {
+	for e.shift > leafBits && last>>e.shift == 0 {
 		r := (*vbranch[T])(e.root.ptrs[0])
 		if r == nil {
 			r = &vbranch[T]{edit: e.tok}
@@ -202,7 +216,7 @@ func (e *VectorEditor[T]) Truncate(n int) {
 	}
 	b := e.ownBranch(e.root)
 	e.root = b
-	for s := e.shift; s > levelBits; s -= levelBits {
+	for s := e.shift; s > leafBits; s -= levelBits {
 		idx := (last >> s) & levelMask
 		clear(b.ptrs[idx+1:])
 		if (*vbranch[T])(b.ptrs[idx]) == nil {
@@ -212,21 +226,21 @@ func (e *VectorEditor[T]) Truncate(n int) {
 		b.ptrs[idx] = unsafe.Pointer(c)
 		b = c
 	}
-	idx := (last >> levelBits) & levelMask
+	idx := (last >> leafBits) & levelMask
 	clear(b.ptrs[idx+1:])
 	if (*vleaf[T])(b.ptrs[idx]) == nil {
 		return
 	}
 	l := e.ownLeaf((*vleaf[T])(b.ptrs[idx]))
 	b.ptrs[idx] = unsafe.Pointer(l)
-	clear(l.vals[last&levelMask+1:])
+	clear(l.vals[last&leafMask+1:])
 }
 
 // hasTail reports whether any node on the path to index last holds a child
 // or, for the leaf, a slot after last's (a leaf slot is assumed set).
 func (e *VectorEditor[T]) hasTail(last int) bool {
 	b := e.root
-	for s := e.shift; s > levelBits; s -= levelBits {
+	for s := e.shift; s > leafBits; s -= levelBits {
 		idx := (last >> s) & levelMask
 		if hasNonNil(b.ptrs[idx+1:]) {
 			return true
@@ -235,11 +249,11 @@ func (e *VectorEditor[T]) hasTail(last int) bool {
 			return false
 		}
 	}
-	idx := (last >> levelBits) & levelMask
+	idx := (last >> leafBits) & levelMask
 	if hasNonNil(b.ptrs[idx+1:]) {
 		return true
 	}
-	return (*vleaf[T])(b.ptrs[idx]) != nil && last&levelMask != levelMask
+	return (*vleaf[T])(b.ptrs[idx]) != nil && last&leafMask != leafMask
 }
 
 func hasNonNil[P comparable](s []P) bool {
@@ -309,7 +323,7 @@ func prefetchLeaf[T any](root *vbranch[T], shift uint, n, i int) uintptr {
 		return 0
 	}
 	sum := uintptr(l.edit)
-	for j := 0; j < width; j += perLine(unsafe.Sizeof(l.vals[0])) {
+	for j := 0; j < leafWidth; j += perLine(unsafe.Sizeof(l.vals[0])) {
 		sum += uintptr(*(*byte)(unsafe.Pointer(&l.vals[j])))
 	}
 	return sum
@@ -325,7 +339,7 @@ func DiffVectors[T comparable](a, b Vector[T], fn func(i int, x, y T)) {
 		diffBranch(a.root, b.root, a.shift, 0, a.n, b.n, fn)
 		return
 	}
-	for base := 0; base < n; base += width {
+	for base := 0; base < n; base += leafWidth {
 		var la, lb *vleaf[T]
 		if base < a.n {
 			la = vleafAt(a.root, a.shift, base)
@@ -365,7 +379,7 @@ func diffBranch[T comparable](x, y *vbranch[T], shift uint, base, na, nb int, fn
 		if px == py && !straddles(cb, 1<<shift, na, nb) {
 			continue
 		}
-		if shift == levelBits {
+		if shift == leafBits {
 			diffLeaf((*vleaf[T])(px), (*vleaf[T])(py), cb, na, nb, fn)
 		} else {
 			diffBranch((*vbranch[T])(px), (*vbranch[T])(py), shift-levelBits, cb, na, nb, fn)
@@ -374,11 +388,11 @@ func diffBranch[T comparable](x, y *vbranch[T], shift uint, base, na, nb int, fn
 }
 
 func diffLeaf[T comparable](x, y *vleaf[T], base, na, nb int, fn func(int, T, T)) {
-	if x == y && !straddles(base, width, na, nb) {
+	if x == y && !straddles(base, leafWidth, na, nb) {
 		return
 	}
 	var zero T
-	for j := 0; j < width; j++ {
+	for j := 0; j < leafWidth; j++ {
 		i := base + j
 		if i >= na && i >= nb {
 			return

@@ -3,6 +3,7 @@ package immutable
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -46,8 +47,8 @@ func checkVector(t testing.TB, v Vector[int]) {
 		return
 	}
 	require.NotNil(t, v.root)
-	require.GreaterOrEqual(t, v.shift, uint(levelBits))
-	require.Zero(t, v.shift%levelBits)
+	require.GreaterOrEqual(t, v.shift, uint(leafBits))
+	require.Zero(t, (v.shift-leafBits)%levelBits)
 	require.Zero(t, (v.n-1)>>(v.shift+levelBits), "height too small")
 	capacity := 1 << (v.shift + levelBits)
 	// Beyond Len, all slots must be zero (sampled densely near Len).
@@ -519,4 +520,79 @@ func TestVectorPrefetchLeafOnlyReads(t *testing.T) {
 		}
 	}
 	requireVector(t, want, ed.Done())
+}
+
+// A one-element edit of a published version copies one narrow leaf and the
+// branches above it: for 5000 pointers (three levels), two 32-pointer
+// branches and an 8-pointer leaf, not three 32-pointer nodes (864 bytes
+// with 32-element leaves).
+func TestVectorPathCopyBytes(t *testing.T) {
+	e := Vector[*int]{}.Edit()
+	x := new(int)
+	for range 5000 {
+		e.Append(x)
+	}
+	v := e.Done()
+	var ed VectorEditor[*int]
+	const rounds = 1000
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range rounds {
+		v.EditInto(&ed)
+		ed.Set(i*37%5000, nil)
+		v = ed.Done()
+	}
+	runtime.ReadMemStats(&after)
+	perEdit := (after.TotalAlloc - before.TotalAlloc) / rounds
+	require.LessOrEqual(t, perEdit, uint64(2*288+80+48), "bytes per one-element edit (a little slack for the runtime's own)")
+	require.Equal(t, 3, vectorDepth(v))
+}
+
+// vectorDepth returns the number of nodes on a root-to-leaf path.
+func vectorDepth[T any](v Vector[T]) int {
+	if v.root == nil {
+		return 0
+	}
+	return int((v.shift-leafBits)/levelBits) + 2
+}
+
+// Lengths at the leaf and branch boundaries: every element reads back, the
+// shape holds, and truncating to each boundary and growing again exposes
+// zeros.
+func TestVectorLeafBoundaries(t *testing.T) {
+	for _, n := range []int{1, leafWidth - 1, leafWidth, leafWidth + 1, leafWidth * width, leafWidth*width + 1, leafWidth * width * width, leafWidth*width*width + 1, 40000} {
+		v := buildVector(n)
+		checkVector(t, v)
+		for i := range n {
+			require.Equal(t, i, v.Get(i), "n=%d i=%d", n, i)
+		}
+		for _, m := range []int{n / 2, n - 1, leafWidth, leafWidth + 1} {
+			if m <= 0 || m >= n {
+				continue
+			}
+			e := v.Edit()
+			e.Truncate(m)
+			e.Set(n-1, -1)
+			w := e.Done()
+			checkVector(t, w)
+			for i := range n {
+				want := 0
+				switch {
+				case i < m:
+					want = i
+				case i == n-1:
+					want = -1
+				}
+				require.Equal(t, want, w.Get(i), "n=%d m=%d i=%d", n, m, i)
+			}
+			var diffs int
+			DiffVectors(v, w, func(i int, x, y int) {
+				diffs++
+				require.Equal(t, v.Get(i), x)
+				require.Equal(t, w.Get(i), y)
+			})
+			want := n - m // indices m..n-1 differ except those equal to 0 in v (index 0 is never among them)
+			require.Equal(t, want, diffs, "n=%d m=%d", n, m)
+		}
+	}
 }
