@@ -32,19 +32,27 @@ type NodeInfo struct {
 	// Every field is written once, by Freeze, and then only read. Slices
 	// and maps may be shared with other NodeInfos of the same NodeState;
 	// none is ever shared with a mutable NodeState field.
-	node                         *v1.Node
-	pods                         []*PodInfo // nil when empty
-	podsWithAffinity             []*PodInfo // nil when empty
-	podsWithRequiredAntiAffinity []*PodInfo // nil when empty
-	requested                    Resource
-	nonZeroRequested             Resource
-	allocatable                  Resource
-	usedPorts                    []HostPort                   // a set, normalised
-	pvcRefs                      []pvcRef                     // sorted by key, counts > 0
-	imageStates                  map[string]ImageStateSummary // explicit summaries (NewSnapshot, ghosts in Dump); nil: read imageNames from imageTable
-	imageNames                   []string                     // the node object's image names, each once; shared, immutable
-	imageTable                   *ImageTable                  // the registry version this clone shows
-	generation                   int64
+	//
+	// The three pod lists are one array, podBuf (pods, then the affinity
+	// sub-list, then the required anti-affinity one), with the two
+	// sub-lists' lengths: one slice header instead of three, and
+	// nonZeroCPU/nonZeroMem instead of a Resource whose other fields are
+	// always zero, keep the NodeInfo (copied by every Freeze, that is once
+	// per change of the node per published snapshot) at 280 bytes. Read
+	// the lists through podList, affList and antiList.
+	node        *v1.Node
+	podBuf      []*PodInfo // pods ++ podsWithAffinity ++ podsWithRequiredAntiAffinity; nil when all are empty
+	nAff, nAnti int32      // lengths of the two sub-lists at the end of podBuf
+	requested   Resource
+	nonZeroCPU  int64 // sum of the pods' non-zero cpu requests
+	nonZeroMem  int64 // sum of the pods' non-zero memory requests
+	allocatable Resource
+	usedPorts   []HostPort                   // a set, normalised
+	pvcRefs     []pvcRef                     // sorted by key, counts > 0
+	imageStates map[string]ImageStateSummary // explicit summaries (NewSnapshot, ghosts in Dump); nil: read imageNames from imageTable
+	imageNames  []string                     // the node object's image names, each once; shared, immutable
+	imageTable  *ImageTable                  // the registry version this clone shows
+	generation  int64
 
 	ext any // the registered node extension's value (ext.go), set before the NodeInfo is shared; immutable
 }
@@ -66,12 +74,37 @@ func (n *NodeInfo) NodeName() string {
 	return n.node.Name
 }
 
+// podList returns the pod list (a full slice of podBuf: appending to it
+// copies), nil when empty; affList and antiList the two sub-lists.
+func (n *NodeInfo) podList() []*PodInfo {
+	np := len(n.podBuf) - int(n.nAff) - int(n.nAnti)
+	if np == 0 {
+		return nil
+	}
+	return n.podBuf[:np:np]
+}
+
+func (n *NodeInfo) affList() []*PodInfo {
+	if n.nAff == 0 {
+		return nil
+	}
+	np := len(n.podBuf) - int(n.nAff) - int(n.nAnti)
+	return n.podBuf[np : np+int(n.nAff) : np+int(n.nAff)]
+}
+
+func (n *NodeInfo) antiList() []*PodInfo {
+	if n.nAnti == 0 {
+		return nil
+	}
+	return n.podBuf[len(n.podBuf)-int(n.nAnti):]
+}
+
 // NumPods returns len(Pods()) without copying.
 func (n *NodeInfo) NumPods() int {
 	if n == nil {
 		return 0
 	}
-	return len(n.pods)
+	return len(n.podBuf) - int(n.nAff) - int(n.nAnti)
 }
 
 // PodAt returns Pods()[i] without copying, nil if i is out of range.
@@ -79,7 +112,7 @@ func (n *NodeInfo) PodAt(i int) *PodInfo {
 	if n == nil {
 		return nil
 	}
-	return podAt(n.pods, i)
+	return podAt(n.podList(), i)
 }
 
 // PodWithAffinityAt returns PodsWithAffinity()[i], nil if out of range.
@@ -87,7 +120,7 @@ func (n *NodeInfo) PodWithAffinityAt(i int) *PodInfo {
 	if n == nil {
 		return nil
 	}
-	return podAt(n.podsWithAffinity, i)
+	return podAt(n.affList(), i)
 }
 
 // PodWithRequiredAntiAffinityAt returns PodsWithRequiredAntiAffinity()[i],
@@ -96,7 +129,7 @@ func (n *NodeInfo) PodWithRequiredAntiAffinityAt(i int) *PodInfo {
 	if n == nil {
 		return nil
 	}
-	return podAt(n.podsWithRequiredAntiAffinity, i)
+	return podAt(n.antiList(), i)
 }
 
 func podAt(s []*PodInfo, i int) *PodInfo {
@@ -111,7 +144,7 @@ func (n *NodeInfo) Pods() []*PodInfo {
 	if n == nil {
 		return nil
 	}
-	return slices.Clone(n.pods)
+	return slices.Clone(n.podList())
 }
 
 // PodsWithAffinity returns a copy of the affinity sub-list, nil when empty.
@@ -119,7 +152,7 @@ func (n *NodeInfo) PodsWithAffinity() []*PodInfo {
 	if n == nil {
 		return nil
 	}
-	return slices.Clone(n.podsWithAffinity)
+	return slices.Clone(n.affList())
 }
 
 // PodsWithRequiredAntiAffinity returns a copy of the required
@@ -128,7 +161,7 @@ func (n *NodeInfo) PodsWithRequiredAntiAffinity() []*PodInfo {
 	if n == nil {
 		return nil
 	}
-	return slices.Clone(n.podsWithRequiredAntiAffinity)
+	return slices.Clone(n.antiList())
 }
 
 // NumPodsWithAffinity returns len(PodsWithAffinity()) without copying.
@@ -136,7 +169,7 @@ func (n *NodeInfo) NumPodsWithAffinity() int {
 	if n == nil {
 		return 0
 	}
-	return len(n.podsWithAffinity)
+	return int(n.nAff)
 }
 
 // NumPodsWithRequiredAntiAffinity returns len(PodsWithRequiredAntiAffinity())
@@ -145,7 +178,7 @@ func (n *NodeInfo) NumPodsWithRequiredAntiAffinity() int {
 	if n == nil {
 		return 0
 	}
-	return len(n.podsWithRequiredAntiAffinity)
+	return int(n.nAnti)
 }
 
 // Requested returns the sum of the pods' Requests (4.5); AllowedPodNumber
@@ -163,7 +196,7 @@ func (n *NodeInfo) NonZeroRequested() Resource {
 	if n == nil {
 		return Resource{}
 	}
-	return n.nonZeroRequested
+	return Resource{MilliCPU: n.nonZeroCPU, Memory: n.nonZeroMem}
 }
 
 // Allocatable returns NewResource(node.Status.Allocatable) as of the last
@@ -324,8 +357,9 @@ func (n *NodeInfo) String() string {
 	if n == nil {
 		return "<nil>"
 	}
-	names := make([]string, len(n.pods))
-	for i, p := range n.pods {
+	pods := n.podList()
+	names := make([]string, len(pods))
+	for i, p := range pods {
 		if pod := p.Pod(); pod != nil {
 			names[i] = pod.Name
 		}
@@ -335,7 +369,7 @@ func (n *NodeInfo) String() string {
 		name = n.node.Name
 	}
 	return fmt.Sprintf("&NodeInfo{Node:%s, Generation:%d, Pods:[%s], Requested:%v, NonZeroRequested:%v, UsedPorts:%v, Allocatable:%v}",
-		name, n.generation, strings.Join(names, " "), n.requested, n.nonZeroRequested, n.usedPorts, n.allocatable)
+		name, n.generation, strings.Join(names, " "), n.requested, n.NonZeroRequested(), n.usedPorts, n.allocatable)
 }
 
 func findPVC(s []pvcRef, key string) (int, bool) {

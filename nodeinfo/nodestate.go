@@ -391,17 +391,21 @@ func (s *NodeState) Freeze() *NodeInfo {
 	total := np + na + nr
 	n, buf := newFrozen(total)
 	*n = NodeInfo{
-		node:             s.node,
-		requested:        s.requested,
-		nonZeroRequested: s.nonZeroRequested,
-		allocatable:      s.allocatable,
-		imageStates:      s.imageStates,
-		generation:       s.generation,
+		node:        s.node,
+		requested:   s.requested,
+		nonZeroCPU:  s.nonZeroRequested.MilliCPU,
+		nonZeroMem:  s.nonZeroRequested.Memory,
+		allocatable: s.allocatable,
+		imageStates: s.imageStates,
+		generation:  s.generation,
 	}
 	n.imageNames, n.imageTable = s.imageNames, s.imageTable
-	n.pods = clipOrNil(buf[:np:np], s.pods)
-	n.podsWithAffinity = clipOrNil(buf[np:np+na:np+na], s.podsWithAffinity)
-	n.podsWithRequiredAntiAffinity = clipOrNil(buf[np+na:total:total], s.podsWithRequiredAntiAffinity)
+	if total > 0 {
+		copy(buf, s.pods)
+		copy(buf[np:], s.podsWithAffinity)
+		copy(buf[np+na:], s.podsWithRequiredAntiAffinity)
+		n.podBuf, n.nAff, n.nAnti = buf, int32(na), int32(nr)
+	}
 	if s.dirty&dirtyScalars != 0 {
 		if len(s.reqScalars) > 0 {
 			n.requested.scalars = slices.Clone(s.reqScalars)
@@ -432,27 +436,54 @@ func (s *NodeState) Freeze() *NodeInfo {
 // Clone is Freeze (upstream Dump clones).
 func (s *NodeState) Clone() *NodeInfo { return s.Freeze() }
 
-// clipOrNil copies src into dst (same length) and returns dst, or nil when
-// src is empty.
 // newFrozen returns a NodeInfo and a pod buffer of length total, in one
-// allocation up to 64 pods (a node's usual share), else in two. The buffer
-// is rounded up to 8 pods, the step of the allocator's size classes there,
-// so that the single allocation costs no more memory than two.
+// allocation up to maxFrozenPods pods (a node's usual share), else in two.
+// The single allocation is the smallest of frozenAllocs that holds total
+// pods: each fills one of the allocator's size classes exactly, so that
+// no byte of the class is wasted.
 func newFrozen(total int) (*NodeInfo, []*PodInfo) {
 	switch {
 	case total == 0:
 		return new(NodeInfo), nil
-	case total <= 64:
-		return frozenAllocs[(total-1)/8](total)
+	case total <= maxFrozenPods:
+		return frozenAllocs[frozenClass[total]].alloc(total)
 	}
 	return new(NodeInfo), make([]*PodInfo, total)
 }
 
-// frozenAllocs[k] allocates a NodeInfo with room for 8(k+1) pods.
-var frozenAllocs = [...]func(total int) (*NodeInfo, []*PodInfo){
-	frozenWith[[8]*PodInfo], frozenWith[[16]*PodInfo], frozenWith[[24]*PodInfo], frozenWith[[32]*PodInfo],
-	frozenWith[[40]*PodInfo], frozenWith[[48]*PodInfo], frozenWith[[56]*PodInfo], frozenWith[[64]*PodInfo],
+// frozenAllocs are the single allocations of a NodeInfo and its pods, by
+// capacity: a NodeInfo (280 bytes) and k pointers is 280+8k bytes, plus
+// the 8-byte header the allocator puts before a pointerful object over
+// 512 bytes; each k below makes that a size class of the Go allocator
+// (288, 320, ..., 512, 576, ..., 1024). TestFrozenAllocsFillSizeClasses
+// keeps them so when NodeInfo changes.
+var frozenAllocs = [...]struct {
+	pods  int
+	alloc func(total int) (*NodeInfo, []*PodInfo)
+}{
+	{1, frozenWith[[1]*PodInfo]}, {5, frozenWith[[5]*PodInfo]}, {9, frozenWith[[9]*PodInfo]},
+	{13, frozenWith[[13]*PodInfo]}, {17, frozenWith[[17]*PodInfo]}, {21, frozenWith[[21]*PodInfo]},
+	{25, frozenWith[[25]*PodInfo]}, {29, frozenWith[[29]*PodInfo]}, {36, frozenWith[[36]*PodInfo]},
+	{44, frozenWith[[44]*PodInfo]}, {52, frozenWith[[52]*PodInfo]}, {60, frozenWith[[60]*PodInfo]},
+	{76, frozenWith[[76]*PodInfo]}, {92, frozenWith[[92]*PodInfo]},
 }
+
+// maxFrozenPods is the largest pod count newFrozen allocates with its
+// NodeInfo.
+const maxFrozenPods = 92
+
+// frozenClass[total] is the index in frozenAllocs of the smallest that
+// holds total pods (1 <= total <= maxFrozenPods); immutable after init.
+var frozenClass = func() (c [maxFrozenPods + 1]uint8) {
+	k := 0
+	for total := 1; total <= maxFrozenPods; total++ {
+		for frozenAllocs[k].pods < total {
+			k++
+		}
+		c[total] = uint8(k)
+	}
+	return c
+}()
 
 // frozenWith allocates a NodeInfo and an array A of *PodInfo together and
 // returns the first total elements of the array. A must be [k]*PodInfo
@@ -467,14 +498,6 @@ func frozenWith[A any](total int) (*NodeInfo, []*PodInfo) {
 		panic(fmt.Sprintf("schedcache: frozen pod buffer of %d bytes for %d pods", unsafe.Sizeof(p.b), total))
 	}
 	return &p.n, unsafe.Slice((**PodInfo)(unsafe.Pointer(&p.b)), total)
-}
-
-func clipOrNil(dst, src []*PodInfo) []*PodInfo {
-	if len(src) == 0 {
-		return nil
-	}
-	copy(dst, src)
-	return dst
 }
 
 // The two Prefetch methods read, without changing anything, the memory that

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -343,7 +344,7 @@ func TestFreezeSharingAndIdentity(t *testing.T) {
 	require.False(t, &s.usedPorts[0] == &f2.usedPorts[0])
 	require.False(t, &s.pvcRefs[0] == &f2.pvcRefs[0])
 	require.False(t, &s.reqScalars[0] == &f2.requested.scalars[0])
-	require.False(t, &s.pods[0] == &f2.pods[0])
+	require.False(t, &s.pods[0] == &f2.podBuf[0])
 }
 
 // nodeInfoView is everything observable about a NodeInfo, as plain values.
@@ -377,9 +378,7 @@ func viewOf(n *NodeInfo) nodeInfoView {
 // handed to SetImageStates are immutable by contract and copied too).
 func deepCopyNodeInfo(n *NodeInfo) *NodeInfo {
 	c := n.copyFields() // every field but the extension
-	c.pods = slices.Clone(n.pods)
-	c.podsWithAffinity = slices.Clone(n.podsWithAffinity)
-	c.podsWithRequiredAntiAffinity = slices.Clone(n.podsWithRequiredAntiAffinity)
+	c.podBuf = slices.Clone(n.podBuf)
 	c.requested.scalars = slices.Clone(n.requested.scalars)
 	c.allocatable.scalars = slices.Clone(n.allocatable.scalars)
 	c.usedPorts = slices.Clone(n.usedPorts)
@@ -554,7 +553,7 @@ func TestFrozenReadersRace(t *testing.T) {
 // together, one object, for every pod count up to 64; past that, two. The
 // frozen copies stay independent of later changes.
 func TestFreezeAllocations(t *testing.T) {
-	for _, pods := range []int{1, 7, 8, 9, 16, 31, 32, 33, 63, 64, 65, 100} {
+	for _, pods := range []int{1, 7, 8, 9, 16, 31, 32, 33, 63, 64, 65, 91, 92, 100} {
 		next, _ := counter()
 		s := NewNodeState(next)
 		var infos []*PodInfo
@@ -574,7 +573,7 @@ func TestFreezeAllocations(t *testing.T) {
 			require.NoError(t, s.RemovePodInfo(extra, false, false))
 		})
 		want := 1.0
-		if pods+1 > 64 {
+		if pods+1 > maxFrozenPods {
 			want = 2
 		}
 		require.Equal(t, want, allocs, "%d pods", pods+1)
@@ -585,9 +584,9 @@ func TestFreezeAllocations(t *testing.T) {
 	}
 }
 
-// Every pod count up to 64 gets a buffer of its own length from a block that
-// holds it (frozenWith panics otherwise), and the buffers of two NodeInfos
-// never overlap.
+// Every pod count up to maxFrozenPods gets a buffer of its own length from a
+// block that holds it (frozenWith panics otherwise), and the buffers of two
+// NodeInfos never overlap.
 func TestNewFrozenSizes(t *testing.T) {
 	for total := 0; total <= 130; total++ {
 		a, abuf := newFrozen(total)
@@ -602,6 +601,42 @@ func TestNewFrozenSizes(t *testing.T) {
 		}
 	}
 	require.Panics(t, func() { frozenWith[[8]*PodInfo](9) })
+}
+
+// goSizeClasses are the Go allocator's small size classes up to 1024 bytes
+// (runtime/sizeclasses.go).
+var goSizeClasses = []uintptr{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256,
+	288, 320, 352, 384, 416, 448, 480, 512, 576, 640, 704, 768, 896, 1024}
+
+// Each single allocation of a frozen NodeInfo fills a size class exactly
+// (the 8-byte header of a pointerful object over 512 bytes counted), in
+// increasing order, and the last one holds maxFrozenPods: no byte of a
+// class is wasted, so a frozen NodeInfo of a usual node (30-40 pods) costs
+// 576 or 640 bytes. It fails when a field is added to NodeInfo without
+// retuning frozenAllocs; the NodeInfo is 280 bytes.
+func TestFrozenAllocsFillSizeClasses(t *testing.T) {
+	require.Equal(t, uintptr(280), unsafe.Sizeof(NodeInfo{}), "NodeInfo size: retune frozenAllocs")
+	prev := 0
+	for _, fa := range frozenAllocs {
+		require.Greater(t, fa.pods, prev)
+		prev = fa.pods
+		size := unsafe.Sizeof(NodeInfo{}) + uintptr(fa.pods)*unsafe.Sizeof((*PodInfo)(nil))
+		if size > 512 {
+			size += 8 // malloc header
+		}
+		require.Contains(t, goSizeClasses, size, "%d pods: %d bytes is not a size class", fa.pods, size)
+		n, buf := fa.alloc(fa.pods)
+		require.NotNil(t, n)
+		require.Len(t, buf, fa.pods)
+	}
+	require.Equal(t, maxFrozenPods, prev)
+	for total := 1; total <= maxFrozenPods; total++ {
+		k := frozenClass[total]
+		require.GreaterOrEqual(t, frozenAllocs[k].pods, total)
+		if k > 0 {
+			require.Less(t, frozenAllocs[k-1].pods, total, "total %d: a smaller one holds it", total)
+		}
+	}
 }
 
 // The Prefetch methods only read: after them the state freezes to the very

@@ -18,7 +18,7 @@ import (
 // the ports, PVC counts and scalars only if a pod changes them. Cost:
 // O(1); a first write to a slice O(its length).
 func (n *NodeInfo) Thaw(nextGen func() int64) *NodeState {
-	return n.thawOnto(new(NodeState), nextGen, n.pods, n.podsWithAffinity, n.podsWithRequiredAntiAffinity, sharedAll)
+	return n.thawOnto(new(NodeState), nextGen, n.podList(), n.affList(), n.antiList(), sharedAll)
 }
 
 // ThawInto is Thaw reusing s, a state its owner no longer uses (nil:
@@ -31,9 +31,9 @@ func (n *NodeInfo) ThawInto(s *NodeState, nextGen func() int64) *NodeState {
 	if s == nil {
 		return n.Thaw(nextGen)
 	}
-	pods := s.reusePods(s.pods, sharedPods, n.pods)
-	aff := s.reusePods(s.podsWithAffinity, sharedAff, n.podsWithAffinity)
-	anti := s.reusePods(s.podsWithRequiredAntiAffinity, sharedAnti, n.podsWithRequiredAntiAffinity)
+	pods := s.reusePods(s.pods, sharedPods, n.podList())
+	aff := s.reusePods(s.podsWithAffinity, sharedAff, n.affList())
+	anti := s.reusePods(s.podsWithRequiredAntiAffinity, sharedAnti, n.antiList())
 	return n.thawOnto(s, nextGen, pods, aff, anti, sharedScalars|sharedPorts|sharedPVCs)
 }
 
@@ -68,7 +68,7 @@ func (n *NodeInfo) thawOnto(s *NodeState, nextGen func() int64, pods, aff, anti 
 		podsWithRequiredAntiAffinity: anti,
 		requested:                    n.requested,
 		reqScalars:                   n.requested.scalars,
-		nonZeroRequested:             n.nonZeroRequested,
+		nonZeroRequested:             Resource{MilliCPU: n.nonZeroCPU, Memory: n.nonZeroMem},
 		usedPorts:                    n.usedPorts,
 		pvcRefs:                      n.pvcRefs,
 		imageNames:                   n.imageNames,
@@ -131,12 +131,13 @@ func (s *NodeState) Same(n *NodeInfo) bool {
 	r, q := &s.requested, &n.requested
 	if r.MilliCPU != q.MilliCPU || r.Memory != q.Memory || r.EphemeralStorage != q.EphemeralStorage ||
 		r.AllowedPodNumber != q.AllowedPodNumber || !slices.Equal(s.reqScalars, q.scalars) ||
-		!s.nonZeroRequested.Equal(n.nonZeroRequested) || !s.allocatable.Equal(n.allocatable) {
+		s.nonZeroRequested.MilliCPU != n.nonZeroCPU || s.nonZeroRequested.Memory != n.nonZeroMem ||
+		!s.allocatable.Equal(n.allocatable) {
 		return false
 	}
-	return slices.Equal(s.pods, n.pods) &&
-		slices.Equal(s.podsWithAffinity, n.podsWithAffinity) &&
-		slices.Equal(s.podsWithRequiredAntiAffinity, n.podsWithRequiredAntiAffinity) &&
+	return slices.Equal(s.pods, n.podList()) &&
+		slices.Equal(s.podsWithAffinity, n.affList()) &&
+		slices.Equal(s.podsWithRequiredAntiAffinity, n.antiList()) &&
 		slices.Equal(s.usedPorts, n.usedPorts) && slices.Equal(s.pvcRefs, n.pvcRefs)
 }
 

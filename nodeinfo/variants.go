@@ -26,18 +26,19 @@ func (n *NodeInfo) WithImageStates(images map[string]ImageStateSummary) *NodeInf
 // which the caller computes once it has changed what it changes.
 func (n *NodeInfo) copyFields() *NodeInfo {
 	return &NodeInfo{
-		node:                         n.node,
-		pods:                         n.pods,
-		podsWithAffinity:             n.podsWithAffinity,
-		podsWithRequiredAntiAffinity: n.podsWithRequiredAntiAffinity,
-		requested:                    n.requested,
-		nonZeroRequested:             n.nonZeroRequested,
-		allocatable:                  n.allocatable,
-		usedPorts:                    n.usedPorts,
-		pvcRefs:                      n.pvcRefs,
-		imageStates:                  n.imageStates,
-		imageNames:                   n.imageNames,
-		imageTable:                   n.imageTable,
-		generation:                   n.generation,
+		node:        n.node,
+		podBuf:      n.podBuf,
+		nAff:        n.nAff,
+		nAnti:       n.nAnti,
+		requested:   n.requested,
+		nonZeroCPU:  n.nonZeroCPU,
+		nonZeroMem:  n.nonZeroMem,
+		allocatable: n.allocatable,
+		usedPorts:   n.usedPorts,
+		pvcRefs:     n.pvcRefs,
+		imageStates: n.imageStates,
+		imageNames:  n.imageNames,
+		imageTable:  n.imageTable,
+		generation:  n.generation,
 	}
 }
