@@ -162,7 +162,8 @@ func (b *builder) Lists() (order []int32, aff, anti immutable.Seq[int32], err er
 	if b.lists {
 		return b.order, b.aff, b.anti, b.err
 	}
-	return b.last.order, b.last.aff, b.last.anti, b.last.err
+	l := b.last.lists()
+	return l.order, l.aff, l.anti, l.err
 }
 
 // Commit ends the transaction and returns the new snapshot, which becomes
@@ -198,15 +199,19 @@ func (b *builder) Commit(epoch uint64, nodeCount, podCount int) *Snapshot {
 		b.pvc = nil
 	}
 	s.images = b.images
-	if b.tree {
-		s.treeNodes, s.treeNames = b.treeN, b.treeNms
-		b.tree, b.treeNms = false, nil
-	}
-	if b.lists {
-		s.order, s.aff, s.anti, s.err = b.order, b.aff, b.anti, b.err
-		s.li = new(listIndex) // built by the first fork that needs it
-		b.lists = false
-		b.order, b.aff, b.anti, b.err = nil, immutable.Seq[int32]{}, immutable.Seq[int32]{}, nil
+	if b.tree || b.lists {
+		ls := *s.lists() // the last snapshot's, never written: a change gets a new one
+		if b.tree {
+			ls.treeNodes, ls.treeNames = b.treeN, b.treeNms
+			b.tree, b.treeNms = false, nil
+		}
+		if b.lists {
+			ls.order, ls.aff, ls.anti, ls.err = b.order, b.aff, b.anti, b.err
+			s.li = new(listIndex) // built by the first fork that needs it
+			b.lists = false
+			b.order, b.aff, b.anti, b.err = nil, immutable.Seq[int32]{}, immutable.Seq[int32]{}, nil
+		}
+		s.ls = &ls
 	}
 	b.last = s
 	return s

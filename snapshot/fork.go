@@ -53,7 +53,7 @@ func forkNextGen() int64 { return forkGenBase + forkGen.Add(1) }
 type forkLevel struct {
 	s       *Snapshot            // immutable, published
 	ghosts  immutable.Map[int32] // nodeless entries the fork made (RemoveNode of a node holding pods): name -> slot
-	listTok uint64               // identifies the zone tree s.order was listed from; 0: the base's; unused while lazy
+	listTok uint64               // identifies the zone tree s.lists().order was listed from; 0: the base's; unused while lazy
 	tree    *nodetree.Overlay    // the zone tree of this state; nil: the base list's, not made yet (no node operation since the base)
 	lazy    *deferredList        // non-nil: the lists were not rebuilt after the last node operations (see deferredList)
 	nodeOps int                  // node operations applied since the base (Cache.Commit refuses a fork with any)
@@ -547,7 +547,7 @@ func (f *Fork) relist(s, prev *Snapshot, e *forkEdit, tree *nodetree.Overlay) {
 	oldPos, _ := prev.listPos()
 	newPos, dup := positions(order)
 	if oldPos == nil {
-		oldPos, _ = positions(prev.order)
+		oldPos, _ = positions(prev.lists().order)
 	}
 	// The counts are per node, not per place: a node the tree lists in
 	// two zones counts once, at its last place.
@@ -560,7 +560,7 @@ func (f *Fork) relist(s, prev *Snapshot, e *forkEdit, tree *nodetree.Overlay) {
 			})
 		}
 	}
-	for j, slot := range prev.order {
+	for j, slot := range prev.lists().order {
 		if oldPos[slot] == int32(j) && !in(newPos, slot) {
 			prev.nodes.Get(int(slot)).RangePVCRefCounts(func(k string, _ int) bool {
 				f.usePVC(e, k, -1)
@@ -572,22 +572,23 @@ func (f *Fork) relist(s, prev *Snapshot, e *forkEdit, tree *nodetree.Overlay) {
 	if len(order) != tree.NumNodes() {
 		err = &InconsistentListError{ListLen: len(order), TreeNodes: tree.NumNodes(), MapLen: s.index.Len(), CacheEntries: s.nodeCount}
 	}
-	s.order, s.aff, s.anti, s.err = order, immutable.SeqOf(aff), immutable.SeqOf(anti), err
+	s.ls = &nodeLists{order: order, aff: immutable.SeqOf(aff), anti: immutable.SeqOf(anti), err: err, treeNodes: tree.NumNodes()}
 	li := new(listIndex)
 	li.once.Do(func() { li.pos, li.dup = newPos, dup })
 	s.li = li
-	s.treeNodes, s.treeNames = tree.NumNodes(), nil
 }
 
 // refreshListError keeps the counts of an inconsistent list's error
 // current, as the cache does: they change without the list changing (a
 // ghost's last pod leaves).
 func refreshListError(s *Snapshot) {
-	ie, ok := s.err.(*InconsistentListError)
+	ie, ok := s.lists().err.(*InconsistentListError)
 	if !ok || (ie.MapLen == s.index.Len() && ie.CacheEntries == s.nodeCount) {
 		return
 	}
-	s.err = &InconsistentListError{ListLen: ie.ListLen, TreeNodes: ie.TreeNodes, MapLen: s.index.Len(), CacheEntries: s.nodeCount}
+	ls := *s.ls // s.lists().err is set: s.ls is not nil
+	ls.err = &InconsistentListError{ListLen: ie.ListLen, TreeNodes: ie.TreeNodes, MapLen: s.index.Len(), CacheEntries: s.nodeCount}
+	s.ls = &ls
 }
 
 // editLists brings the affinity lists and the used-PVC set of s (whose
@@ -629,15 +630,16 @@ func (f *Fork) editLists(s *Snapshot, e *forkEdit) {
 		ok := !f.posDup // a node listed twice is in its lists twice: the edits cannot place it
 		if ok {
 			var ok2 bool
-			aff, ok = s.aff.Edit(affEd, byPos)
-			anti, ok2 = s.anti.Edit(antiEd, byPos)
+			aff, ok = s.lists().aff.Edit(affEd, byPos)
+			anti, ok2 = s.lists().anti.Edit(antiEd, byPos)
 			ok = ok && ok2
 		}
+		ls := *s.lists()
 		if ok {
-			s.aff, s.anti = aff, anti
+			ls.aff, ls.anti = aff, anti
 		} else { // a list seen twice: derive both from the list
 			var a, b []int32
-			for _, slot := range s.order {
+			for _, slot := range s.lists().order {
 				ni := s.nodes.Get(int(slot))
 				if ni.NumPodsWithAffinity() > 0 {
 					a = append(a, slot)
@@ -646,8 +648,9 @@ func (f *Fork) editLists(s *Snapshot, e *forkEdit) {
 					b = append(b, slot)
 				}
 			}
-			s.aff, s.anti = immutable.SeqOf(a), immutable.SeqOf(b)
+			ls.aff, ls.anti = immutable.SeqOf(a), immutable.SeqOf(b)
 		}
+		s.ls = &ls
 	}
 }
 
@@ -657,7 +660,7 @@ func (f *Fork) listed(slot int32) bool {
 	if f.pos == nil || f.posTok != f.cur.listTok {
 		pos, dup := f.cur.s.listPos() // shared by the forks of one list
 		if pos == nil {
-			pos, dup = positions(f.cur.s.order)
+			pos, dup = positions(f.cur.s.lists().order)
 		}
 		f.pos, f.posDup, f.posTok = pos, dup, f.cur.listTok
 	}

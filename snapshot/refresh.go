@@ -70,7 +70,7 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 		s.published, s.li, s.pc, s.logIx = false, nil, nil, nil
 		s.ll = &longLived{base: p.nodes, nextSlot: int32(p.nodes.Len())}
 		s.nodes = p.clonesNow(p.nodes)
-		return s.err
+		return s.lists().err
 	}
 	ll := s.ll
 	nodes, index := s.nodes.Edit(), s.index.Edit()
@@ -100,7 +100,7 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 	})
 	// Entries whose node left the cache (or has no node object now): upstream
 	// deletes as many as the snapshot has more than the tree, in map order.
-	if excess := index.Len() - p.treeNodes; excess > 0 {
+	if excess := index.Len() - p.lists().treeNodes; excess > 0 {
 		s.index.Range(func(name string, slot int32) bool {
 			if _, live := p.index.Get(name); !live {
 				index.Delete(name)
@@ -112,7 +112,7 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 		})
 		all = true
 	}
-	order, affList, antiList, used := s.order, s.aff, s.anti, s.pvc
+	order, affList, antiList, used := s.lists().order, s.lists().aff, s.lists().anti, s.pvc
 	if all || aff || anti || pvc {
 		if all {
 			order = p.treeOrder(index)
@@ -120,16 +120,17 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 		affList, antiList, used = derivedLists(order, nodes)
 	}
 	var err error
-	if len(order) != p.treeNodes {
-		err = &InconsistentListError{ListLen: len(order), TreeNodes: p.treeNodes, MapLen: index.Len(), CacheEntries: p.nodeCount}
+	if len(order) != p.lists().treeNodes {
+		err = &InconsistentListError{ListLen: len(order), TreeNodes: p.lists().treeNodes, MapLen: index.Len(), CacheEntries: p.nodeCount}
 		order = p.treeOrder(index)
 		affList, antiList, used = derivedLists(order, nodes)
 	}
 	s.nodes, s.index = nodes.Done(), index.Done()
-	s.order, s.aff, s.anti, s.pvc, s.err = order, affList, antiList, used, err
+	pl := p.lists()
+	s.ls = &nodeLists{order: order, aff: affList, anti: antiList, err: err, treeNodes: pl.treeNodes, treeNames: pl.treeNames}
+	s.pvc = used
 	s.epoch, s.podCount, s.nodeCount = p.epoch, p.podCount, p.nodeCount
 	s.pods, s.podLog, s.podSum = p.pods, p.podLog, p.podSum
-	s.treeNodes, s.treeNames = p.treeNodes, p.treeNames
 	s.images = p.images // the registry now: what a fork of s continues from
 	ll.base = p.nodes
 	return err
@@ -170,15 +171,15 @@ func (s *Snapshot) treeOrder(index *immutable.MapEditor[int32]) []int32 {
 		}
 		return out
 	}
-	if s.treeNames != nil {
-		out := make([]int32, 0, len(s.treeNames))
-		for _, name := range s.treeNames {
+	if s.lists().treeNames != nil {
+		out := make([]int32, 0, len(s.lists().treeNames))
+		for _, name := range s.lists().treeNames {
 			out = add(out, name)
 		}
 		return out
 	}
-	out := make([]int32, 0, len(s.order))
-	for _, slot := range s.order {
+	out := make([]int32, 0, len(s.lists().order))
+	for _, slot := range s.lists().order {
 		out = add(out, s.nodes.Get(int(slot)).NodeName())
 	}
 	return out

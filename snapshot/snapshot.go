@@ -74,25 +74,48 @@ type Snapshot struct {
 	epoch     uint64
 	nodes     immutable.Vector[*nodeinfo.NodeInfo] // by slot; nil for nodeless or free slots
 	index     immutable.Map[int32]                 // name -> slot, entries with a node object
-	order     []int32                              // slots in zone-tree order; shared, never written
-	aff       immutable.Seq[int32]                 // order filtered to nodes with affinity pods, by list position
-	anti      immutable.Seq[int32]                 // order filtered to nodes with required anti-affinity pods, by list position
+	ls        *nodeLists                           // the node lists; nil: none (lists); immutable, shared by the snapshots with these lists
 	pvc       immutable.Map[struct{}]              // used PVC keys "namespace/name"
 	pods      immutable.Map[PodEntry]              // pod key (UID) -> entry, up to the changes in podLog
 	podLog    []podChange                          // pod changes after pods, oldest first; a prefix of a log shared with later snapshots, never written below its length
 	podSum    []uint64                             // podHash of each podLog key; shared and written like podLog
 	podCount  int                                  // pods held (assumed included)
 	nodeCount int                                  // NodeInfo entries, ghosts and nodeless included
-	err       error                                // list/tree inconsistency, reported by UpdateSnapshot
 	images    *nodeinfo.ImageTable                 // the image registry at this epoch; entries show their node's counts as of its last change
-	treeNodes int                                  // nodes in the zone tree
-	treeNames []string                             // the tree's list by name when it names nodes order lacks (a name without a node entry); nil otherwise; shared, never written
 	published bool                                 // true for snapshots handed out by the cache, and for a fork's (fork.go)
 	over      immutable.Map[podOver]               // a fork's pod changes over pods and podLog (fork.go); empty in the cache's snapshots
 	li        *listIndex                           // order's slot -> position table, built on first use (forks); shared by the snapshots with this order; nil in snapshots a caller owns
 	pc        *pvcIndex                            // used-PVC counts, built on first use (forks); one per published snapshot; nil in others
 	logIx     *podLogIndex                         // index of podLog, built on demand (forks); shared by the snapshots with this pods+podLog (a fork's keep their base's); nil in snapshots a caller owns
 	ll        *longLived                           // nil unless refreshed by UpdateFrom; owned with the snapshot
+}
+
+// nodeLists is the part of a snapshot that changes only when its node
+// list, its affinity lists, its list error or its zone tree's count do:
+// apart, so that a snapshot that changes none of them (most: a pod event
+// changes one node) copies one pointer, not 136 bytes, and its allocation
+// fits a smaller size class. Immutable: a nodeLists is never written once
+// a snapshot holds it; a change makes a new one. Shared by every snapshot
+// with these lists.
+type nodeLists struct {
+	order     []int32              // slots in zone-tree order; shared, never written
+	aff       immutable.Seq[int32] // order filtered to nodes with affinity pods, by list position
+	anti      immutable.Seq[int32] // order filtered to nodes with required anti-affinity pods, by list position
+	err       error                // list/tree inconsistency, reported by UpdateSnapshot
+	treeNodes int                  // nodes in the zone tree
+	treeNames []string             // the tree's list by name when it names nodes order lacks (a name without a node entry); nil otherwise; shared, never written
+}
+
+// noLists is the lists of a snapshot without any (s.ls nil: the zero
+// Snapshot, NewEmptySnapshot); immutable.
+var noLists nodeLists
+
+// lists returns s's node lists (read-only).
+func (s *Snapshot) lists() *nodeLists {
+	if s.ls == nil {
+		return &noLists
+	}
+	return s.ls
 }
 
 // listIndex maps a node list's slots to their positions in it. It is built
@@ -116,7 +139,7 @@ func (s *Snapshot) listPos() ([]int32, bool) {
 	if li == nil {
 		return nil, false
 	}
-	li.once.Do(func() { li.pos, li.dup = positions(s.order) })
+	li.once.Do(func() { li.pos, li.dup = positions(s.lists().order) })
 	return li.pos, li.dup
 }
 
@@ -133,16 +156,16 @@ func (s *Snapshot) listTree() (*nodetree.Overlay, error) {
 		li = new(listIndex)
 	}
 	li.treeOnce.Do(func() {
-		if s.err != nil || s.treeNames != nil || s.treeNodes != len(s.order) {
+		if s.lists().err != nil || s.lists().treeNames != nil || s.lists().treeNodes != len(s.lists().order) {
 			li.treeErr = ErrForkListInconsistent
 			return
 		}
 		t := nodetree.New()
-		for _, slot := range s.order {
+		for _, slot := range s.lists().order {
 			t.AddID(s.nodes.Get(int(slot)).Node(), slot)
 		}
-		ids, _ := t.AppendIDs(make([]int32, 0, len(s.order)))
-		if !slices.Equal(ids, s.order) {
+		ids, _ := t.AppendIDs(make([]int32, 0, len(s.lists().order)))
+		if !slices.Equal(ids, s.lists().order) {
 			li.treeErr = ErrForkListInconsistent
 			return
 		}
@@ -167,9 +190,9 @@ func (s *Snapshot) pvcCounts() immutable.Map[int32] {
 		e := immutable.Map[int32]{}.Edit()
 		pos, _ := s.listPos()
 		if pos == nil {
-			pos, _ = positions(s.order)
+			pos, _ = positions(s.lists().order)
 		}
-		for i, slot := range s.order {
+		for i, slot := range s.lists().order {
 			if pos[slot] != int32(i) {
 				continue // a node listed twice counts once
 			}
@@ -256,7 +279,7 @@ func (s *Snapshot) Epoch() uint64 { return s.epoch }
 
 // Err reports the node-list inconsistency upstream's UpdateSnapshot would
 // have returned for this state, or nil.
-func (s *Snapshot) Err() error { return s.err }
+func (s *Snapshot) Err() error { return s.lists().err }
 
 // CopyFrom makes s an independent copy of src in O(1) (structure is shared,
 // nothing is mutable). It fails with ErrPublished if s is a published snapshot.
@@ -278,20 +301,20 @@ func (s *Snapshot) NodeInfos() *Snapshot { return s }
 func (s *Snapshot) StorageInfos() *Snapshot { return s }
 
 // NumNodes returns the length of the node list.
-func (s *Snapshot) NumNodes() int { return len(s.order) }
+func (s *Snapshot) NumNodes() int { return len(s.lists().order) }
 
 // At returns the i-th node of the list (zone-tree order), or nil when i is
 // out of range. It does not allocate.
 func (s *Snapshot) At(i int) *nodeinfo.NodeInfo {
-	if i < 0 || i >= len(s.order) {
+	if i < 0 || i >= len(s.lists().order) {
 		return nil
 	}
-	return s.nodes.Get(int(s.order[i]))
+	return s.nodes.Get(int(s.lists().order[i]))
 }
 
 // Range calls fn for each node of the list in order until fn returns false.
 func (s *Snapshot) Range(fn func(i int, n *nodeinfo.NodeInfo) bool) {
-	for i, slot := range s.order {
+	for i, slot := range s.lists().order {
 		if !fn(i, s.nodes.Get(int(slot))) {
 			return
 		}
@@ -325,24 +348,24 @@ func (s *Snapshot) resolveSeq(slots immutable.Seq[int32]) []*nodeinfo.NodeInfo {
 
 // List returns a new slice of the nodes in zone-tree order. It costs
 // O(nodes); use At or Range to read without copying. The error is nil.
-func (s *Snapshot) List() ([]*nodeinfo.NodeInfo, error) { return s.resolve(s.order), nil }
+func (s *Snapshot) List() ([]*nodeinfo.NodeInfo, error) { return s.resolve(s.lists().order), nil }
 
 // HavePodsWithAffinityList returns a new slice of the nodes, in list order,
 // that hold at least one pod with pod affinity or anti-affinity.
 func (s *Snapshot) HavePodsWithAffinityList() ([]*nodeinfo.NodeInfo, error) {
-	return s.resolveSeq(s.aff), nil
+	return s.resolveSeq(s.lists().aff), nil
 }
 
 // HavePodsWithRequiredAntiAffinityList returns a new slice of the nodes, in
 // list order, that hold at least one pod with required anti-affinity.
 func (s *Snapshot) HavePodsWithRequiredAntiAffinityList() ([]*nodeinfo.NodeInfo, error) {
-	return s.resolveSeq(s.anti), nil
+	return s.resolveSeq(s.lists().anti), nil
 }
 
 // NumNodesWithAffinity and NumNodesWithRequiredAntiAffinity return the
 // lengths of the two lists without copying them.
-func (s *Snapshot) NumNodesWithAffinity() int             { return s.aff.Len() }
-func (s *Snapshot) NumNodesWithRequiredAntiAffinity() int { return s.anti.Len() }
+func (s *Snapshot) NumNodesWithAffinity() int             { return s.lists().aff.Len() }
+func (s *Snapshot) NumNodesWithRequiredAntiAffinity() int { return s.lists().anti.Len() }
 
 // Get returns the node named name if it has a node object, else a
 // *NotFoundError.

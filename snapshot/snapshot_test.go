@@ -6,6 +6,7 @@ import (
 	"maps"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -377,4 +378,60 @@ func serveFolds(t *testing.T) *foldQueue {
 		<-done
 	})
 	return q
+}
+
+// A commit that changes no list shares the last snapshot's nodeLists; one
+// that changes the lists or the tree count gets a new one and leaves the
+// old one (held by earlier snapshots) as it was. The commit's allocation
+// (snapshot and its two lazy indexes) stays within 288 bytes, the size class
+// it fits since the lists moved out (416 before).
+func TestCommitSharesNodeListsAndNeverWritesThem(t *testing.T) {
+	b := newBuilder()
+	b.SetNode(0, frozen(t, "a"))
+	b.SetIndex("a", 0)
+	b.SetNode(1, frozen(t, "b"))
+	b.SetIndex("b", 1)
+	b.SetLists([]int32{0, 1}, immutable.SeqOf([]int32{1}), immutable.Seq[int32]{}, nil)
+	b.SetTree(2, nil)
+	s1 := b.Commit(1, 2, 0)
+	before := *s1.ls
+
+	b.SetNode(0, frozen(t, "a", "p"))
+	b.SetPod("p", nil, false)
+	s2 := b.Commit(2, 2, 1)
+	require.Same(t, s1.ls, s2.ls, "no list change: the lists are shared")
+	require.Same(t, s1.li, s2.li)
+
+	b.SetTree(3, []string{"a", "b", "c"})
+	s3 := b.Commit(3, 2, 1)
+	require.NotSame(t, s2.ls, s3.ls)
+	require.Equal(t, 3, s3.lists().treeNodes)
+	require.Equal(t, []int32{0, 1}, s3.lists().order, "a tree change keeps the lists")
+	require.Same(t, s2.li, s3.li, "the list index goes with the list")
+
+	b.SetLists([]int32{1}, immutable.Seq[int32]{}, immutable.SeqOf([]int32{1}), &InconsistentListError{ListLen: 1, TreeNodes: 3})
+	s4 := b.Commit(4, 2, 1)
+	require.NotSame(t, s3.ls, s4.ls)
+	require.NotSame(t, s3.li, s4.li)
+	require.Equal(t, 3, s4.lists().treeNodes, "a list change keeps the tree count")
+	require.ErrorIs(t, s4.Err(), ErrInconsistentList)
+
+	require.Equal(t, before, *s1.ls, "the first lists were never written")
+	require.Equal(t, 2, s1.NumNodes())
+	require.NoError(t, s1.Err())
+	require.Equal(t, 1, s1.NumNodesWithAffinity())
+	require.Equal(t, 0, s1.NumNodesWithRequiredAntiAffinity())
+	require.Equal(t, 2, s3.NumNodes())
+	require.Equal(t, 1, s4.NumNodes())
+	require.Equal(t, 1, s4.NumNodesWithRequiredAntiAffinity())
+
+	var zero Snapshot
+	require.Equal(t, 0, zero.NumNodes(), "a snapshot without lists reads empty ones")
+	require.NoError(t, zero.Err())
+
+	require.LessOrEqual(t, unsafe.Sizeof(struct {
+		s  Snapshot
+		pc pvcIndex
+		lx podLogIndex
+	}{}), uintptr(288))
 }
