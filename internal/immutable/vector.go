@@ -2,14 +2,17 @@ package immutable
 
 import "unsafe"
 
-// Vector is a persistent array of T indexed from 0 to Len()-1: a radix-32
+// Vector is a persistent array of T indexed from 0 to Len()-1: a radix-16
 // trie whose leaves hold leafWidth (8) elements each.
 //
-// Leaves are narrower than branches because a path copy (Set of one
-// element in a new version: what every published snapshot pays per changed
-// node) copies one leaf and every branch above it: a leaf of 8 pointers is
-// an 80-byte object where one of 32 is 288 bytes, and the depth is the same
-// up to 8192 elements (three levels) and from 32769 to 262144 (four).
+// The nodes are narrow because a path copy (Set of one element in a new
+// version: what every published snapshot pays per changed node) copies one
+// leaf and every branch above it: a branch of 16 pointers is a 144-byte
+// object and a leaf of 8 an 80-byte one, where 32-wide nodes are 288 bytes
+// each. For 5000 elements a path copy is 3x144+80 = 512 bytes (four levels)
+// instead of 3x288 = 864 (three); for 50000, 4x144+80 = 656 (five) instead
+// of 4x288 = 1152 (four). The levels near the root, few and read by every
+// lookup, stay in cache, so the extra level costs a read little.
 //
 // Contract: a Vector value is immutable; any number of goroutines may call its
 // methods concurrently, and all reads of one value see the same elements. No
@@ -21,12 +24,17 @@ type Vector[T any] struct {
 	shift uint // bit offset of the root's index; leafBits if root holds leaves
 }
 
-// Leaf geometry: a leaf holds leafWidth elements, indexed by the low
-// leafBits bits of an index; each branch level above takes levelBits more.
+// Trie geometry: a leaf holds leafWidth elements, indexed by the low
+// leafBits bits of an index; each branch level above takes vecBits more
+// (vecWidth children). Map's nodes are 32 wide (levelBits); a Vector's are
+// narrower, for the path copies above.
 const (
 	leafBits  = 3
 	leafWidth = 1 << leafBits
 	leafMask  = leafWidth - 1
+	vecBits   = 4
+	vecWidth  = 1 << vecBits
+	vecMask   = vecWidth - 1
 )
 
 // vbranch is an inner trie node. Nodes at shift leafBits use leaves;
@@ -36,7 +44,7 @@ type vbranch[T any] struct {
 	// ptrs holds *vbranch[T] children above shift leafBits and *vleaf[T]
 	// children at shift leafBits: one array instead of two halves the
 	// bytes a path copy moves. The GC traces unsafe.Pointer like any pointer.
-	ptrs [width]unsafe.Pointer
+	ptrs [vecWidth]unsafe.Pointer
 }
 
 type vleaf[T any] struct {
@@ -80,13 +88,13 @@ func (v Vector[T]) EditInto(e *VectorEditor[T]) {
 
 func vget[T any](b *vbranch[T], shift uint, i int) T {
 	var zero T
-	for s := shift; s > leafBits; s -= levelBits {
-		b = (*vbranch[T])(b.ptrs[(i>>s)&levelMask])
+	for s := shift; s > leafBits; s -= vecBits {
+		b = (*vbranch[T])(b.ptrs[(i>>s)&vecMask])
 		if b == nil {
 			return zero
 		}
 	}
-	l := (*vleaf[T])(b.ptrs[(i>>leafBits)&levelMask])
+	l := (*vleaf[T])(b.ptrs[(i>>leafBits)&vecMask])
 	if l == nil {
 		return zero
 	}
@@ -95,13 +103,13 @@ func vget[T any](b *vbranch[T], shift uint, i int) T {
 
 // vleafAt returns the leaf holding index i, or nil for a zero subtree.
 func vleafAt[T any](b *vbranch[T], shift uint, i int) *vleaf[T] {
-	for s := shift; s > leafBits; s -= levelBits {
-		b = (*vbranch[T])(b.ptrs[(i>>s)&levelMask])
+	for s := shift; s > leafBits; s -= vecBits {
+		b = (*vbranch[T])(b.ptrs[(i>>s)&vecMask])
 		if b == nil {
 			return nil
 		}
 	}
-	return (*vleaf[T])(b.ptrs[(i>>leafBits)&levelMask])
+	return (*vleaf[T])(b.ptrs[(i>>leafBits)&vecMask])
 }
 
 func vrange[T any](root *vbranch[T], shift uint, n int, fn func(int, T) bool) {
@@ -161,21 +169,21 @@ func (e *VectorEditor[T]) Set(i int, x T) {
 		e.root = &vbranch[T]{edit: e.tok}
 		e.shift = leafBits
 	}
-	for i>>(e.shift+levelBits) != 0 {
+	for i>>(e.shift+vecBits) != 0 {
 		r := &vbranch[T]{edit: e.tok}
 		r.ptrs[0] = unsafe.Pointer(e.root)
 		e.root = r
-		e.shift += levelBits
+		e.shift += vecBits
 	}
 	b := e.ownBranch(e.root)
 	e.root = b
-	for s := e.shift; s > leafBits; s -= levelBits {
-		idx := (i >> s) & levelMask
+	for s := e.shift; s > leafBits; s -= vecBits {
+		idx := (i >> s) & vecMask
 		c := e.ownBranch((*vbranch[T])(b.ptrs[idx]))
 		b.ptrs[idx] = unsafe.Pointer(c)
 		b = c
 	}
-	idx := (i >> leafBits) & levelMask
+	idx := (i >> leafBits) & vecMask
 	l := e.ownLeaf((*vleaf[T])(b.ptrs[idx]))
 	b.ptrs[idx] = unsafe.Pointer(l)
 	l.vals[i&leafMask] = x
@@ -206,7 +214,7 @@ func (e *VectorEditor[T]) Truncate(n int) {
 			r = &vbranch[T]{edit: e.tok}
 		}
 		e.root = r
-		e.shift -= levelBits
+		e.shift -= vecBits
 	}
 	e.n = n
 	// Zero every slot after last on last's path, so that growth exposes
@@ -216,8 +224,8 @@ func (e *VectorEditor[T]) Truncate(n int) {
 	}
 	b := e.ownBranch(e.root)
 	e.root = b
-	for s := e.shift; s > leafBits; s -= levelBits {
-		idx := (last >> s) & levelMask
+	for s := e.shift; s > leafBits; s -= vecBits {
+		idx := (last >> s) & vecMask
 		clear(b.ptrs[idx+1:])
 		if (*vbranch[T])(b.ptrs[idx]) == nil {
 			return
@@ -226,7 +234,7 @@ func (e *VectorEditor[T]) Truncate(n int) {
 		b.ptrs[idx] = unsafe.Pointer(c)
 		b = c
 	}
-	idx := (last >> leafBits) & levelMask
+	idx := (last >> leafBits) & vecMask
 	clear(b.ptrs[idx+1:])
 	if (*vleaf[T])(b.ptrs[idx]) == nil {
 		return
@@ -240,8 +248,8 @@ func (e *VectorEditor[T]) Truncate(n int) {
 // or, for the leaf, a slot after last's (a leaf slot is assumed set).
 func (e *VectorEditor[T]) hasTail(last int) bool {
 	b := e.root
-	for s := e.shift; s > leafBits; s -= levelBits {
-		idx := (last >> s) & levelMask
+	for s := e.shift; s > leafBits; s -= vecBits {
+		idx := (last >> s) & vecMask
 		if hasNonNil(b.ptrs[idx+1:]) {
 			return true
 		}
@@ -249,7 +257,7 @@ func (e *VectorEditor[T]) hasTail(last int) bool {
 			return false
 		}
 	}
-	idx := (last >> leafBits) & levelMask
+	idx := (last >> leafBits) & vecMask
 	if hasNonNil(b.ptrs[idx+1:]) {
 		return true
 	}
@@ -360,11 +368,11 @@ func straddles(base, span, na, nb int) bool {
 }
 
 func diffBranch[T comparable](x, y *vbranch[T], shift uint, base, na, nb int, fn func(int, T, T)) {
-	if x == y && !straddles(base, 1<<(shift+levelBits), na, nb) {
+	if x == y && !straddles(base, 1<<(shift+vecBits), na, nb) {
 		return
 	}
 	n := max(na, nb)
-	for k := 0; k < width; k++ {
+	for k := 0; k < vecWidth; k++ {
 		cb := base + k<<shift
 		if cb >= n {
 			return
@@ -382,7 +390,7 @@ func diffBranch[T comparable](x, y *vbranch[T], shift uint, base, na, nb int, fn
 		if shift == leafBits {
 			diffLeaf((*vleaf[T])(px), (*vleaf[T])(py), cb, na, nb, fn)
 		} else {
-			diffBranch((*vbranch[T])(px), (*vbranch[T])(py), shift-levelBits, cb, na, nb, fn)
+			diffBranch((*vbranch[T])(px), (*vbranch[T])(py), shift-vecBits, cb, na, nb, fn)
 		}
 	}
 }

@@ -48,11 +48,11 @@ func checkVector(t testing.TB, v Vector[int]) {
 	}
 	require.NotNil(t, v.root)
 	require.GreaterOrEqual(t, v.shift, uint(leafBits))
-	require.Zero(t, (v.shift-leafBits)%levelBits)
-	require.Zero(t, (v.n-1)>>(v.shift+levelBits), "height too small")
-	capacity := 1 << (v.shift + levelBits)
+	require.Zero(t, (v.shift-leafBits)%vecBits)
+	require.Zero(t, (v.n-1)>>(v.shift+vecBits), "height too small")
+	capacity := 1 << (v.shift + vecBits)
 	// Beyond Len, all slots must be zero (sampled densely near Len).
-	for i := v.n; i < capacity && i < v.n+2*width*width; i++ {
+	for i := v.n; i < capacity && i < v.n+2*vecWidth*vecWidth; i++ {
 		require.Zero(t, vget(v.root, v.shift, i), "stale slot %d beyond len %d", i, v.n)
 	}
 }
@@ -523,9 +523,9 @@ func TestVectorPrefetchLeafOnlyReads(t *testing.T) {
 }
 
 // A one-element edit of a published version copies one narrow leaf and the
-// branches above it: for 5000 pointers (three levels), two 32-pointer
-// branches and an 8-pointer leaf, not three 32-pointer nodes (864 bytes
-// with 32-element leaves).
+// branches above it: for 5000 pointers (four levels), three 16-pointer
+// branches (144 bytes each) and an 8-pointer leaf (80), 512 bytes, not
+// three 32-pointer nodes (864 bytes with 32-wide nodes).
 func TestVectorPathCopyBytes(t *testing.T) {
 	e := Vector[*int]{}.Edit()
 	x := new(int)
@@ -544,8 +544,8 @@ func TestVectorPathCopyBytes(t *testing.T) {
 	}
 	runtime.ReadMemStats(&after)
 	perEdit := (after.TotalAlloc - before.TotalAlloc) / rounds
-	require.LessOrEqual(t, perEdit, uint64(2*288+80+48), "bytes per one-element edit (a little slack for the runtime's own)")
-	require.Equal(t, 3, vectorDepth(v))
+	require.LessOrEqual(t, perEdit, uint64(3*144+80+48), "bytes per one-element edit (a little slack for the runtime's own)")
+	require.Equal(t, 4, vectorDepth(v))
 }
 
 // vectorDepth returns the number of nodes on a root-to-leaf path.
@@ -553,14 +553,14 @@ func vectorDepth[T any](v Vector[T]) int {
 	if v.root == nil {
 		return 0
 	}
-	return int((v.shift-leafBits)/levelBits) + 2
+	return int((v.shift-leafBits)/vecBits) + 2
 }
 
 // Lengths at the leaf and branch boundaries: every element reads back, the
 // shape holds, and truncating to each boundary and growing again exposes
 // zeros.
 func TestVectorLeafBoundaries(t *testing.T) {
-	for _, n := range []int{1, leafWidth - 1, leafWidth, leafWidth + 1, leafWidth * width, leafWidth*width + 1, leafWidth * width * width, leafWidth*width*width + 1, 40000} {
+	for _, n := range []int{1, leafWidth - 1, leafWidth, leafWidth + 1, leafWidth * vecWidth, leafWidth*vecWidth + 1, leafWidth * vecWidth * vecWidth, leafWidth*vecWidth*vecWidth + 1, 40000} {
 		v := buildVector(n)
 		checkVector(t, v)
 		for i := range n {
