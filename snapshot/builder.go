@@ -178,8 +178,8 @@ func (b *builder) Commit(epoch uint64, nodeCount, podCount int) *Snapshot {
 	}{s: *b.last}
 	s := &p.s
 	s.epoch = epoch
-	s.nodeCount = nodeCount
-	s.podCount = podCount
+	s.nodeCount = int32(nodeCount) // a cache holds fewer than 2^31 of each
+	s.podCount = int32(podCount)
 	if b.foldq == nil {
 		b.FoldPods()
 	}

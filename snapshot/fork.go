@@ -570,7 +570,7 @@ func (f *Fork) relist(s, prev *Snapshot, e *forkEdit, tree *nodetree.Overlay) {
 	}
 	var err error
 	if len(order) != tree.NumNodes() {
-		err = &InconsistentListError{ListLen: len(order), TreeNodes: tree.NumNodes(), MapLen: s.index.Len(), CacheEntries: s.nodeCount}
+		err = &InconsistentListError{ListLen: len(order), TreeNodes: tree.NumNodes(), MapLen: s.index.Len(), CacheEntries: int(s.nodeCount)}
 	}
 	s.ls = &nodeLists{order: order, aff: immutable.SeqOf(aff), anti: immutable.SeqOf(anti), err: err, treeNodes: tree.NumNodes()}
 	li := new(listIndex)
@@ -583,11 +583,11 @@ func (f *Fork) relist(s, prev *Snapshot, e *forkEdit, tree *nodetree.Overlay) {
 // ghost's last pod leaves).
 func refreshListError(s *Snapshot) {
 	ie, ok := s.lists().err.(*InconsistentListError)
-	if !ok || (ie.MapLen == s.index.Len() && ie.CacheEntries == s.nodeCount) {
+	if !ok || (ie.MapLen == s.index.Len() && ie.CacheEntries == int(s.nodeCount)) {
 		return
 	}
 	ls := *s.ls // s.lists().err is set: s.ls is not nil
-	ls.err = &InconsistentListError{ListLen: ie.ListLen, TreeNodes: ie.TreeNodes, MapLen: s.index.Len(), CacheEntries: s.nodeCount}
+	ls.err = &InconsistentListError{ListLen: ie.ListLen, TreeNodes: ie.TreeNodes, MapLen: s.index.Len(), CacheEntries: int(s.nodeCount)}
 	s.ls = &ls
 }
 

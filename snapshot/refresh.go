@@ -121,7 +121,7 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 	}
 	var err error
 	if len(order) != p.lists().treeNodes {
-		err = &InconsistentListError{ListLen: len(order), TreeNodes: p.lists().treeNodes, MapLen: index.Len(), CacheEntries: p.nodeCount}
+		err = &InconsistentListError{ListLen: len(order), TreeNodes: p.lists().treeNodes, MapLen: index.Len(), CacheEntries: int(p.nodeCount)}
 		order = p.treeOrder(index)
 		affList, antiList, used = derivedLists(order, nodes)
 	}

@@ -79,8 +79,8 @@ type Snapshot struct {
 	pods      immutable.Map[PodEntry]              // pod key (UID) -> entry, up to the changes in podLog
 	podLog    []podChange                          // pod changes after pods, oldest first; a prefix of a log shared with later snapshots, never written below its length
 	podSum    []uint64                             // podHash of each podLog key; shared and written like podLog
-	podCount  int                                  // pods held (assumed included)
-	nodeCount int                                  // NodeInfo entries, ghosts and nodeless included
+	podCount  int32                                // pods held (assumed included); 32 bits, like nodeCount, to keep the snapshot small
+	nodeCount int32                                // NodeInfo entries, ghosts and nodeless included
 	images    *nodeinfo.ImageTable                 // the image registry at this epoch; entries show their node's counts as of its last change
 	published bool                                 // true for snapshots handed out by the cache, and for a fork's (fork.go)
 	over      immutable.Map[podOver]               // a fork's pod changes over pods and podLog (fork.go); empty in the cache's snapshots
@@ -441,7 +441,7 @@ func (s *Snapshot) podUnder(key string) (PodEntry, bool) {
 }
 
 // PodCount returns the number of pods the cache held (assumed included).
-func (s *Snapshot) PodCount() int { return s.podCount }
+func (s *Snapshot) PodCount() int { return int(s.podCount) }
 
 // RangePods calls fn for each pod until fn returns false, in no set order.
 func (s *Snapshot) RangePods(fn func(key string, e PodEntry) bool) {
@@ -480,4 +480,4 @@ func (s *Snapshot) RangePods(fn func(key string, e PodEntry) bool) {
 
 // NodeCount returns the number of node entries the cache held, ghosts and
 // nodeless entries included (upstream's Cache.NodeCount).
-func (s *Snapshot) NodeCount() int { return s.nodeCount }
+func (s *Snapshot) NodeCount() int { return int(s.nodeCount) }

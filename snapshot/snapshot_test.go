@@ -383,8 +383,9 @@ func serveFolds(t *testing.T) *foldQueue {
 // A commit that changes no list shares the last snapshot's nodeLists; one
 // that changes the lists or the tree count gets a new one and leaves the
 // old one (held by earlier snapshots) as it was. The commit's allocation
-// (snapshot and its two lazy indexes) stays within 288 bytes, the size class
-// it fits since the lists moved out (416 before).
+// (snapshot and its two lazy indexes) stays within 256 bytes, a size class
+// (416 before the lists moved out and the counts and the node vector's
+// length became 32-bit).
 func TestCommitSharesNodeListsAndNeverWritesThem(t *testing.T) {
 	b := newBuilder()
 	b.SetNode(0, frozen(t, "a"))
@@ -433,5 +434,5 @@ func TestCommitSharesNodeListsAndNeverWritesThem(t *testing.T) {
 		s  Snapshot
 		pc pvcIndex
 		lx podLogIndex
-	}{}), uintptr(288))
+	}{}), uintptr(256))
 }

@@ -1,6 +1,9 @@
 package immutable
 
-import "unsafe"
+import (
+	"math"
+	"unsafe"
+)
 
 // Vector is a persistent array of T indexed from 0 to Len()-1: a radix-16
 // trie whose leaves hold leafWidth (8) elements each.
@@ -18,11 +21,19 @@ import "unsafe"
 // methods concurrently, and all reads of one value see the same elements. No
 // method blocks. Edit returns an editor that builds a new version without
 // changing this one. The zero Vector is empty and ready to use.
+//
+// A Vector value is 16 bytes (its length and height are 32-bit): a
+// snapshot holds one and every published snapshot is a copy. Its length is
+// at most MaxVectorLen.
 type Vector[T any] struct {
 	root  *vbranch[T] // nil if n == 0
-	n     int
-	shift uint // bit offset of the root's index; leafBits if root holds leaves
+	n     int32
+	shift uint32 // bit offset of the root's index; leafBits if root holds leaves
 }
+
+// MaxVectorLen is the greatest length of a Vector: Set of a larger index
+// does nothing.
+const MaxVectorLen = math.MaxInt32
 
 // Trie geometry: a leaf holds leafWidth elements, indexed by the low
 // leafBits bits of an index; each branch level above takes vecBits more
@@ -54,7 +65,7 @@ type vleaf[T any] struct {
 
 // Len returns the number of elements.
 func (v Vector[T]) Len() int {
-	return v.n
+	return int(v.n)
 }
 
 // Get returns the element at index i, or the zero T if i is out of range.
@@ -63,13 +74,13 @@ func (v Vector[T]) Get(i int) T {
 		var zero T
 		return zero
 	}
-	return vget(v.root, v.shift, i)
+	return vget(v.root, uint(v.shift), i)
 }
 
 // Range calls fn for each index and element in index order until fn returns
 // false.
 func (v Vector[T]) Range(fn func(i int, x T) bool) {
-	vrange(v.root, v.shift, v.n, fn)
+	vrange(v.root, uint(v.shift), int(v.n), fn)
 }
 
 // Edit returns an editor whose initial contents are those of v.
@@ -83,7 +94,7 @@ func (v Vector[T]) Edit() *VectorEditor[T] {
 // memory: whatever e was editing is dropped (a finished editor loses
 // nothing).
 func (v Vector[T]) EditInto(e *VectorEditor[T]) {
-	*e = VectorEditor[T]{root: v.root, n: v.n, shift: v.shift, tok: newToken()}
+	*e = VectorEditor[T]{root: v.root, n: int(v.n), shift: uint(v.shift), tok: newToken()}
 }
 
 func vget[T any](b *vbranch[T], shift uint, i int) T {
@@ -160,9 +171,9 @@ func (e *VectorEditor[T]) Get(i int) T {
 
 // Set sets the element at index i to x. If i >= Len, the vector grows to
 // length i+1 and the new elements other than i are zero. Set does nothing if
-// i < 0.
+// i < 0 or i >= MaxVectorLen.
 func (e *VectorEditor[T]) Set(i int, x T) {
-	if e.tok == 0 || i < 0 {
+	if e.tok == 0 || i < 0 || i >= MaxVectorLen {
 		return
 	}
 	if e.root == nil {
@@ -303,7 +314,7 @@ func (e *VectorEditor[T]) ownLeaf(l *vleaf[T]) *vleaf[T] {
 // Done returns the version built and freezes the editor.
 func (e *VectorEditor[T]) Done() Vector[T] {
 	e.tok = 0
-	return Vector[T]{root: e.root, n: e.n, shift: e.shift}
+	return Vector[T]{root: e.root, n: int32(e.n), shift: uint32(e.shift)}
 }
 
 // PrefetchLeaf reads, without changing anything, one word per cache line of
@@ -313,7 +324,7 @@ func (e *VectorEditor[T]) Done() Vector[T] {
 // their cache misses in flight together. It returns a value computed from
 // what it read, which the caller keeps so that the loads are not removed.
 func (v Vector[T]) PrefetchLeaf(i int) uintptr {
-	return prefetchLeaf(v.root, v.shift, v.n, i)
+	return prefetchLeaf(v.root, uint(v.shift), int(v.n), i)
 }
 
 // PrefetchLeaf is Vector.PrefetchLeaf for the vector being built. It has no
@@ -342,20 +353,21 @@ func prefetchLeaf[T any](root *vbranch[T], shift uint, n, i int) uintptr {
 // two versions share are skipped, so comparing a version with one derived
 // from it costs O(changes x depth), not O(length).
 func DiffVectors[T comparable](a, b Vector[T], fn func(i int, x, y T)) {
-	n := max(a.n, b.n)
+	an, bn := int(a.n), int(b.n)
+	n := max(an, bn)
 	if a.root != nil && b.root != nil && a.shift == b.shift {
-		diffBranch(a.root, b.root, a.shift, 0, a.n, b.n, fn)
+		diffBranch(a.root, b.root, uint(a.shift), 0, an, bn, fn)
 		return
 	}
 	for base := 0; base < n; base += leafWidth {
 		var la, lb *vleaf[T]
-		if base < a.n {
-			la = vleafAt(a.root, a.shift, base)
+		if base < an {
+			la = vleafAt(a.root, uint(a.shift), base)
 		}
-		if base < b.n {
-			lb = vleafAt(b.root, b.shift, base)
+		if base < bn {
+			lb = vleafAt(b.root, uint(b.shift), base)
 		}
-		diffLeaf(la, lb, base, a.n, b.n, fn)
+		diffLeaf(la, lb, base, an, bn, fn)
 	}
 }
 

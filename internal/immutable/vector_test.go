@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -47,13 +48,14 @@ func checkVector(t testing.TB, v Vector[int]) {
 		return
 	}
 	require.NotNil(t, v.root)
-	require.GreaterOrEqual(t, v.shift, uint(leafBits))
-	require.Zero(t, (v.shift-leafBits)%vecBits)
-	require.Zero(t, (v.n-1)>>(v.shift+vecBits), "height too small")
-	capacity := 1 << (v.shift + vecBits)
+	n, shift := int(v.n), uint(v.shift)
+	require.GreaterOrEqual(t, shift, uint(leafBits))
+	require.Zero(t, (shift-leafBits)%vecBits)
+	require.Zero(t, (n-1)>>(shift+vecBits), "height too small")
+	capacity := 1 << (shift + vecBits)
 	// Beyond Len, all slots must be zero (sampled densely near Len).
-	for i := v.n; i < capacity && i < v.n+2*vecWidth*vecWidth; i++ {
-		require.Zero(t, vget(v.root, v.shift, i), "stale slot %d beyond len %d", i, v.n)
+	for i := n; i < capacity && i < n+2*vecWidth*vecWidth; i++ {
+		require.Zero(t, vget(v.root, shift, i), "stale slot %d beyond len %d", i, n)
 	}
 }
 
@@ -595,4 +597,16 @@ func TestVectorLeafBoundaries(t *testing.T) {
 			require.Equal(t, want, diffs, "n=%d m=%d", n, m)
 		}
 	}
+}
+
+// A Vector value is 16 bytes (a snapshot copies one per publication), and
+// Set past MaxVectorLen does nothing rather than wrap the 32-bit length.
+func TestVectorValueSize(t *testing.T) {
+	require.Equal(t, uintptr(16), unsafe.Sizeof(Vector[*int]{}))
+	e := buildVector(3).Edit()
+	e.Set(MaxVectorLen, 7)
+	e.Set(MaxVectorLen+1, 7)
+	v := e.Done()
+	require.Equal(t, 3, v.Len())
+	require.Equal(t, 0, v.Get(MaxVectorLen))
 }
