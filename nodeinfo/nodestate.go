@@ -69,9 +69,16 @@ type NodeState struct {
 	usedPorts        []HostPort       // a set
 	pvcRefs          []pvcRef         // sorted by key, counts > 0
 
-	last   *NodeInfo // the previous Freeze result, nil before the first
-	dirty  uint8     // dirty* bits since last
-	shared uint8     // shared* bits: slices still a frozen NodeInfo's (Thaw), copied before their first write
+	last *NodeInfo // the previous Freeze result, nil before the first
+	// last's requested.scalars, usedPorts and pvcRefs (immutable, shared
+	// with it), kept here so that Freeze shares the unchanged ones without
+	// reading last: by the node's next change it has left the cache, and
+	// the read was a miss on every synchronous call's path.
+	lastScalars []ScalarQuantity
+	lastPorts   []HostPort
+	lastPVCs    []pvcRef
+	dirty       uint8 // dirty* bits since last
+	shared      uint8 // shared* bits: slices still a frozen NodeInfo's (Thaw), copied before their first write
 }
 
 // NewNodeState returns an empty, nodeless aggregate whose creation takes a
@@ -380,8 +387,7 @@ func (s *NodeState) Freeze() *NodeInfo {
 	if s.last != nil && s.dirty&dirtyAny == 0 {
 		return s.last
 	}
-	prev := s.last
-	if prev == nil {
+	if s.last == nil {
 		s.dirty = dirtyAll
 	}
 	// The pod slices are copied even when they did not change: they share
@@ -411,24 +417,25 @@ func (s *NodeState) Freeze() *NodeInfo {
 			n.requested.scalars = slices.Clone(s.reqScalars)
 		}
 	} else {
-		n.requested.scalars = prev.requested.scalars
+		n.requested.scalars = s.lastScalars
 	}
 	if s.dirty&dirtyPorts != 0 {
 		if len(s.usedPorts) > 0 {
 			n.usedPorts = slices.Clone(s.usedPorts)
 		}
 	} else {
-		n.usedPorts = prev.usedPorts
+		n.usedPorts = s.lastPorts
 	}
 	if s.dirty&dirtyPVCs != 0 {
 		if len(s.pvcRefs) > 0 {
 			n.pvcRefs = slices.Clone(s.pvcRefs)
 		}
 	} else {
-		n.pvcRefs = prev.pvcRefs
+		n.pvcRefs = s.lastPVCs
 	}
 	n.withExtension()
 	s.last = n
+	s.lastScalars, s.lastPorts, s.lastPVCs = n.requested.scalars, n.usedPorts, n.pvcRefs
 	s.dirty = 0
 	return n
 }
@@ -513,17 +520,14 @@ func (s *NodeState) PrefetchHead() uintptr {
 	return uintptr(len(s.pods)) + uintptr(len(s.podsWithAffinity)) + uintptr(s.requested.MilliCPU) + uintptr(s.dirty)
 }
 
-// PrefetchLists reads one word per cache line of the pod lists and the
-// head of the previous Freeze result.
+// PrefetchLists reads one word per cache line of the pod lists (Freeze
+// does not read the previous Freeze result).
 func (s *NodeState) PrefetchLists() uintptr {
 	var sum uintptr
 	for _, l := range [...][]*PodInfo{s.pods, s.podsWithAffinity, s.podsWithRequiredAntiAffinity} {
 		for i := 0; i < len(l); i += cacheLinePtrs {
 			sum += uintptr(unsafe.Pointer(l[i]))
 		}
-	}
-	if s.last != nil {
-		sum += uintptr(s.last.generation)
 	}
 	return sum
 }

@@ -345,6 +345,30 @@ func TestFreezeSharingAndIdentity(t *testing.T) {
 	require.False(t, &s.pvcRefs[0] == &f2.pvcRefs[0])
 	require.False(t, &s.reqScalars[0] == &f2.requested.scalars[0])
 	require.False(t, &s.pods[0] == &f2.podBuf[0])
+
+	// Freeze shares them from what the state kept of its last result, not
+	// by reading that NodeInfo: through further freezes, and from a thawed
+	// copy (whose last result is the NodeInfo it was thawed from).
+	s.AddPod(mustPodInfo(t, mkPod("c")))
+	f3 := s.Freeze()
+	require.True(t, &f1.usedPorts[0] == &f3.usedPorts[0], "ports still shared")
+	require.True(t, &f1.pvcRefs[0] == &f3.pvcRefs[0], "pvcs still shared")
+	require.True(t, &f1.requested.scalars[0] == &f3.requested.scalars[0], "scalars still shared")
+	th := f3.Thaw(next)
+	th.AddPod(mustPodInfo(t, mkPod("d")))
+	f4 := th.Freeze()
+	require.Equal(t, 4, f4.NumPods())
+	require.True(t, &f3.usedPorts[0] == &f4.usedPorts[0], "thawed: ports shared")
+	require.True(t, &f3.pvcRefs[0] == &f4.pvcRefs[0], "thawed: pvcs shared")
+	require.True(t, &f3.requested.scalars[0] == &f4.requested.scalars[0], "thawed: scalars shared")
+	// A change of the ports is copied, and the next freeze shares the copy.
+	th.AddPod(mustPodInfo(t, mkPod("e", withHostPort("", "", 81))))
+	f5 := th.Freeze()
+	require.False(t, &f4.usedPorts[0] == &f5.usedPorts[0])
+	require.Len(t, f5.usedPorts, 2)
+	require.Len(t, f4.usedPorts, 1, "the earlier copy is unchanged")
+	th.AddPod(mustPodInfo(t, mkPod("f")))
+	require.True(t, &f5.usedPorts[0] == &th.Freeze().usedPorts[0])
 }
 
 // nodeInfoView is everything observable about a NodeInfo, as plain values.

@@ -74,6 +74,9 @@ func (n *NodeInfo) thawOnto(s *NodeState, nextGen func() int64, pods, aff, anti 
 		imageNames:                   n.imageNames,
 		imageTable:                   n.imageTable,
 		last:                         n,
+		lastScalars:                  n.requested.scalars,
+		lastPorts:                    n.usedPorts,
+		lastPVCs:                     n.pvcRefs,
 		shared:                       shared,
 	}
 	s.requested.scalars = nil

@@ -157,9 +157,9 @@ const (
 
 // prefetch reads, without changing anything, what applying muts and then
 // freezing their entries will read: each entry's state, its pod lists and
-// previous frozen copy, and the PodInfo a removal subtracts. In a large
-// cluster each is a cache miss, and applying the mutations one by one
-// would wait for them one after another; here each stage is a loop whose
+// the PodInfo a removal subtracts. In a large cluster each is a cache
+// miss, and applying the mutations one by one would wait for them one
+// after another; here each stage is a loop whose
 // iterations do not depend on each other, so the processor keeps the
 // misses of many entries in flight at once. It has no effect on the state.
 func (c *Core) prefetch(muts []Mutation) {
