@@ -163,7 +163,7 @@ func (b *builder) Lists() (order []int32, aff, anti immutable.Seq[int32], err er
 		return b.order, b.aff, b.anti, b.err
 	}
 	l := b.last.lists()
-	return l.order, l.aff, l.anti, l.err
+	return b.last.order, l.aff, l.anti, l.err
 }
 
 // Commit ends the transaction and returns the new snapshot, which becomes
@@ -206,7 +206,7 @@ func (b *builder) Commit(epoch uint64, nodeCount, podCount int) *Snapshot {
 			b.tree, b.treeNms = false, nil
 		}
 		if b.lists {
-			ls.order, ls.aff, ls.anti, ls.err = b.order, b.aff, b.anti, b.err
+			s.order, ls.aff, ls.anti, ls.err = b.order, b.aff, b.anti, b.err
 			s.li = new(listIndex) // built by the first fork that needs it
 			b.lists = false
 			b.order, b.aff, b.anti, b.err = nil, immutable.Seq[int32]{}, immutable.Seq[int32]{}, nil

@@ -53,7 +53,7 @@ func forkNextGen() int64 { return forkGenBase + forkGen.Add(1) }
 type forkLevel struct {
 	s       *Snapshot            // immutable, published
 	ghosts  immutable.Map[int32] // nodeless entries the fork made (RemoveNode of a node holding pods): name -> slot
-	listTok uint64               // identifies the zone tree s.lists().order was listed from; 0: the base's; unused while lazy
+	listTok uint64               // identifies the zone tree s.order was listed from; 0: the base's; unused while lazy
 	tree    *nodetree.Overlay    // the zone tree of this state; nil: the base list's, not made yet (no node operation since the base)
 	lazy    *deferredList        // non-nil: the lists were not rebuilt after the last node operations (see deferredList)
 	nodeOps int                  // node operations applied since the base (Cache.Commit refuses a fork with any)
@@ -547,7 +547,7 @@ func (f *Fork) relist(s, prev *Snapshot, e *forkEdit, tree *nodetree.Overlay) {
 	oldPos, _ := prev.listPos()
 	newPos, dup := positions(order)
 	if oldPos == nil {
-		oldPos, _ = positions(prev.lists().order)
+		oldPos, _ = positions(prev.order)
 	}
 	// The counts are per node, not per place: a node the tree lists in
 	// two zones counts once, at its last place.
@@ -560,7 +560,7 @@ func (f *Fork) relist(s, prev *Snapshot, e *forkEdit, tree *nodetree.Overlay) {
 			})
 		}
 	}
-	for j, slot := range prev.lists().order {
+	for j, slot := range prev.order {
 		if oldPos[slot] == int32(j) && !in(newPos, slot) {
 			prev.nodes.Get(int(slot)).RangePVCRefCounts(func(k string, _ int) bool {
 				f.usePVC(e, k, -1)
@@ -572,7 +572,8 @@ func (f *Fork) relist(s, prev *Snapshot, e *forkEdit, tree *nodetree.Overlay) {
 	if len(order) != tree.NumNodes() {
 		err = &InconsistentListError{ListLen: len(order), TreeNodes: tree.NumNodes(), MapLen: s.index.Len(), CacheEntries: int(s.nodeCount)}
 	}
-	s.ls = &nodeLists{order: order, aff: immutable.SeqOf(aff), anti: immutable.SeqOf(anti), err: err, treeNodes: tree.NumNodes()}
+	s.order = order
+	s.ls = &nodeLists{aff: immutable.SeqOf(aff), anti: immutable.SeqOf(anti), err: err, treeNodes: tree.NumNodes()}
 	li := new(listIndex)
 	li.once.Do(func() { li.pos, li.dup = newPos, dup })
 	s.li = li
@@ -639,7 +640,7 @@ func (f *Fork) editLists(s *Snapshot, e *forkEdit) {
 			ls.aff, ls.anti = aff, anti
 		} else { // a list seen twice: derive both from the list
 			var a, b []int32
-			for _, slot := range s.lists().order {
+			for _, slot := range s.order {
 				ni := s.nodes.Get(int(slot))
 				if ni.NumPodsWithAffinity() > 0 {
 					a = append(a, slot)
@@ -660,7 +661,7 @@ func (f *Fork) listed(slot int32) bool {
 	if f.pos == nil || f.posTok != f.cur.listTok {
 		pos, dup := f.cur.s.listPos() // shared by the forks of one list
 		if pos == nil {
-			pos, dup = positions(f.cur.s.lists().order)
+			pos, dup = positions(f.cur.s.order)
 		}
 		f.pos, f.posDup, f.posTok = pos, dup, f.cur.listTok
 	}

@@ -15,9 +15,9 @@ type ListKey struct {
 
 // ListKey returns s's list key in O(1) without allocating.
 func (s *Snapshot) ListKey() ListKey {
-	k := ListKey{nodes: s.nodes.Identity(), n: len(s.lists().order)}
-	if len(s.lists().order) > 0 {
-		k.order = &s.lists().order[0]
+	k := ListKey{nodes: s.nodes.Identity(), n: len(s.order)}
+	if len(s.order) > 0 {
+		k.order = &s.order[0]
 	}
 	return k
 }

@@ -112,7 +112,7 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 		})
 		all = true
 	}
-	order, affList, antiList, used := s.lists().order, s.lists().aff, s.lists().anti, s.pvc
+	order, affList, antiList, used := s.order, s.lists().aff, s.lists().anti, s.pvc
 	if all || aff || anti || pvc {
 		if all {
 			order = p.treeOrder(index)
@@ -127,7 +127,8 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 	}
 	s.nodes, s.index = nodes.Done(), index.Done()
 	pl := p.lists()
-	s.ls = &nodeLists{order: order, aff: affList, anti: antiList, err: err, treeNodes: pl.treeNodes, treeNames: pl.treeNames}
+	s.order = order
+	s.ls = &nodeLists{aff: affList, anti: antiList, err: err, treeNodes: pl.treeNodes, treeNames: pl.treeNames}
 	s.pvc = used
 	s.epoch, s.podCount, s.nodeCount = p.epoch, p.podCount, p.nodeCount
 	s.pods, s.podLog, s.podSum = p.pods, p.podLog, p.podSum
@@ -178,8 +179,8 @@ func (s *Snapshot) treeOrder(index *immutable.MapEditor[int32]) []int32 {
 		}
 		return out
 	}
-	out := make([]int32, 0, len(s.lists().order))
-	for _, slot := range s.lists().order {
+	out := make([]int32, 0, len(s.order))
+	for _, slot := range s.order {
 		out = add(out, s.nodes.Get(int(slot)).NodeName())
 	}
 	return out

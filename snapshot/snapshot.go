@@ -74,7 +74,8 @@ type Snapshot struct {
 	epoch     uint64
 	nodes     immutable.Vector[*nodeinfo.NodeInfo] // by slot; nil for nodeless or free slots
 	index     immutable.Map[int32]                 // name -> slot, entries with a node object
-	ls        *nodeLists                           // the node lists; nil: none (lists); immutable, shared by the snapshots with these lists
+	order     []int32                              // slots in zone-tree order; shared, never written (here, not in ls: every At reads it)
+	ls        *nodeLists                           // the affinity lists, list error and tree count; nil: none (lists); immutable, shared by the snapshots with these lists
 	pvc       immutable.Map[struct{}]              // used PVC keys "namespace/name"
 	pods      immutable.Map[PodEntry]              // pod key (UID) -> entry, up to the changes in podLog
 	podLog    []podChange                          // pod changes after pods, oldest first; a prefix of a log shared with later snapshots, never written below its length
@@ -90,15 +91,15 @@ type Snapshot struct {
 	ll        *longLived                           // nil unless refreshed by UpdateFrom; owned with the snapshot
 }
 
-// nodeLists is the part of a snapshot that changes only when its node
-// list, its affinity lists, its list error or its zone tree's count do:
-// apart, so that a snapshot that changes none of them (most: a pod event
-// changes one node) copies one pointer, not 136 bytes, and its allocation
-// fits a smaller size class. Immutable: a nodeLists is never written once
-// a snapshot holds it; a change makes a new one. Shared by every snapshot
-// with these lists.
+// nodeLists is the part of a snapshot that changes only when its
+// affinity lists, its list error or its zone tree's count do: apart, so
+// that a snapshot that changes none of them (most: a pod event changes
+// one node) copies one pointer, not 112 bytes, and its allocation fits a
+// smaller size class. The node list itself stays in the snapshot: At and
+// NumNodes read it on every call, which spares them a dependent load.
+// Immutable: a nodeLists is never written once a snapshot holds it; a
+// change makes a new one. Shared by every snapshot with these lists.
 type nodeLists struct {
-	order     []int32              // slots in zone-tree order; shared, never written
 	aff       immutable.Seq[int32] // order filtered to nodes with affinity pods, by list position
 	anti      immutable.Seq[int32] // order filtered to nodes with required anti-affinity pods, by list position
 	err       error                // list/tree inconsistency, reported by UpdateSnapshot
@@ -139,7 +140,7 @@ func (s *Snapshot) listPos() ([]int32, bool) {
 	if li == nil {
 		return nil, false
 	}
-	li.once.Do(func() { li.pos, li.dup = positions(s.lists().order) })
+	li.once.Do(func() { li.pos, li.dup = positions(s.order) })
 	return li.pos, li.dup
 }
 
@@ -156,16 +157,16 @@ func (s *Snapshot) listTree() (*nodetree.Overlay, error) {
 		li = new(listIndex)
 	}
 	li.treeOnce.Do(func() {
-		if s.lists().err != nil || s.lists().treeNames != nil || s.lists().treeNodes != len(s.lists().order) {
+		if s.lists().err != nil || s.lists().treeNames != nil || s.lists().treeNodes != len(s.order) {
 			li.treeErr = ErrForkListInconsistent
 			return
 		}
 		t := nodetree.New()
-		for _, slot := range s.lists().order {
+		for _, slot := range s.order {
 			t.AddID(s.nodes.Get(int(slot)).Node(), slot)
 		}
-		ids, _ := t.AppendIDs(make([]int32, 0, len(s.lists().order)))
-		if !slices.Equal(ids, s.lists().order) {
+		ids, _ := t.AppendIDs(make([]int32, 0, len(s.order)))
+		if !slices.Equal(ids, s.order) {
 			li.treeErr = ErrForkListInconsistent
 			return
 		}
@@ -190,9 +191,9 @@ func (s *Snapshot) pvcCounts() immutable.Map[int32] {
 		e := immutable.Map[int32]{}.Edit()
 		pos, _ := s.listPos()
 		if pos == nil {
-			pos, _ = positions(s.lists().order)
+			pos, _ = positions(s.order)
 		}
-		for i, slot := range s.lists().order {
+		for i, slot := range s.order {
 			if pos[slot] != int32(i) {
 				continue // a node listed twice counts once
 			}
@@ -301,20 +302,20 @@ func (s *Snapshot) NodeInfos() *Snapshot { return s }
 func (s *Snapshot) StorageInfos() *Snapshot { return s }
 
 // NumNodes returns the length of the node list.
-func (s *Snapshot) NumNodes() int { return len(s.lists().order) }
+func (s *Snapshot) NumNodes() int { return len(s.order) }
 
 // At returns the i-th node of the list (zone-tree order), or nil when i is
 // out of range. It does not allocate.
 func (s *Snapshot) At(i int) *nodeinfo.NodeInfo {
-	if i < 0 || i >= len(s.lists().order) {
+	if i < 0 || i >= len(s.order) {
 		return nil
 	}
-	return s.nodes.Get(int(s.lists().order[i]))
+	return s.nodes.Get(int(s.order[i]))
 }
 
 // Range calls fn for each node of the list in order until fn returns false.
 func (s *Snapshot) Range(fn func(i int, n *nodeinfo.NodeInfo) bool) {
-	for i, slot := range s.lists().order {
+	for i, slot := range s.order {
 		if !fn(i, s.nodes.Get(int(slot))) {
 			return
 		}
@@ -348,7 +349,7 @@ func (s *Snapshot) resolveSeq(slots immutable.Seq[int32]) []*nodeinfo.NodeInfo {
 
 // List returns a new slice of the nodes in zone-tree order. It costs
 // O(nodes); use At or Range to read without copying. The error is nil.
-func (s *Snapshot) List() ([]*nodeinfo.NodeInfo, error) { return s.resolve(s.lists().order), nil }
+func (s *Snapshot) List() ([]*nodeinfo.NodeInfo, error) { return s.resolve(s.order), nil }
 
 // HavePodsWithAffinityList returns a new slice of the nodes, in list order,
 // that hold at least one pod with pod affinity or anti-affinity.
