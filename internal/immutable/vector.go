@@ -6,16 +6,17 @@ import (
 )
 
 // Vector is a persistent array of T indexed from 0 to Len()-1: a radix-16
-// trie whose leaves hold leafWidth (8) elements each.
+// trie whose leaves hold leafWidth (32) elements each.
 //
-// The nodes are narrow because a path copy (Set of one element in a new
+// The branches are narrow because a path copy (Set of one element in a new
 // version: what every published snapshot pays per changed node) copies one
 // leaf and every branch above it: a branch of 16 pointers is a 144-byte
-// object and a leaf of 8 an 80-byte one, where 32-wide nodes are 288 bytes
-// each. For 5000 elements a path copy is 3x144+80 = 512 bytes (four levels)
-// instead of 3x288 = 864 (three); for 50000, 4x144+80 = 656 (five) instead
-// of 4x288 = 1152 (four). The levels near the root, few and read by every
-// lookup, stay in cache, so the extra level costs a read little.
+// object where one of 32 is 288 bytes. For 5000 elements a path copy is
+// 2x144+288 = 576 bytes instead of 3x288 = 864, with the same three levels;
+// for 50000, 3x144+288 = 720 instead of 4x288 = 1152, with the same four.
+// The leaves stay 32 wide: 8-element leaves (80 bytes) made the copy 512
+// bytes at 5000 elements but added a level there, and W1's readers, whose
+// every node read walks the trie, were 3-7% slower for it.
 //
 // Contract: a Vector value is immutable; any number of goroutines may call its
 // methods concurrently, and all reads of one value see the same elements. No
@@ -40,7 +41,7 @@ const MaxVectorLen = math.MaxInt32
 // (vecWidth children). Map's nodes are 32 wide (levelBits); a Vector's are
 // narrower, for the path copies above.
 const (
-	leafBits  = 3
+	leafBits  = 5
 	leafWidth = 1 << leafBits
 	leafMask  = leafWidth - 1
 	vecBits   = 4

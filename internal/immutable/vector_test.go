@@ -524,10 +524,10 @@ func TestVectorPrefetchLeafOnlyReads(t *testing.T) {
 	requireVector(t, want, ed.Done())
 }
 
-// A one-element edit of a published version copies one narrow leaf and the
-// branches above it: for 5000 pointers (four levels), three 16-pointer
-// branches (144 bytes each) and an 8-pointer leaf (80), 512 bytes, not
-// three 32-pointer nodes (864 bytes with 32-wide nodes).
+// A one-element edit of a published version copies one leaf and the narrow
+// branches above it: for 5000 pointers (three levels), two 16-pointer
+// branches (144 bytes each) and a 32-pointer leaf (288), 576 bytes, not
+// three 32-pointer nodes (864 bytes with 32-wide branches).
 func TestVectorPathCopyBytes(t *testing.T) {
 	e := Vector[*int]{}.Edit()
 	x := new(int)
@@ -546,8 +546,9 @@ func TestVectorPathCopyBytes(t *testing.T) {
 	}
 	runtime.ReadMemStats(&after)
 	perEdit := (after.TotalAlloc - before.TotalAlloc) / rounds
-	require.LessOrEqual(t, perEdit, uint64(3*144+80+48), "bytes per one-element edit (a little slack for the runtime's own)")
-	require.Equal(t, 4, vectorDepth(v))
+	require.LessOrEqual(t, perEdit, uint64(2*144+288+48), "bytes per one-element edit (a little slack for the runtime's own)")
+	require.Equal(t, 3, vectorDepth(v), "as deep as with 32-wide branches: reads walk no more nodes")
+	require.Equal(t, 4, vectorDepth(buildVector(50000)))
 }
 
 // vectorDepth returns the number of nodes on a root-to-leaf path.
