@@ -27,23 +27,33 @@ func plainish(r *rand.Rand, pod *v1.Pod) {
 		}
 	}
 	if r.IntN(4) > 0 {
-		cpuMem := func(rl v1.ResourceList) {
-			for name := range rl {
-				if name != v1.ResourceCPU && name != v1.ResourceMemory {
-					delete(rl, name)
-				}
+		cpuMemOnly(pod)
+	}
+}
+
+// cpuMemOnly deletes every name but cpu and memory from every list of pod
+// the requests are read from: containers' and init containers' requests,
+// overhead, and statuses' resources.
+func cpuMemOnly(pod *v1.Pod) {
+	keep := func(rl v1.ResourceList) {
+		for name := range rl {
+			if name != v1.ResourceCPU && name != v1.ResourceMemory {
+				delete(rl, name)
 			}
 		}
-		for i := range pod.Spec.Containers {
-			cpuMem(pod.Spec.Containers[i].Resources.Requests)
+	}
+	for _, cs := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range cs {
+			keep(cs[i].Resources.Requests)
 		}
-		for _, st := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
-			for i := range st {
-				if st[i].Resources != nil {
-					cpuMem(st[i].Resources.Requests)
-				}
-				cpuMem(st[i].AllocatedResources)
+	}
+	keep(pod.Spec.Overhead)
+	for _, st := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+		for i := range st {
+			if st[i].Resources != nil {
+				keep(st[i].Resources.Requests)
 			}
+			keep(st[i].AllocatedResources)
 		}
 	}
 }
@@ -126,27 +136,7 @@ func initish(r *rand.Rand, pod *v1.Pod) {
 		pod.Spec.Resources = nil
 	}
 	if r.IntN(4) > 0 {
-		cpuMem := func(rl v1.ResourceList) {
-			for name := range rl {
-				if name != v1.ResourceCPU && name != v1.ResourceMemory {
-					delete(rl, name)
-				}
-			}
-		}
-		for _, cs := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
-			for i := range cs {
-				cpuMem(cs[i].Resources.Requests)
-			}
-		}
-		cpuMem(pod.Spec.Overhead)
-		for _, st := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
-			for i := range st {
-				if st[i].Resources != nil {
-					cpuMem(st[i].Resources.Requests)
-				}
-				cpuMem(st[i].AllocatedResources)
-			}
-		}
+		cpuMemOnly(pod)
 	}
 }
 

@@ -120,19 +120,6 @@ func TestNodeTotalsAtTheBound(t *testing.T) {
 	}
 }
 
-// loadNumSlow is loadNum without its whole-amount shortcut: the amount
-// converted at scale, kept as an int64 only if converting back gives q.
-func loadNumSlow(q *resource.Quantity, scale resource.Scale) num {
-	v := q.ScaledValue(scale)
-	var e resource.Quantity
-	e.SetScaled(v, scale)
-	if q.Cmp(e) == 0 {
-		return num{v: v}
-	}
-	c := q.DeepCopy()
-	return num{q: &c}
-}
-
 // loadNum's shortcut for whole amounts gives what the full conversion
 // gives, at both scales, for whole, fractional, negative, decimal-backed
 // and overflowing amounts.
@@ -143,7 +130,7 @@ func TestLoadNumShortcutMatchesFullConversion(t *testing.T) {
 	for _, in := range inputs {
 		q := resource.MustParse(in)
 		for _, scale := range []resource.Scale{0, resource.Milli} {
-			got, want := loadNum(&q, scale), loadNumSlow(&q, scale)
+			got, want := loadNum(&q, scale), loadNumChecked(&q, scale)
 			if want.q == nil {
 				require.Nil(t, got.q, "%s at %d: want int64 %d", in, scale, want.v)
 				require.Equal(t, want.v, got.v, "%s at %d", in, scale)
@@ -156,7 +143,7 @@ func TestLoadNumShortcutMatchesFullConversion(t *testing.T) {
 	// Built, not parsed: a value with a positive scale, and a decimal one.
 	for _, q := range []resource.Quantity{*resource.NewScaledQuantity(7, 3), *resource.NewScaledQuantity(math.MaxInt64/100, 3), *resource.NewMilliQuantity(1234, resource.DecimalSI)} {
 		for _, scale := range []resource.Scale{0, resource.Milli} {
-			got, want := loadNum(&q, scale), loadNumSlow(&q, scale)
+			got, want := loadNum(&q, scale), loadNumChecked(&q, scale)
 			require.Equal(t, want.q == nil, got.q == nil, "%s at %d", q.String(), scale)
 			if want.q == nil {
 				require.Equal(t, want.v, got.v)

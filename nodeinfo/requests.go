@@ -53,7 +53,7 @@ type num struct {
 
 // loadNum converts q to a num at scale (resource.Milli or 0). A whole
 // amount in int64 (AsInt64 is exact when it reports ok) needs no check;
-// anything else is converted and compared back.
+// anything else takes loadNumChecked.
 func loadNum(q *resource.Quantity, scale resource.Scale) num {
 	if v, ok := q.AsInt64(); ok {
 		switch {
@@ -63,6 +63,12 @@ func loadNum(q *resource.Quantity, scale resource.Scale) num {
 			return num{v: v * 1000}
 		}
 	}
+	return loadNumChecked(q, scale)
+}
+
+// loadNumChecked is loadNum for any amount: converted at scale, kept as an
+// int64 only if converting back gives q, else held exactly.
+func loadNumChecked(q *resource.Quantity, scale resource.Scale) num {
 	v := q.ScaledValue(scale)
 	var e resource.Quantity
 	e.SetScaled(v, scale)
