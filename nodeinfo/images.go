@@ -179,6 +179,38 @@ func SamePVCKeys(a, b *NodeInfo) bool {
 	return true
 }
 
+// DiffPVCKeys calls fn, in key order, for each PVC key that exactly one of
+// a and b references: added is true for a key only b references, false
+// for one only a references (a nil NodeInfo references none). Cost:
+// O(keys of a and b) by one merge of the two sorted lists; nothing if
+// they share one list (a Freeze that changed no claim).
+func DiffPVCKeys(a, b *NodeInfo, fn func(key string, added bool)) {
+	var x, y []pvcRef
+	if a != nil {
+		x = a.pvcRefs
+	}
+	if b != nil {
+		y = b.pvcRefs
+	}
+	if len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0]) {
+		return
+	}
+	i, j := 0, 0
+	for i < len(x) || j < len(y) {
+		switch {
+		case j == len(y) || (i < len(x) && x[i].key < y[j].key):
+			fn(x[i].key, false)
+			i++
+		case i == len(x) || y[j].key < x[i].key:
+			fn(y[j].key, true)
+			j++
+		default:
+			i++
+			j++
+		}
+	}
+}
+
 // RangePVCKeys calls fn for each PVC key n references, in key order.
 func (n *NodeInfo) RangePVCKeys(fn func(key string)) {
 	if n == nil {

@@ -3,6 +3,8 @@ package nodeinfo
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"unsafe"
@@ -706,4 +708,87 @@ func TestNodeStatePrefetchOnlyReads(t *testing.T) {
 	require.Equal(t, len(want.Pods), len(got.Pods))
 	require.Equal(t, len(want.Aff), len(got.Aff))
 	require.Equal(t, len(want.Anti), len(got.Anti))
+}
+
+// DiffPVCKeys reports, in key order, exactly the claim keys one entry
+// references and the other does not (checked against sets built from
+// RangePVCKeys, over random add and remove sequences), and nothing for an
+// entry and a later freeze that changed no claim.
+func TestDiffPVCKeys(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	keys := func(n *NodeInfo) map[string]bool {
+		m := map[string]bool{}
+		n.RangePVCKeys(func(k string) { m[k] = true })
+		return m
+	}
+	for round := range 200 {
+		s := NewNodeState(nil)
+		s.SetNode(mkNode("n", rl("cpu", "8", "pods", "110")))
+		var live []*PodInfo
+		step := func() {
+			if len(live) > 0 && r.IntN(3) == 0 {
+				i := r.IntN(len(live))
+				require.NoError(t, s.RemovePodInfo(live[i], false, false))
+				live = append(live[:i], live[i+1:]...)
+				return
+			}
+			var claims []string
+			for range r.IntN(3) {
+				claims = append(claims, fmt.Sprint("c", r.IntN(6)))
+			}
+			p := mustPodInfo(t, mkPod(fmt.Sprint("p", round, "-", len(live), "-", r.Int()), withNode("n"), withPVCs(claims...)))
+			s.AddPod(p)
+			live = append(live, p)
+		}
+		for range r.IntN(5) {
+			step()
+		}
+		a := s.Freeze()
+		for range r.IntN(5) {
+			step()
+		}
+		b := s.Freeze()
+		ka, kb := keys(a), keys(b)
+		var want, got []string
+		for _, k := range slices.Sorted(maps.Keys(ka)) {
+			if !kb[k] {
+				want = append(want, "-"+k)
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(kb)) {
+			if !ka[k] {
+				want = append(want, "+"+k)
+			}
+		}
+		DiffPVCKeys(a, b, func(k string, added bool) {
+			if added {
+				got = append(got, "+"+k)
+			} else {
+				got = append(got, "-"+k)
+			}
+		})
+		slices.Sort(want)
+		require.Equal(t, want, sortedCopy(got), "round %d", round)
+		var order []string
+		DiffPVCKeys(a, b, func(k string, _ bool) { order = append(order, k) })
+		require.True(t, slices.IsSorted(order), "round %d: %v", round, order)
+		require.Equal(t, len(want) == 0, SamePVCKeys(a, b), "round %d", round)
+	}
+	// Nil entries reference nothing; a freeze with no claim change shares
+	// the list and reports nothing.
+	s := NewNodeState(nil)
+	s.AddPod(mustPodInfo(t, mkPod("x", withNode("n"), withPVCs("a", "b"))))
+	a := s.Freeze()
+	var got []string
+	DiffPVCKeys(nil, a, func(k string, added bool) { got = append(got, fmt.Sprintf("%s %v", k, added)) })
+	require.Equal(t, []string{"ns/a true", "ns/b true"}, got)
+	s.AddPod(mustPodInfo(t, mkPod("y", withNode("n"))))
+	b := s.Freeze()
+	DiffPVCKeys(a, b, func(k string, _ bool) { t.Fatalf("reported %s", k) })
+}
+
+func sortedCopy(s []string) []string {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c
 }

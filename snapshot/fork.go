@@ -600,7 +600,7 @@ func (f *Fork) editLists(s *Snapshot, e *forkEdit) {
 		now := s.nodes.Get(int(slot))
 		aff0, aff1 := t.init.NumPodsWithAffinity() > 0, now.NumPodsWithAffinity() > 0
 		anti0, anti1 := t.init.NumPodsWithRequiredAntiAffinity() > 0, now.NumPodsWithRequiredAntiAffinity() > 0
-		if aff0 == aff1 && anti0 == anti1 && t.init.NumPVCRefCounts() == 0 && now.NumPVCRefCounts() == 0 {
+		if aff0 == aff1 && anti0 == anti1 && nodeinfo.SamePVCKeys(t.init, now) {
 			continue // in no list it was not in before
 		}
 		if !f.listed(slot) {
@@ -612,17 +612,12 @@ func (f *Fork) editLists(s *Snapshot, e *forkEdit) {
 		if anti0 != anti1 {
 			antiEd = append(antiEd, immutable.SeqEdit[int32]{X: slot, Insert: anti1})
 		}
-		now.RangePVCRefCounts(func(k string, _ int) bool {
-			if t.init.PVCRefCount(k) == 0 {
+		nodeinfo.DiffPVCKeys(t.init, now, func(k string, added bool) {
+			if added {
 				f.usePVC(e, k, +1)
-			}
-			return true
-		})
-		t.init.RangePVCRefCounts(func(k string, _ int) bool {
-			if now.PVCRefCount(k) == 0 {
+			} else {
 				f.usePVC(e, k, -1)
 			}
-			return true
 		})
 	}
 	if len(affEd) > 0 || len(antiEd) > 0 {
