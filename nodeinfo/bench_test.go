@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // typicalPod is a bound two-container pod with cpu and memory requests;
@@ -108,4 +109,28 @@ func BenchmarkFreeze30Pods(b *testing.B) {
 			_ = s.Freeze()
 		}
 	})
+}
+
+// BenchmarkLoadNum converts one amount as requests are read: memory at
+// scale 0 (a whole amount takes the AsInt64 shortcut), cpu at milli scale
+// (always the checked conversion); /checked is the checked conversion
+// alone, for comparison.
+func BenchmarkLoadNum(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		in    string
+		scale resource.Scale
+	}{{"memory=256Mi", "256Mi", 0}, {"cpu=250m", "250m", resource.Milli}, {"cpu=2", "2", resource.Milli}} {
+		q := resource.MustParse(tc.in)
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				_ = loadNum(&q, tc.scale)
+			}
+		})
+		b.Run(tc.name+"/checked", func(b *testing.B) {
+			for b.Loop() {
+				_ = loadNumChecked(&q, tc.scale)
+			}
+		})
+	}
 }

@@ -2,7 +2,6 @@ package nodeinfo
 
 import (
 	"cmp"
-	"math"
 	"slices"
 	"strings"
 
@@ -51,16 +50,15 @@ type num struct {
 	q *resource.Quantity // the exact amount when not representable by v; never mutated
 }
 
-// loadNum converts q to a num at scale (resource.Milli or 0). A whole
-// amount in int64 (AsInt64 is exact when it reports ok) needs no check;
-// anything else takes loadNumChecked.
+// loadNum converts q to a num at scale (resource.Milli or 0). At scale 0
+// a whole amount in int64 (AsInt64 is exact when it reports ok: every
+// usual memory request) needs no check; anything else takes
+// loadNumChecked. Cpu, at milli scale, is mostly fractional ("250m"),
+// for which trying AsInt64 first would only add a miss.
 func loadNum(q *resource.Quantity, scale resource.Scale) num {
-	if v, ok := q.AsInt64(); ok {
-		switch {
-		case scale == 0:
+	if scale == 0 {
+		if v, ok := q.AsInt64(); ok {
 			return num{v: v}
-		case scale == resource.Milli && v <= math.MaxInt64/1000 && v >= math.MinInt64/1000:
-			return num{v: v * 1000}
 		}
 	}
 	return loadNumChecked(q, scale)
