@@ -72,10 +72,7 @@ func TestPlainPodRequestsMatchExact(t *testing.T) {
 			continue
 		}
 		accepted++
-		wreq, wc0, wm0 := podRequestsExact(pod)
-		require.Equal(t, wreq, req, "pod %d requests", i)
-		require.Equal(t, wc0, c0, "pod %d non-zero cpu", i)
-		require.Equal(t, wm0, m0, "pod %d non-zero memory", i)
+		requireExact(t, pod, req, c0, m0, fmt.Sprint("pod ", i))
 	}
 	require.Greater(t, accepted, 2000)
 	require.Greater(t, refused, 2000)
@@ -119,10 +116,7 @@ func TestPlainPodRequestsEdges(t *testing.T) {
 			if !ok {
 				return
 			}
-			wreq, wc0, wm0 := podRequestsExact(tc.pod)
-			require.Equal(t, wreq, req)
-			require.Equal(t, wc0, c0)
-			require.Equal(t, wm0, m0)
+			requireExact(t, tc.pod, req, c0, m0, tc.name)
 		})
 	}
 }
@@ -161,10 +155,7 @@ func TestPlainInitPodRequestsMatchExact(t *testing.T) {
 		if len(pod.Spec.Overhead) > 0 {
 			withOverhead++
 		}
-		wreq, wc0, wm0 := podRequestsExact(pod)
-		require.Equal(t, wreq, req, "pod %d requests", i)
-		require.Equal(t, wc0, c0, "pod %d non-zero cpu", i)
-		require.Equal(t, wm0, m0, "pod %d non-zero memory", i)
+		requireExact(t, pod, req, c0, m0, fmt.Sprint("pod ", i))
 	}
 	require.Greater(t, accepted, 2000)
 	require.Greater(t, refused, 2000)
@@ -224,10 +215,17 @@ func TestPlainInitPodRequestsEdges(t *testing.T) {
 			require.Equal(t, tc.cpu, req.MilliCPU)
 			require.Equal(t, tc.mem, req.Memory)
 			require.Equal(t, tc.c0, c0)
-			wreq, wc0, wm0 := podRequestsExact(tc.pod)
-			require.Equal(t, wreq, req)
-			require.Equal(t, wc0, c0)
-			require.Equal(t, wm0, m0)
+			requireExact(t, tc.pod, req, c0, m0, tc.name)
 		})
 	}
+}
+
+// requireExact fails t unless req, non0CPU and non0Mem are what the exact
+// path computes for pod.
+func requireExact(t *testing.T, pod *v1.Pod, req Resource, non0CPU, non0Mem int64, msg string) {
+	t.Helper()
+	wreq, wc0, wm0 := podRequestsExact(pod)
+	require.Equal(t, wreq, req, "%s: requests", msg)
+	require.Equal(t, wc0, non0CPU, "%s: non-zero cpu", msg)
+	require.Equal(t, wm0, non0Mem, "%s: non-zero memory", msg)
 }

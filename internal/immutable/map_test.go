@@ -426,12 +426,57 @@ func TestMapConcurrentReaders(t *testing.T) {
 		m     Map[int]
 		model map[string]int
 	}
-	var latest atomic.Pointer[published]
-	latest.Store(&published{model: map[string]int{}})
+	check := func(p *published) error {
+		if p.m.Len() != len(p.model) {
+			return fmt.Errorf("len %d, want %d", p.m.Len(), len(p.model))
+		}
+		for k, want := range p.model {
+			if got, ok := p.m.Get(k); !ok || got != want {
+				return fmt.Errorf("key %q = %d,%v, want %d", k, got, ok, want)
+			}
+		}
+		n := 0
+		p.m.Range(func(string, int) bool { n++; return true })
+		if n != len(p.model) {
+			return fmt.Errorf("Range visited %d, want %d", n, len(p.model))
+		}
+		return nil
+	}
+	cur := &published{model: map[string]int{}}
+	readWhilePublishing(t, cur, check, func(publish func(*published)) {
+		rng := rand.New(rand.NewPCG(5, 5))
+		for range 400 {
+			model := maps.Clone(cur.model)
+			e := cur.m.Edit()
+			for range 16 {
+				k := "node-" + strconv.Itoa(rng.IntN(1500))
+				if rng.IntN(4) == 0 {
+					e.Delete(k)
+					delete(model, k)
+				} else {
+					v := rng.Int()
+					e.Set(k, v)
+					model[k] = v
+				}
+			}
+			cur = &published{e.Done(), model}
+			publish(cur)
+		}
+	})
+}
+
+// readWhilePublishing runs 3 reader goroutines while write publishes new
+// versions (publish makes a version the latest). Each reader checks, in a
+// loop until write returns, the version it loaded first (reloaded every 8
+// rounds) and the latest one; check returns what is wrong with a version,
+// or nil. Every reader error fails t, and t fails if no read ran.
+func readWhilePublishing[P any](t *testing.T, initial *P, check func(*P) error, write func(publish func(*P))) {
+	var latest atomic.Pointer[P]
+	latest.Store(initial)
 	var done atomic.Bool
 	var reads atomic.Int64
 	var wg, started sync.WaitGroup
-	errs := make(chan error, 4)
+	errs := make(chan error, 3) // one per reader at most
 	for r := range 3 {
 		wg.Add(1)
 		started.Add(1)
@@ -441,21 +486,9 @@ func TestMapConcurrentReaders(t *testing.T) {
 			first := latest.Load()
 			for i := 0; !done.Load(); i++ {
 				reads.Add(1)
-				for _, p := range []*published{first, latest.Load()} {
-					if p.m.Len() != len(p.model) {
-						errs <- fmt.Errorf("reader %d: len %d, want %d", r, p.m.Len(), len(p.model))
-						return
-					}
-					for k, want := range p.model {
-						if got, ok := p.m.Get(k); !ok || got != want {
-							errs <- fmt.Errorf("reader %d: key %q = %d,%v, want %d", r, k, got, ok, want)
-							return
-						}
-					}
-					n := 0
-					p.m.Range(func(string, int) bool { n++; return true })
-					if n != len(p.model) {
-						errs <- fmt.Errorf("reader %d: Range visited %d, want %d", r, n, len(p.model))
+				for _, p := range []*P{first, latest.Load()} {
+					if err := check(p); err != nil {
+						errs <- fmt.Errorf("reader %d: %w", r, err)
 						return
 					}
 				}
@@ -465,26 +498,8 @@ func TestMapConcurrentReaders(t *testing.T) {
 			}
 		}()
 	}
-	rng := rand.New(rand.NewPCG(5, 5))
 	started.Wait()
-	cur := latest.Load()
-	for range 400 {
-		model := maps.Clone(cur.model)
-		e := cur.m.Edit()
-		for range 16 {
-			k := "node-" + strconv.Itoa(rng.IntN(1500))
-			if rng.IntN(4) == 0 {
-				e.Delete(k)
-				delete(model, k)
-			} else {
-				v := rng.Int()
-				e.Set(k, v)
-				model[k] = v
-			}
-		}
-		cur = &published{e.Done(), model}
-		latest.Store(cur)
-	}
+	write(latest.Store)
 	done.Store(true)
 	wg.Wait()
 	close(errs)

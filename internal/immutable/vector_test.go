@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"unsafe"
 
@@ -339,65 +337,37 @@ func TestVectorConcurrentReaders(t *testing.T) {
 		v     Vector[int]
 		model []int
 	}
-	var latest atomic.Pointer[published]
-	latest.Store(&published{})
-	var done atomic.Bool
-	var reads atomic.Int64
-	var wg, started sync.WaitGroup
-	errs := make(chan error, 4)
-	for r := range 3 {
-		wg.Add(1)
-		started.Add(1)
-		go func() {
-			defer wg.Done()
-			started.Done()
-			first := latest.Load()
-			for i := 0; !done.Load(); i++ {
-				reads.Add(1)
-				for _, p := range []*published{first, latest.Load()} {
-					if p.v.Len() != len(p.model) {
-						errs <- fmt.Errorf("reader %d: len %d, want %d", r, p.v.Len(), len(p.model))
-						return
-					}
-					for j, x := range p.model {
-						if got := p.v.Get(j); got != x {
-							errs <- fmt.Errorf("reader %d: index %d = %d, want %d", r, j, got, x)
-							return
-						}
-					}
-				}
-				if i%8 == 0 {
-					first = latest.Load()
-				}
-			}
-		}()
-	}
-	rng := rand.New(rand.NewPCG(3, 3))
-	started.Wait()
-	cur := latest.Load()
-	for range 400 {
-		model := slices.Clone(cur.model)
-		e := cur.v.Edit()
-		for range 16 {
-			if len(model) < 2000 && rng.IntN(2) == 0 {
-				e.Append(len(model))
-				model = append(model, len(model))
-			} else if len(model) > 0 {
-				i := rng.IntN(len(model))
-				e.Set(i, -i)
-				model[i] = -i
+	check := func(p *published) error {
+		if p.v.Len() != len(p.model) {
+			return fmt.Errorf("len %d, want %d", p.v.Len(), len(p.model))
+		}
+		for j, x := range p.model {
+			if got := p.v.Get(j); got != x {
+				return fmt.Errorf("index %d = %d, want %d", j, got, x)
 			}
 		}
-		cur = &published{e.Done(), model}
-		latest.Store(cur)
+		return nil
 	}
-	done.Store(true)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	require.Positive(t, reads.Load())
+	cur := &published{}
+	readWhilePublishing(t, cur, check, func(publish func(*published)) {
+		rng := rand.New(rand.NewPCG(3, 3))
+		for range 400 {
+			model := slices.Clone(cur.model)
+			e := cur.v.Edit()
+			for range 16 {
+				if len(model) < 2000 && rng.IntN(2) == 0 {
+					e.Append(len(model))
+					model = append(model, len(model))
+				} else if len(model) > 0 {
+					i := rng.IntN(len(model))
+					e.Set(i, -i)
+					model[i] = -i
+				}
+			}
+			cur = &published{e.Done(), model}
+			publish(cur)
+		}
+	})
 }
 
 func TestVectorGetNoAlloc(t *testing.T) {
