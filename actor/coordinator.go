@@ -778,39 +778,36 @@ func (a *Coordinator) publish() error {
 	if err := guard(func() { rd, ok = a.core.Ready() }); err != nil || !ok {
 		return err
 	}
+	var collect func(i int) ([]shard.Frozen, error)
 	if a.inline {
-		snap, err := a.core.Advance(rd, func(i int) ([]shard.Frozen, error) {
+		collect = func(i int) ([]shard.Frozen, error) {
 			resp := a.shards[i].Serve(shard.Request{Muts: rd.Muts[i], Flush: true})
 			return resp.Frozen, resp.Err
-		})
-		if err != nil {
-			return err
 		}
-		a.published.Store(snap)
-		a.stats.published(a.clock, a.core.AssumedCount())
-		return nil
+	} else {
+		// Send fails only after Stop, which run calls after its last
+		// publish; a failed send still lets Advance run, and the shards
+		// not sent to report the send's error instead of being waited for.
+		var sendErr error
+		unsent := len(rd.Muts)
+		for i, m := range rd.Muts {
+			if len(m) == 0 {
+				continue
+			}
+			if err := a.shards[i].Send(shard.Request{Muts: m, Flush: true}); err != nil {
+				sendErr, unsent = err, i
+				break
+			}
+		}
+		collect = func(i int) ([]shard.Frozen, error) {
+			if i >= unsent {
+				return nil, sendErr
+			}
+			resp := a.shards[i].Recv()
+			return resp.Frozen, resp.Err
+		}
 	}
-	// Send fails only after Stop, which run calls after its last publish;
-	// a failed send still lets Advance run, and the shards not sent to
-	// report the send's error instead of being waited for.
-	var sendErr error
-	unsent := len(rd.Muts)
-	for i, m := range rd.Muts {
-		if len(m) == 0 {
-			continue
-		}
-		if err := a.shards[i].Send(shard.Request{Muts: m, Flush: true}); err != nil {
-			sendErr, unsent = err, i
-			break
-		}
-	}
-	snap, err := a.core.Advance(rd, func(i int) ([]shard.Frozen, error) {
-		if i >= unsent {
-			return nil, sendErr
-		}
-		resp := a.shards[i].Recv()
-		return resp.Frozen, resp.Err
-	})
+	snap, err := a.core.Advance(rd, collect)
 	if err != nil {
 		return err
 	}
