@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
@@ -254,6 +255,70 @@ func TestCommitConflicts(t *testing.T) {
 	require.NoError(t, c.Commit(context.Background(), c.Snapshot().Fork()), "an empty fork commits nothing")
 }
 
+// Commit checks the node a changed pod leaves as well as the one it goes
+// to: a fork that removes a pod from n1, or moves one from n1 to n2, while
+// the cache changes n1 meanwhile conflicts on n1 alone (n2 did not
+// change), and nothing is applied. Unchanged, the same forks commit.
+func TestCommitConflictOnNodeLeft(t *testing.T) {
+	logger := klog.Background()
+	for _, tc := range []struct {
+		desc string
+		fork func(t *testing.T, f *schedcache.Fork, base *schedcache.Snapshot)
+	}{{
+		desc: "remove a pod from n1",
+		fork: func(t *testing.T, f *schedcache.Fork, base *schedcache.Snapshot) {
+			e, ok := base.Pod("p1-0")
+			require.True(t, ok)
+			require.NoError(t, f.RemovePod(e.Pod))
+		},
+	}, {
+		desc: "forget an assumed pod of n1",
+		fork: func(t *testing.T, f *schedcache.Fork, base *schedcache.Snapshot) {
+			e, ok := base.Pod("a1")
+			require.True(t, ok)
+			require.NoError(t, f.ForgetPod(e.Pod))
+		},
+	}, {
+		desc: "confirm the pod assumed on n1 on n2",
+		fork: func(t *testing.T, f *schedcache.Fork, _ *schedcache.Snapshot) {
+			require.NoError(t, f.AddPod(examplePod("a1", "n2", "100m")))
+		},
+	}, {
+		desc: "move an added pod from n1 to n2",
+		fork: func(t *testing.T, f *schedcache.Fork, base *schedcache.Snapshot) {
+			e, ok := base.Pod("p1-0")
+			require.True(t, ok)
+			require.NoError(t, f.RemovePod(e.Pod))
+			require.NoError(t, f.AddPod(examplePod("p1-0", "n2", "100m")))
+		},
+	}} {
+		t.Run(tc.desc, func(t *testing.T) {
+			for _, change := range []bool{true, false} {
+				c := whatifCluster(t, 3, 1)
+				require.NoError(t, c.AssumePod(logger, examplePod("a1", "n1", "100m")))
+				base := c.Snapshot()
+				f := base.Fork()
+				tc.fork(t, f, base)
+				want := commitView(f.Snapshot())
+				if !change {
+					require.NoError(t, c.Commit(context.Background(), f))
+					require.Equal(t, want, commitView(c.Snapshot()))
+					continue
+				}
+				require.NoError(t, c.AssumePod(logger, examplePod("other", "n1", "10m"))) // n1 changes live
+				live := c.Snapshot()
+				err := c.Commit(context.Background(), f)
+				var ce *schedcache.CommitConflictError
+				require.ErrorAs(t, err, &ce)
+				require.Equal(t, []string{"n1"}, ce.Nodes, "the node the pod left")
+				require.Empty(t, ce.Pods)
+				require.Same(t, live, c.Snapshot(), "nothing applied, nothing published")
+				require.Equal(t, uint64(1), c.Stats().CommitConflicts)
+			}
+		})
+	}
+}
+
 // AssumePodIfGeneration assumes only on the generation the caller saw.
 func TestAssumePodIfGeneration(t *testing.T) {
 	c := whatifCluster(t, 2, 1)
@@ -280,9 +345,13 @@ func TestAssumePodIfGeneration(t *testing.T) {
 }
 
 // Commit is linearizable with the other operations: committers race each
-// other and a churning writer on shared nodes; every snapshot readers take
-// holds each commit entirely or not at all, and in the end exactly the
-// commits that returned nil are in the cache.
+// other and a churning writer on shared nodes; each commit assumes a new
+// group of pods and often also forgets or moves (forget, then assume on
+// other nodes under a new version) a group an earlier commit of the same
+// committer applied. Every snapshot readers take holds each commit
+// entirely or not at all (a group's pods all present, at one version, or
+// all absent), and in the end the cache holds exactly what the commits
+// that returned nil left.
 func TestCommitLinearizable(t *testing.T) {
 	const nodes, committers, batch = 6, 4, 3
 	rounds := 80
@@ -333,36 +402,95 @@ func TestCommitLinearizable(t *testing.T) {
 				}
 				last = s.Epoch()
 				groups := map[string]int{}
-				s.RangePods(func(k string, _ snapshotPodEntry) bool {
+				versions := map[string]string{}
+				var bad string
+				s.RangePods(func(k string, e snapshotPodEntry) bool {
 					if len(k) > 2 && k[:2] == "c-" {
-						groups[k[:len(k)-2]]++
+						g := k[:len(k)-2]
+						groups[g]++
+						if v, ok := versions[g]; ok && v != e.Pod.ResourceVersion {
+							bad = fmt.Sprintf("snapshot %d holds group %s at versions %s and %s", s.Epoch(), g, v, e.Pod.ResourceVersion)
+							return false
+						}
+						versions[g] = e.Pod.ResourceVersion
 					}
 					return true
 				})
+				if bad != "" {
+					readerErr <- errors.New(bad)
+					return
+				}
 				for g, n := range groups {
 					if n != batch {
-						readerErr <- fmt.Errorf("snapshot %d holds %d of the %d pods of commit %s", s.Epoch(), n, batch, g)
+						readerErr <- fmt.Errorf("snapshot %d holds %d of the %d pods of group %s", s.Epoch(), n, batch, g)
 						return
 					}
 				}
 			}
 		}()
 	}
-	type result struct {
-		prefix string
-		ok     bool
+	// group is a committer's model of one group of pods it created.
+	type group struct {
+		prefix  string
+		present bool
+		ver     int
+		node    int // the first pod's node; pod i is on node+i
 	}
-	results := make(chan result, committers*rounds)
+	type tally struct {
+		groups                           []*group
+		applied, conflicts, moved, freed int
+	}
+	tallies := make([]tally, committers)
 	var wg sync.WaitGroup
 	for w := range committers {
 		wg.Go(func() {
-			for r := range rounds {
-				f := c.Snapshot().Fork()
-				prefix := fmt.Sprintf("c-%d-%03d", w, r)
+			r := rand.New(rand.NewSource(int64(w)))
+			tl := &tallies[w]
+			mkPod := func(g *group, i, ver, node int) *v1.Pod {
+				p := examplePod(fmt.Sprintf("%s-%d", g.prefix, i), fmt.Sprintf("n%d", (node+i)%nodes), "10m")
+				p.ResourceVersion = fmt.Sprint(ver)
+				return p
+			}
+			for rd := range rounds {
+				base := c.Snapshot()
+				f := base.Fork()
+				ng := &group{prefix: fmt.Sprintf("c-%d-%03d", w, rd), node: (w + rd) % nodes}
 				for i := range batch {
-					if err := f.AssumePod(examplePod(fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("n%d", (w+r+i)%nodes), "10m")); err != nil {
+					if err := f.AssumePod(mkPod(ng, i, 0, ng.node)); err != nil {
 						t.Error(err)
 						return
+					}
+				}
+				var old *group
+				move := false
+				var present []*group
+				for _, g := range tl.groups {
+					if g.present {
+						present = append(present, g)
+					}
+				}
+				if len(present) > 0 && r.Intn(2) == 0 {
+					old, move = present[r.Intn(len(present))], r.Intn(2) == 0
+					to := (old.node + 1 + r.Intn(nodes-1)) % nodes
+					for i := range batch {
+						e, ok := base.Pod(fmt.Sprintf("%s-%d", old.prefix, i))
+						if !ok {
+							t.Errorf("group %s is present in the model but not in the base", old.prefix)
+							return
+						}
+						if err := f.ForgetPod(e.Pod); err != nil {
+							t.Error(err)
+							return
+						}
+						if move {
+							if err := f.AssumePod(mkPod(old, i, old.ver+1, to)); err != nil {
+								t.Error(err)
+								return
+							}
+						}
+					}
+					if move {
+						old = &group{prefix: old.prefix, present: true, ver: old.ver + 1, node: to}
 					}
 				}
 				err := c.Commit(context.Background(), f)
@@ -370,7 +498,28 @@ func TestCommitLinearizable(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				results <- result{prefix, err == nil}
+				if err != nil {
+					tl.conflicts++
+					ng.present = false
+					tl.groups = append(tl.groups, ng)
+					continue
+				}
+				tl.applied++
+				ng.present = true
+				if old != nil {
+					for i, g := range tl.groups {
+						if g.prefix == old.prefix {
+							if move {
+								tl.groups[i] = old
+								tl.moved++
+							} else {
+								g.present = false
+								tl.freed++
+							}
+						}
+					}
+				}
+				tl.groups = append(tl.groups, ng)
 			}
 		})
 	}
@@ -380,23 +529,28 @@ func TestCommitLinearizable(t *testing.T) {
 	for range 2 {
 		require.NoError(t, <-readerErr)
 	}
-	close(results)
 	final := c.Snapshot()
-	applied, conflicts := 0, 0
-	for r := range results {
-		for i := range batch {
-			_, ok := final.Pod(fmt.Sprintf("%s-%d", r.prefix, i))
-			require.Equal(t, r.ok, ok, "commit %s returned ok=%v", r.prefix, r.ok)
-		}
-		if r.ok {
-			applied++
-		} else {
-			conflicts++
+	var sum tally
+	for _, tl := range tallies {
+		sum.applied += tl.applied
+		sum.conflicts += tl.conflicts
+		sum.moved += tl.moved
+		sum.freed += tl.freed
+		for _, g := range tl.groups {
+			for i := range batch {
+				e, ok := final.Pod(fmt.Sprintf("%s-%d", g.prefix, i))
+				require.Equal(t, g.present, ok, "group %s", g.prefix)
+				if ok {
+					require.Equal(t, fmt.Sprint(g.ver), e.Pod.ResourceVersion, "group %s", g.prefix)
+					require.Equal(t, fmt.Sprintf("n%d", (g.node+i)%nodes), e.Pod.Spec.NodeName, "group %s", g.prefix)
+					require.True(t, e.Assumed, "group %s", g.prefix)
+				}
+			}
 		}
 	}
-	require.Equal(t, uint64(conflicts), c.Stats().CommitConflicts)
-	t.Logf("%d commits applied, %d conflicted", applied, conflicts)
-	require.Positive(t, applied)
+	require.Equal(t, uint64(sum.conflicts), c.Stats().CommitConflicts)
+	t.Logf("%d commits applied (%d of them moved a group, %d forgot one), %d conflicted", sum.applied, sum.moved, sum.freed, sum.conflicts)
+	require.Positive(t, sum.applied)
 }
 
 // commitView renders what a snapshot shows of pods and node totals, for
@@ -423,18 +577,26 @@ func commitView(s *schedcache.Snapshot) string {
 
 // Random pod changes on forks of the cache's snapshot (every combination
 // of a pod's state before and after: assumed, added, absent, moved,
-// updated), committed: the cache then shows exactly what the fork showed.
+// updated), committed while the cache changes random nodes meanwhile. A
+// simple model decides the outcome: the commit conflicts exactly when a
+// node it touches (a changed pod's node in the base or in the fork)
+// changed since the fork, and the conflict names exactly those nodes;
+// then nothing is applied. Otherwise the cache shows what the fork showed
+// plus the live changes.
 func TestCommitRandomized(t *testing.T) {
 	rounds := 60
 	if testing.Short() {
-		rounds = 20
+		rounds = 30
 	}
 	c := whatifCluster(t, 5, 2)
+	logger := klog.Background()
 	r := rand.New(rand.NewSource(7))
 	uid := 0
+	conflicts, applied := 0, 0
 	for round := 0; round < rounds; round++ {
-		f := c.Snapshot().Fork()
-		for range 8 {
+		base := c.Snapshot()
+		f := base.Fork()
+		for range 1 + r.Intn(8) {
 			cur := f.Snapshot()
 			var keys []string
 			cur.RangePods(func(k string, _ snapshotPodEntry) bool { keys = append(keys, k); return true })
@@ -463,10 +625,77 @@ func TestCommitRandomized(t *testing.T) {
 				_ = f.RemovePod(e.Pod)
 			}
 		}
-		want := commitView(f.Snapshot())
-		require.NoError(t, c.Commit(context.Background(), f), "round %d", round)
-		require.Equal(t, want, commitView(c.Snapshot()), "round %d", round)
+		// The model: the nodes of every pod the fork changed, before and
+		// after (pod objects are never reused, so a changed pod has another
+		// object or assumed state, or is absent on one side).
+		fs := f.Snapshot()
+		touched := map[string]bool{}
+		changed := 0
+		seen := map[string]bool{}
+		visit := func(k string) {
+			if seen[k] {
+				return
+			}
+			seen[k] = true
+			b, inBase := base.Pod(k)
+			n, inNow := fs.Pod(k)
+			if inBase == inNow && (!inBase || (b.Pod == n.Pod && b.Assumed == n.Assumed)) {
+				return
+			}
+			changed++
+			if inBase {
+				touched[b.Pod.Spec.NodeName] = true
+			}
+			if inNow {
+				touched[n.Pod.Spec.NodeName] = true
+			}
+		}
+		base.RangePods(func(k string, _ snapshotPodEntry) bool { visit(k); return true })
+		fs.RangePods(func(k string, _ snapshotPodEntry) bool { visit(k); return true })
+
+		// The cache changes random nodes meanwhile (pods the fork does not
+		// know), or none.
+		var live []*v1.Pod
+		liveNodes := map[string]bool{}
+		for range r.Intn(3) {
+			uid++
+			p := examplePod(fmt.Sprintf("live%d", uid), fmt.Sprintf("n%d", r.Intn(5)), "10m")
+			require.NoError(t, c.AssumePod(logger, p))
+			live = append(live, p)
+			liveNodes[p.Spec.NodeName] = true
+		}
+		var wantNodes []string
+		for n := range liveNodes {
+			if touched[n] {
+				wantNodes = append(wantNodes, n)
+			}
+		}
+		sortStrings(wantNodes)
+
+		before := c.Snapshot()
+		err := c.Commit(context.Background(), f)
+		if changed > 0 && len(wantNodes) > 0 {
+			conflicts++
+			var ce *schedcache.CommitConflictError
+			require.ErrorAs(t, err, &ce, "round %d: the cache changed %v, the fork touches %v", round, sortedKeys(liveNodes), sortedKeys(touched))
+			require.Equal(t, wantNodes, ce.Nodes, "round %d", round)
+			require.Empty(t, ce.Pods, "round %d", round)
+			require.Equal(t, commitView(before), commitView(c.Snapshot()), "round %d: nothing applied", round)
+			continue
+		}
+		require.NoError(t, err, "round %d: the cache changed %v, the fork touches %v", round, sortedKeys(liveNodes), sortedKeys(touched))
+		applied++
+		// Expected: the fork's state plus the live changes, which touched
+		// none of its nodes.
+		g := fs.Fork()
+		for _, p := range live {
+			require.NoError(t, g.AssumePod(p))
+		}
+		require.Equal(t, commitView(g.Snapshot()), commitView(c.Snapshot()), "round %d", round)
 	}
+	t.Logf("%d commits applied, %d conflicted", applied, conflicts)
+	require.Positive(t, conflicts)
+	require.Positive(t, applied)
 }
 
 // A node removed in the epoch still pending when the conditional assume
