@@ -3,6 +3,8 @@ package actor
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/schedcache/schedcache/internal/watchdog"
 )
 
 // backlog counts the async errors not yet handed to OnAsyncError and lets
@@ -46,6 +48,11 @@ func (b *backlog) done() {
 // wait blocks while the count is above the limit. It returns false if
 // stop is closed first.
 func (b *backlog) wait(stop <-chan struct{}) bool {
+	if b.n.Load() <= b.limit {
+		return true
+	}
+	stalled, stopTimer := watchdog.Timer() // nil unless a test enabled it
+	defer stopTimer()
 	for b.n.Load() > b.limit {
 		b.mu.Lock()
 		open := b.open
@@ -54,6 +61,8 @@ func (b *backlog) wait(stop <-chan struct{}) bool {
 		case <-open:
 		case <-stop:
 			return false
+		case <-stalled:
+			watchdog.Stalled("Submit waiting for OnAsyncError to drain the error backlog")
 		}
 	}
 	return true

@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/schedcache/schedcache/internal/watchdog"
 	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/shard"
 	"github.com/schedcache/schedcache/snapshot"
@@ -163,7 +164,8 @@ type Coordinator struct {
 	inline    bool                              // owned by the token holder: a caller runs the epoch on its goroutine (shards served with Serve)
 	held      bool                              // owned by run: run holds the token
 	token     chan struct{}                     // cap 1: holds a value while nobody owns the state above
-	queued    atomic.Int64                      // atomic: ops sent to the mailbox, not yet applied and published (or failed)
+	queued    atomic.Int64                      // atomic: ops sent to the mailbox, not yet applied and published (or failed); lowered before their replies
+	counted   int64                             // owned by the token holder: ops taken from the mailbox still counted in queued
 	opts      Options                           // read-only after New
 	clock     Clock                             // read-only after New
 	gen       atomic.Int64                      // generation source shared with the shards
@@ -283,8 +285,18 @@ func (a *Coordinator) Do(op *Op) Result {
 	}
 	// A plain receive, not a select with runDone: every op that reached the
 	// mailbox gets exactly one reply, from its flush or from shutdown, which
-	// drains the mailbox until no submitter is left before run exits.
-	return <-op.reply
+	// drains the mailbox until no submitter is left before run exits. (A
+	// test binary's watchdog turns a reply that never comes into a failure.)
+	return awaitReply(op)
+}
+
+// awaitReply receives op's reply; with a test binary's watchdog on, a
+// reply that never comes fails the test with every goroutine's stack.
+func awaitReply(op *Op) Result {
+	if watchdog.Limit() == 0 {
+		return <-op.reply
+	}
+	return watchdog.Recv(op.reply, "waiting for the reply to "+op.Kind.String())
 }
 
 // Submit hands op to the coordinator without waiting for its result; it
@@ -370,8 +382,10 @@ func (a *Coordinator) enqueue(op *Op) error {
 	if a.closing.Load() {
 		return ErrClosed
 	}
-	a.queued.Add(1) // before the send: runInline must see it until op is published
-	a.mailbox <- op // shutdown keeps draining while submitters > 0
+	// Counted before the send: runInline must see it until op is published.
+	a.queued.Add(1)
+	// Shutdown keeps draining the mailbox while submitters > 0.
+	watchdog.Send(a.mailbox, op, "sending to the mailbox")
 	return nil
 }
 
@@ -382,10 +396,10 @@ func (a *Coordinator) enqueue(op *Op) error {
 func (a *Coordinator) Stop() {
 	a.stopOnce.Do(func() { close(a.stopc) })
 	if a.onNotifier() {
-		<-a.runDone // called by the handler: the notifier exits after it returns
+		watchdog.Wait(a.runDone, "Stop waiting for the coordinator") // called by the handler: the notifier exits after it returns
 		return
 	}
-	<-a.done
+	watchdog.Wait(a.done, "Stop waiting for the goroutines to exit")
 }
 
 // run is the coordinator goroutine. It serves the mailbox in its live mode
@@ -570,14 +584,16 @@ func (a *Coordinator) fail(cause error) {
 func (a *Coordinator) batch(first *Op) error {
 	chunk := append(a.chunk[:0], first)
 	taken := 0
-	// Published (or failed) when batch returns: no longer queued.
-	defer func() { a.queued.Add(-int64(taken)) }()
+	// A fault: the ops taken are failed, no longer queued. Otherwise the
+	// flushes have uncounted them already.
+	defer a.uncount()
 	for {
 		chunk = a.receive(chunk, min(prefetchChunk, a.opts.MaxBatch-taken))
 		if len(chunk) == 0 {
 			break
 		}
 		taken += len(chunk)
+		a.counted += int64(len(chunk))
 		// prefetch only reads: a panic there is a bug, and fails the cache.
 		if err := guard(func() { a.core.prefetch(chunk) }); err != nil {
 			a.pending = chunk
@@ -597,6 +613,15 @@ func (a *Coordinator) batch(first *Op) error {
 	a.chunk = chunk
 	a.stats.batch(taken)
 	return a.flush()
+}
+
+// uncount lowers queued by the ops taken from the mailbox and not yet
+// uncounted. Called by the token holder.
+func (a *Coordinator) uncount() {
+	if a.counted != 0 {
+		a.queued.Add(-a.counted)
+		a.counted = 0
+	}
 }
 
 // receive appends to ops what the mailbox holds, without waiting, until
@@ -746,10 +771,17 @@ func (a *Coordinator) serveBarrier(op *Op) (Result, error) {
 
 // flush publishes the epoch, if anything changed, and answers the ops
 // waiting for it. It returns a fault, leaving the waiters to fail.
+//
+// The ops taken from the mailbox so far stop counting in queued between
+// the publication and the first reply, so a caller answered sees none of
+// its ops queued. Ops of the batch not yet applied are uncounted early,
+// which is safe: the token holder keeps the token until it has published
+// them, and only a token holder acts on queued (runInline).
 func (a *Coordinator) flush() error {
 	if err := a.publish(); err != nil {
 		return err
 	}
+	a.uncount()
 	var snap *snapshot.Snapshot
 	for _, op := range a.waiters {
 		res := op.res

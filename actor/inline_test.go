@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/schedcache/schedcache/internal/watchdog"
 	"github.com/schedcache/schedcache/shard"
 )
 
@@ -173,4 +175,34 @@ func TestStopWaitsForInlineCaller(t *testing.T) {
 	op.Kind, op.Info = OpAssumePod, testPod(t, "p", "n", 100)
 	op.Key = op.Info.Key()
 	require.ErrorIs(t, a.Do(op).Err, ErrClosed)
+}
+
+// A token that is never given back (a fault path that forgets it, say)
+// stalls every later call: the test binary's watchdog fails the waiting
+// caller within its limit, with a *watchdog.StallError naming the wait
+// and a dump naming the goroutine stuck on the token, instead of a hang
+// until the binary's -timeout.
+func TestLostTokenFailsFast(t *testing.T) {
+	a := Start(context.Background(), Options{Shards: 1})
+	defer a.Stop()
+	<-a.token // a holder that never gives it back
+
+	var dump bytes.Buffer
+	restore := watchdog.Override(200*time.Millisecond, &dump)
+	op := a.NewOp()
+	op.Kind, op.Node = OpAddNode, testNode("n", "z")
+	var stall *watchdog.StallError
+	start := time.Now()
+	func() {
+		defer func() { stall, _ = recover().(*watchdog.StallError) }()
+		a.Do(op)
+	}()
+	restore()
+	require.NotNil(t, stall, "the call stalled and the watchdog said so")
+	require.Less(t, time.Since(start), 10*time.Second)
+	require.Equal(t, "waiting for the reply to AddNode", stall.What)
+	require.Contains(t, dump.String(), "(*Coordinator).lock", "the dump names run waiting for the token")
+
+	a.token <- struct{}{} // give it back: run applies the op and Stop ends cleanly
+	require.NoError(t, watchdog.Recv(op.reply, "reply").Err)
 }
