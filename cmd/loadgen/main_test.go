@@ -6,9 +6,14 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/schedcache/schedcache/internal/watchdog"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	watchdog.Enable(watchdog.Default) // a deadlock fails in seconds, with every goroutine's stack
+	goleak.VerifyTestMain(m)
+}
 
 // A regular file is not a terminal, so progress lines stay off when the
 // output is redirected.

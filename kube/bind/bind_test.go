@@ -20,11 +20,15 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/internal/watchdog"
 	"github.com/schedcache/schedcache/kube/bind"
 	"github.com/schedcache/schedcache/kube/internal/fakeapi"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	watchdog.Enable(watchdog.Default) // a deadlock fails in seconds, with every goroutine's stack
+	goleak.VerifyTestMain(m)
+}
 
 var logger = klog.Background()
 

@@ -10,10 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/schedcache/schedcache/internal/watchdog"
 	"github.com/schedcache/schedcache/kube/examples"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	watchdog.Enable(watchdog.Default) // a deadlock fails in seconds, with every goroutine's stack
+	goleak.VerifyTestMain(m)
+}
 
 // Every pod is bound (failed bindings are forgotten and placed again),
 // confirmed by the informer, and the metrics and comparer agree.

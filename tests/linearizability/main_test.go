@@ -4,6 +4,11 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/schedcache/schedcache/internal/watchdog"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	watchdog.Enable(watchdog.Default) // a deadlock fails in seconds, with every goroutine's stack
+	goleak.VerifyTestMain(m)
+}

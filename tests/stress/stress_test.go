@@ -33,11 +33,15 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/internal/watchdog"
 	"github.com/schedcache/schedcache/tests/stress/invariant"
 	"github.com/schedcache/schedcache/workload"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	watchdog.Enable(watchdog.Default) // a deadlock fails in seconds, with every goroutine's stack
+	goleak.VerifyTestMain(m)
+}
 
 var (
 	flagGoroutines  = flag.Int("stress.goroutines", 16, "worker goroutines issuing random operations")

@@ -8,9 +8,12 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/schedcache/schedcache/internal/watchdog"
 )
 
 func TestMain(m *testing.M) {
+	watchdog.Enable(watchdog.Default) // a deadlock fails in seconds, with every goroutine's stack
 	goleak.VerifyTestMain(m,
 		// klog's flush daemon, started by klog's init for the process.
 		goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
