@@ -1008,6 +1008,189 @@ func TestUpstreamImageNumNodesStaleness(t *testing.T) {
 	}
 }
 
+// TestUpstreamImageNumNodesRefreshSkippingEpochs: a refresh after several
+// operations clones each node changed since the previous refresh with the
+// image counts of the moment it clones (semantics 3.5, 5.2 step 1), not
+// those of the node's last change that the published snapshot shows: n1
+// changes, then n2 joins with the same image, then one refresh shows
+// NumNodes 2 on n1 (the published snapshot still shows 1 there). Nodes
+// the refresh does not clone keep their counts; a new snapshot shows the
+// counts now everywhere.
+func TestUpstreamImageNumNodesRefreshSkippingEpochs(t *testing.T) {
+	const image = "registry/app:v1"
+	nodes := map[string]*v1.Node{
+		"n1": upImageNode("n1", upImage(image, 100)),
+		"n2": upImageNode("n2", upImage(image, 200)),
+		"n3": upImageNode("n3", upImage(image, 300)),
+	}
+	type counts = map[string]int // per listed node, NumNodes of image
+	numNodes := func(t *testing.T, s *schedcache.Snapshot) counts {
+		t.Helper()
+		got := counts{}
+		list, err := s.List()
+		require.NoError(t, err)
+		for _, ni := range list {
+			sum, ok := ni.ImageState(image)
+			require.True(t, ok, "%s lists the image", ni.NodeName())
+			require.Equal(t, int64(100), sum.Size, "the first reporter's size")
+			got[ni.NodeName()] = sum.NumNodes
+		}
+		return got
+	}
+	steps := []struct {
+		desc                    string
+		do                      func(t *testing.T, c *schedcache.Cache)
+		reused, fresh, published counts
+	}{{
+		desc:      "add n1",
+		do:        func(t *testing.T, c *schedcache.Cache) { upMustAddNode(t, c, nodes["n1"]) },
+		reused:    counts{"n1": 1},
+		fresh:     counts{"n1": 1},
+		published: counts{"n1": 1},
+	}, {
+		desc: "a pod on n1, then n2 joins with the image: one refresh clones n1 now",
+		do: func(t *testing.T, c *schedcache.Cache) {
+			require.NoError(t, c.AddPod(upLog, upBasePod("n1", "p1", "100m", "1Ki", "", nil)))
+			upMustAddNode(t, c, nodes["n2"])
+		},
+		reused:    counts{"n1": 2, "n2": 2},
+		fresh:     counts{"n1": 2, "n2": 2},
+		published: counts{"n1": 1, "n2": 2},
+	}, {
+		desc:      "n3 joins: n1 and n2 are not cloned and keep 2",
+		do:        func(t *testing.T, c *schedcache.Cache) { upMustAddNode(t, c, nodes["n3"]) },
+		reused:    counts{"n1": 2, "n2": 2, "n3": 3},
+		fresh:     counts{"n1": 3, "n2": 3, "n3": 3},
+		published: counts{"n1": 1, "n2": 2, "n3": 3},
+	}, {
+		desc: "a pod on n2, then n3 leaves: n2 is cloned now, n1 keeps 2",
+		do: func(t *testing.T, c *schedcache.Cache) {
+			require.NoError(t, c.AddPod(upLog, upBasePod("n2", "p2", "100m", "1Ki", "", nil)))
+			require.NoError(t, c.RemoveNode(upLog, nodes["n3"]))
+		},
+		reused:    counts{"n1": 2, "n2": 2},
+		fresh:     counts{"n1": 2, "n2": 2},
+		published: counts{"n1": 1, "n2": 3},
+	}, {
+		desc: "n3 joins again, then a pod on n1 and one on n3: n1 and n3 cloned now",
+		do: func(t *testing.T, c *schedcache.Cache) {
+			upMustAddNode(t, c, nodes["n3"])
+			require.NoError(t, c.AddPod(upLog, upBasePod("n1", "p3", "100m", "1Ki", "", nil)))
+			require.NoError(t, c.AddPod(upLog, upBasePod("n3", "p4", "100m", "1Ki", "", nil)))
+		},
+		reused:    counts{"n1": 3, "n2": 2, "n3": 3},
+		fresh:     counts{"n1": 3, "n2": 3, "n3": 3},
+		published: counts{"n1": 3, "n2": 3, "n3": 3},
+	}}
+	c := upNew(t)
+	reused := schedcache.NewEmptySnapshot()
+	for _, s := range steps {
+		s.do(t, c)
+		require.NoError(t, c.UpdateSnapshot(upLog, reused), s.desc)
+		require.Equal(t, s.reused, numNodes(t, reused), "%s: the reused snapshot", s.desc)
+		fresh := schedcache.NewEmptySnapshot()
+		require.NoError(t, c.UpdateSnapshot(upLog, fresh), s.desc)
+		require.Equal(t, s.fresh, numNodes(t, fresh), "%s: a new snapshot", s.desc)
+		require.Equal(t, s.published, numNodes(t, c.Snapshot()), "%s: the published snapshot", s.desc)
+	}
+}
+
+// TestUpstreamRefreshDropsStaleEntries: nodes removed and others added
+// between two refreshes of one snapshot. The refresh deletes the entries
+// whose node left (as many as the snapshot has more than the tree: all of
+// them for a consistent tree, semantics 5.2 step 3), clones the new ones
+// and, membership having changed, rebuilds the list in the tree's current
+// order: the snapshot then shows exactly what a new snapshot shows
+// (the same list, NumNodes, map, entries and lists). A node removed and
+// added again meanwhile is no membership change: the list keeps its order.
+func TestUpstreamRefreshDropsStaleEntries(t *testing.T) {
+	start := []*v1.Node{upZoneNode("a1", "", "A"), upZoneNode("b1", "", "B"), upZoneNode("a2", "", "A"),
+		upZoneNode("c1", "", "C"), upZoneNode("b2", "", "B")} // listed a1 b1 c1 a2 b2
+	byName := map[string]*v1.Node{}
+	for _, n := range start {
+		byName[n.Name] = n
+	}
+	add := func(name, zone string) func(*testing.T, *schedcache.Cache) {
+		return func(t *testing.T, c *schedcache.Cache) { upMustAddNode(t, c, upZoneNode(name, "", zone)) }
+	}
+	remove := func(name string) func(*testing.T, *schedcache.Cache) {
+		return func(t *testing.T, c *schedcache.Cache) { require.NoError(t, c.RemoveNode(upLog, byName[name])) }
+	}
+	for _, tc := range []struct {
+		desc string
+		ops  []func(*testing.T, *schedcache.Cache)
+		list []string // the refreshed snapshot's list (upstream)
+		gone []string // names Get must not find
+		new  bool     // the refreshed snapshot equals a new one
+	}{{
+		desc: "remove one, add one",
+		ops:  []func(*testing.T, *schedcache.Cache){remove("b1"), add("d1", "D")},
+		list: []string{"a1", "b2", "c1", "d1", "a2"}, gone: []string{"b1"}, new: true,
+	}, {
+		desc: "remove two, add one",
+		ops:  []func(*testing.T, *schedcache.Cache){remove("b1"), remove("c1"), add("d1", "D")},
+		list: []string{"a1", "b2", "d1", "a2"}, gone: []string{"b1", "c1"}, new: true,
+	}, {
+		desc: "remove one, add two",
+		ops:  []func(*testing.T, *schedcache.Cache){remove("a2"), add("d1", "D"), add("a3", "A")},
+		list: []string{"a1", "b1", "c1", "d1", "a3", "b2"}, gone: []string{"a2"}, new: true,
+	}, {
+		desc: "remove one holding a pod (its entry stays, nodeless), add one",
+		ops: []func(*testing.T, *schedcache.Cache){
+			func(t *testing.T, c *schedcache.Cache) {
+				require.NoError(t, c.AddPod(upLog, upBasePod("b1", "p1", "100m", "1Ki", "", nil)))
+			},
+			remove("b1"), add("d1", "D")},
+		list: []string{"a1", "b2", "c1", "d1", "a2"}, gone: []string{"b1"}, new: true,
+	}, {
+		desc: "remove three, add one",
+		ops:  []func(*testing.T, *schedcache.Cache){remove("a1"), remove("b1"), remove("c1"), add("d1", "D")},
+		list: []string{"a2", "b2", "d1"}, gone: []string{"a1", "b1", "c1"}, new: true,
+	}, {
+		desc: "add one, remove it and another",
+		ops:  []func(*testing.T, *schedcache.Cache){add("d1", "D"), remove("b2"), func(t *testing.T, c *schedcache.Cache) { require.NoError(t, c.RemoveNode(upLog, upZoneNode("d1", "", "D"))) }},
+		list: []string{"a1", "b1", "c1", "a2"}, gone: []string{"b2", "d1"}, new: true,
+	}, {
+		desc: "remove c1, add it again in zone A: not a membership change, the order stays",
+		ops:  []func(*testing.T, *schedcache.Cache){remove("c1"), add("c1", "A")},
+		list: []string{"a1", "b1", "c1", "a2", "b2"}, // the tree lists a1 b1 a2 b2 c1
+	}} {
+		t.Run(tc.desc, func(t *testing.T) {
+			c := upNew(t)
+			for _, n := range start {
+				upMustAddNode(t, c, n)
+			}
+			reused := schedcache.NewEmptySnapshot()
+			require.NoError(t, c.UpdateSnapshot(upLog, reused))
+			require.Equal(t, []string{"a1", "b1", "c1", "a2", "b2"}, upListNames(t, reused))
+			for _, op := range tc.ops {
+				op(t, c)
+			}
+			require.NoError(t, c.UpdateSnapshot(upLog, reused))
+			require.Equal(t, tc.list, upListNames(t, reused), "list")
+			require.Equal(t, len(tc.list), reused.NumNodes())
+			for _, name := range tc.gone {
+				_, err := reused.Get(name)
+				require.ErrorIs(t, err, schedcache.ErrNodeInfoNotFound, "Get(%q) of a removed node", name)
+			}
+			fresh := schedcache.NewEmptySnapshot()
+			require.NoError(t, c.UpdateSnapshot(upLog, fresh))
+			for _, name := range upListNames(t, fresh) {
+				want, _ := fresh.Get(name)
+				got, err := reused.Get(name)
+				require.NoError(t, err, "Get(%q)", name)
+				require.Equal(t, upNodeFP(want), upNodeFP(got), "entry %q", name)
+			}
+			if tc.new {
+				require.Equal(t, upSnapFP(fresh), upSnapFP(reused), "the refreshed snapshot shows what a new one shows")
+			} else {
+				require.ElementsMatch(t, upListNames(t, fresh), upListNames(t, reused))
+			}
+			upCompareSnapshotWithCache(t, c, reused)
+		})
+	}
+}
+
 func upMustAddNode(t *testing.T, c *schedcache.Cache, n *v1.Node) *schedcache.NodeInfo {
 	t.Helper()
 	ni, err := c.AddNode(upLog, n)
