@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/internal/watchdog"
 )
 
 type v1Pod = v1.Pod
@@ -61,7 +62,7 @@ func TestInjectedClockDrivesExpiry(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk := &fakeClock{now: t0, made: make(chan struct{})}
 	c := newCache(t, schedcache.WithTTL(10*time.Second), schedcache.WithClock(clk))
-	<-clk.made
+	watchdog.Recv(clk.made, "the cache making its expiry timer")
 	_, err := c.AddNode(logger, node("n", ""))
 	require.NoError(t, err)
 	a, b, never := pod("a", "n", 100), pod("b", "n", 100), pod("never", "n", 100)

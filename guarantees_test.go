@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/internal/watchdog"
 	"github.com/schedcache/schedcache/nodeinfo"
 )
 
@@ -70,7 +71,7 @@ func TestGuaranteeReadersNeverBlock(t *testing.T) {
 	hold.Store(true)
 	assumed := make(chan error, 1)
 	go func() { assumed <- c.AssumePod(logger, pod("p1", "n1", 100)) }()
-	<-entered // the coordinator is now blocked inside AssumePod
+	watchdog.Recv(entered, "the coordinator entering the hook") // the coordinator is now blocked inside AssumePod
 
 	readsDone := make(chan struct{})
 	go func() {
@@ -437,7 +438,7 @@ func TestGuaranteeCleanShutdown(t *testing.T) {
 			time.Sleep(20 * time.Millisecond) // let the writers run
 			if viaCtx {
 				cancel()
-				<-c.Done()
+				watchdog.Recv(c.Done(), "the cache stopping")
 			} else {
 				require.NoError(t, c.Close())
 			}

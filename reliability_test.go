@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/internal/watchdog"
 )
 
 // A second RemoveNode of a ghost (a removed node that still holds pods)
@@ -196,13 +197,13 @@ func TestAsyncErrorsAtShutdown(t *testing.T) {
 				if viaCtx {
 					cancel()
 					unhold()
-					<-c.Done()
+					watchdog.Recv(c.Done(), "the cache stopping")
 				} else {
 					closed := make(chan struct{})
 					go func() { _ = c.Close(); close(closed) }()
 					time.Sleep(time.Millisecond) // let Close start: not needed for the assertions
 					unhold()
-					<-closed
+					watchdog.Recv(closed, "Close returning")
 				}
 				wg.Wait()
 

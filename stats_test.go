@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/internal/watchdog"
 )
 
 // Stats counts operations and errors by kind, publications, the assumed,
@@ -75,7 +76,7 @@ func TestStatsAsyncAndMailbox(t *testing.T) {
 		}
 	}, nil), schedcache.WithAsyncErrorHandler(func(e schedcache.AsyncError) { errs <- e }))
 	go func() { _ = c.RemovePodAsync(pod("first", "n", 1)) }()
-	<-hold // the coordinator is inside the first op
+	watchdog.Recv(hold, "the coordinator entering the first op") // the coordinator is inside the first op
 	for i := 0; i < 3; i++ {
 		require.NoError(t, c.RemovePodAsync(pod(string(rune('a'+i)), "n", 1)))
 	}
@@ -83,7 +84,7 @@ func TestStatsAsyncAndMailbox(t *testing.T) {
 	close(release)
 	require.NoError(t, c.Sync())
 	for i := 0; i < 4; i++ {
-		<-errs
+		watchdog.Recv(errs, "an async error")
 	}
 	st := c.Stats()
 	require.Equal(t, uint64(4), st.AsyncErrors)
@@ -103,7 +104,7 @@ func TestStatsExpired(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk := &fakeClock{now: t0, made: make(chan struct{})}
 	c := newCache(t, schedcache.WithTTL(time.Second), schedcache.WithClock(clk))
-	<-clk.made
+	watchdog.Recv(clk.made, "the cache making its expiry timer")
 	p := pod("p", "n", 100)
 	require.NoError(t, c.AssumePod(logger, p))
 	require.NoError(t, c.FinishBinding(logger, p))

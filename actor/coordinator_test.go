@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/schedcache/schedcache/internal/watchdog"
 	"github.com/schedcache/schedcache/shard"
 )
 
@@ -74,7 +75,7 @@ func TestBatchChunksKeepOrder(t *testing.T) {
 	}
 
 	submit(addNode("n1")) // the coordinator takes it and waits in the hook
-	<-entered
+	watchdog.Recv(entered, "the coordinator entering the hook")
 	pos := 0
 	for i := range 70 { // more than two chunks
 		submit(addPod(fmt.Sprintf("a%d", i), "n1"))
@@ -105,7 +106,7 @@ func TestBatchChunksKeepOrder(t *testing.T) {
 
 	got := map[int]Result{}
 	for range 3 {
-		r := <-results
+		r := watchdog.Recv(results, "a result")
 		got[r.pos] = r.res
 	}
 	require.NoError(t, got[70].Err)
@@ -153,7 +154,7 @@ func TestPrefetchPanicFailsCache(t *testing.T) {
 	op := a.NewOp()
 	op.Kind, op.Node = OpAddNode, testNode("n", "z")
 	require.NoError(t, a.Submit(op)) // held in the hook: a chunk of one, not prefetched
-	<-entered
+	watchdog.Recv(entered, "the coordinator entering the hook")
 	results := make(chan error, 8)
 	for i := range 8 {
 		go func() {
@@ -166,7 +167,7 @@ func TestPrefetchPanicFailsCache(t *testing.T) {
 	require.Eventually(t, func() bool { return len(a.mailbox) == 8 }, 10*time.Second, time.Millisecond)
 	close(release)
 	for range 8 {
-		err := <-results
+		err := watchdog.Recv(results, "a result")
 		var failed *FailedError
 		require.ErrorAs(t, err, &failed)
 		var pe *shard.PanicError

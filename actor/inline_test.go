@@ -158,7 +158,7 @@ func TestStopWaitsForInlineCaller(t *testing.T) {
 		op.Kind, op.Node = OpAddNode, testNode("n", "z")
 		done <- a.Do(op)
 	}()
-	<-entered
+	watchdog.Recv(entered, "the inline caller entering the hook")
 	stopped := make(chan struct{})
 	go func() { a.Stop(); close(stopped) }()
 	select {
@@ -167,8 +167,8 @@ func TestStopWaitsForInlineCaller(t *testing.T) {
 	case <-time.After(20 * time.Millisecond):
 	}
 	close(release)
-	require.NoError(t, (<-done).Err, "the inline op was applied before the stop")
-	<-stopped
+	require.NoError(t, watchdog.Recv(done, "the inline op's result").Err, "the inline op was applied before the stop")
+	watchdog.Recv(stopped, "Stop returning")
 	_, err := a.Snapshot().Get("n")
 	require.NoError(t, err, "and published")
 	op := a.NewOp()

@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/internal/watchdog"
 	"github.com/schedcache/schedcache/sim/trace"
 	"github.com/schedcache/schedcache/workload"
 )
@@ -125,7 +126,7 @@ func TestRealtimeMidRunAuditCatchesDivergence(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		auditNow <- struct{}{}
 	}
-	code := <-done
+	code := watchdog.Recv(done, "the run ending")
 	require.Equal(t, exitDivergence, code, stderr.String())
 	require.NotEmpty(t, planted)
 	var rep JSONReport
@@ -158,7 +159,7 @@ func TestRealtimeAuditOnDemand(t *testing.T) {
 		time.Sleep(120 * time.Millisecond)
 		auditNow <- struct{}{}
 	}
-	res := <-done
+	res := watchdog.Recv(done, "the run ending")
 	require.NoError(t, res.err)
 	rep := res.rep
 	require.Equal(t, 4, rep.MidAudits.Count)

@@ -159,7 +159,7 @@ func TestSimInFlightThenNext(t *testing.T) {
 	c2 := &blockingCall{uid: "u", started: make(chan struct{}), release: make(chan struct{})}
 	first, second := make(chan error, 1), make(chan error, 1)
 	require.NoError(t, s.Add(c1, fwk.APICallOptions{OnFinish: first}))
-	<-c1.started
+	watchdog.Recv(c1.started, "the first call starting")
 	require.NoError(t, s.Add(c2, fwk.APICallOptions{OnFinish: second}))
 	require.ErrorIs(t, wait(t, first), fwk.ErrCallOverwritten)
 	select {
@@ -168,7 +168,7 @@ func TestSimInFlightThenNext(t *testing.T) {
 	case <-time.After(20 * time.Millisecond):
 	}
 	close(c1.release)
-	<-c2.started
+	watchdog.Recv(c2.started, "the second call starting")
 	close(c2.release)
 	require.NoError(t, wait(t, second))
 	require.Eventually(t, func() bool { return s.Counts().Executed == 2 }, 10*time.Second, time.Millisecond)
@@ -286,7 +286,7 @@ func TestBinderLoop(t *testing.T) {
 			}
 			in <- bind.Placement{} // bad input: counted as refused, no panic
 			close(in)
-			<-done
+			watchdog.Recv(done, "the binder returning")
 
 			cnt := b.Counts()
 			require.Equal(t, int64(len(pods)), cnt.Bound+cnt.Forgotten)

@@ -534,7 +534,7 @@ func TestAsyncEventsInFailedEpoch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	<-entered // the coordinator is inside the AddPod of "first"; queue the rest of the batch
+	watchdog.Recv(entered, "the coordinator entering the hook") // the coordinator is inside the AddPod of "first"; queue the rest of the batch
 	if err := c.AddPodAsync(second); err != nil {
 		t.Fatal(err)
 	}

@@ -237,7 +237,7 @@ func overload(t *testing.T, spin time.Duration, out string) {
 	heldBound := holdAt - setupOps + maxBatch + int64(mailbox)
 	var heldAccepted, heldInside int64
 	if hold {
-		<-held
+		watchdog.Recv(held, "the coordinator being held")
 		heldAccepted = submitted.Load()
 		for heldAccepted <= heldBound && exited.Load() == 0 {
 			for range 200 {
