@@ -1038,8 +1038,8 @@ func TestUpstreamImageNumNodesRefreshSkippingEpochs(t *testing.T) {
 		return got
 	}
 	steps := []struct {
-		desc                    string
-		do                      func(t *testing.T, c *schedcache.Cache)
+		desc                     string
+		do                       func(t *testing.T, c *schedcache.Cache)
 		reused, fresh, published counts
 	}{{
 		desc:      "add n1",
@@ -1116,6 +1116,11 @@ func TestUpstreamRefreshDropsStaleEntries(t *testing.T) {
 	remove := func(name string) func(*testing.T, *schedcache.Cache) {
 		return func(t *testing.T, c *schedcache.Cache) { require.NoError(t, c.RemoveNode(upLog, byName[name])) }
 	}
+	removeAdded := func(name, zone string) func(*testing.T, *schedcache.Cache) {
+		return func(t *testing.T, c *schedcache.Cache) {
+			require.NoError(t, c.RemoveNode(upLog, upZoneNode(name, "", zone)))
+		}
+	}
 	for _, tc := range []struct {
 		desc string
 		ops  []func(*testing.T, *schedcache.Cache)
@@ -1148,7 +1153,7 @@ func TestUpstreamRefreshDropsStaleEntries(t *testing.T) {
 		list: []string{"a2", "b2", "d1"}, gone: []string{"a1", "b1", "c1"}, new: true,
 	}, {
 		desc: "add one, remove it and another",
-		ops:  []func(*testing.T, *schedcache.Cache){add("d1", "D"), remove("b2"), func(t *testing.T, c *schedcache.Cache) { require.NoError(t, c.RemoveNode(upLog, upZoneNode("d1", "", "D"))) }},
+		ops:  []func(*testing.T, *schedcache.Cache){add("d1", "D"), remove("b2"), removeAdded("d1", "D")},
 		list: []string{"a1", "b1", "c1", "a2"}, gone: []string{"b2", "d1"}, new: true,
 	}, {
 		desc: "remove c1, add it again in zone A: not a membership change, the order stays",
