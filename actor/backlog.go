@@ -1,26 +1,32 @@
 package actor
 
 import (
-	"sync"
 	"sync/atomic"
 
 	"github.com/schedcache/schedcache/internal/watchdog"
 )
 
 // backlog counts the async errors not yet handed to OnAsyncError and lets
-// producers block, without polling, while the count is above its limit.
-// Contract: add (the coordinator) and done (the notifier) never block on a
-// producer; wait may be called by any number of goroutines at once.
+// producers block, without polling and without a lock, while the count is
+// above its limit. Contract: add (the coordinator) and done (the
+// notifier, one goroutine) never block; wait may be called by any number
+// of goroutines at once.
+//
+// The gate is a channel that done closes, and replaces with a fresh one,
+// each time it brings the count back to the limit. A waiter loads the
+// channel before it reads the count, so a return to the limit after that
+// read closes the very channel it waits on: no wakeup is lost. Only done
+// swaps and closes, so each channel is closed once.
 type backlog struct {
-	limit int64         // immutable
-	n     atomic.Int64  // atomic; written only under mu, read without it by the fast path
-	mu    sync.Mutex    // guards open and the transitions of n across limit
-	open  chan struct{} // guarded by mu: closed while n <= limit, a fresh open channel while above
+	limit int64                         // immutable
+	n     atomic.Int64                  // atomic: errors not yet delivered
+	gate  atomic.Pointer[chan struct{}] // atomic; swapped and closed only by done
 }
 
 func newBacklog(limit int64) *backlog {
-	b := &backlog{limit: limit, open: make(chan struct{})}
-	close(b.open)
+	b := &backlog{limit: limit}
+	ch := make(chan struct{})
+	b.gate.Store(&ch)
 	return b
 }
 
@@ -28,21 +34,15 @@ func newBacklog(limit int64) *backlog {
 func (b *backlog) load() int64 { return b.n.Load() }
 
 // add counts one more undelivered error.
-func (b *backlog) add() {
-	b.mu.Lock()
-	if b.n.Add(1) == b.limit+1 {
-		b.open = make(chan struct{}) // above the limit: producers wait
-	}
-	b.mu.Unlock()
-}
+func (b *backlog) add() { b.n.Add(1) }
 
-// done counts one error as delivered.
+// done counts one error as delivered; back at the limit, it releases the
+// waiting producers. Called by the notifier only.
 func (b *backlog) done() {
-	b.mu.Lock()
 	if b.n.Add(-1) == b.limit {
-		close(b.open) // back at the limit: release the waiting producers
+		next := make(chan struct{})
+		close(*b.gate.Swap(&next))
 	}
-	b.mu.Unlock()
 }
 
 // wait blocks while the count is above the limit. It returns false if
@@ -53,17 +53,17 @@ func (b *backlog) wait(stop <-chan struct{}) bool {
 	}
 	stalled, stopTimer := watchdog.Timer() // nil unless a test enabled it
 	defer stopTimer()
-	for b.n.Load() > b.limit {
-		b.mu.Lock()
-		open := b.open
-		b.mu.Unlock()
+	for {
+		gate := *b.gate.Load() // before the count: see the type's doc
+		if b.n.Load() <= b.limit {
+			return true
+		}
 		select {
-		case <-open:
+		case <-gate:
 		case <-stop:
 			return false
 		case <-stalled:
 			watchdog.Stalled("Submit waiting for OnAsyncError to drain the error backlog")
 		}
 	}
-	return true
 }

@@ -1,10 +1,13 @@
 package actor
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/schedcache/schedcache/internal/watchdog"
 )
 
 // A producer blocks while the backlog is above its limit and is released
@@ -33,4 +36,46 @@ func TestBacklogBlocksAboveLimit(t *testing.T) {
 	go func() { released <- b.wait(stop) }()
 	close(stop)
 	require.False(t, <-released)
+}
+
+// Many producers waiting while the count crosses the limit up and down
+// many times are all released once the notifier catches up: no wakeup is
+// lost between a waiter's read of the count and a delivery.
+func TestBacklogNoLostWakeup(t *testing.T) {
+	b := newBacklog(1)
+	stop := make(chan struct{})
+	const producers, rounds = 8, 2000
+	submitted := make(chan struct{}, producers*rounds)
+	delivered := make(chan struct{}, producers*rounds)
+	released := make(chan bool, producers)
+	for range producers {
+		go func() {
+			ok := true
+			for range rounds {
+				ok = ok && b.wait(stop)
+				submitted <- struct{}{}
+			}
+			released <- ok
+		}()
+	}
+	go func() { // the coordinator: one error per submission
+		for range producers * rounds {
+			<-submitted
+			b.add()
+			delivered <- struct{}{}
+		}
+	}()
+	go func() { // the notifier, lagging behind
+		for range producers * rounds {
+			<-delivered
+			runtime.Gosched()
+			b.done()
+		}
+		close(stop)
+	}()
+	for range producers {
+		require.True(t, watchdog.Recv(released, "a producer released"))
+	}
+	watchdog.Recv(stop, "the notifier done")
+	require.Zero(t, b.load())
 }
