@@ -46,6 +46,7 @@ type mEntry struct {
 	aff, anti []*nodeinfo.PodInfo
 	ports     map[string]map[nodeinfo.ProtocolPort]bool
 	images    map[string]nodeinfo.ImageStateSummary // as of the entry's last change
+	scalars   map[v1.ResourceName]bool              // every scalar a pod of the entry ever requested (upstream never prunes a key)
 }
 
 type mImage struct {
@@ -67,7 +68,7 @@ func newModel(ttl time.Duration) *model {
 func (m *model) entry(name string) *mEntry {
 	e := m.entries[name]
 	if e == nil {
-		e = &mEntry{ports: map[string]map[nodeinfo.ProtocolPort]bool{}}
+		e = &mEntry{ports: map[string]map[nodeinfo.ProtocolPort]bool{}, scalars: map[v1.ResourceName]bool{}}
 		m.entries[name] = e
 	}
 	m.touched[name] = true
@@ -77,6 +78,9 @@ func (m *model) entry(name string) *mEntry {
 func (m *model) agg(info *nodeinfo.PodInfo, assumed bool) {
 	e := m.entry(info.NodeName())
 	e.pods = append(e.pods, info)
+	for _, s := range info.Requests().Scalars() {
+		e.scalars[s.Name] = true
+	}
 	if info.HasAffinity() {
 		e.aff = append(e.aff, info)
 	}
@@ -318,41 +322,52 @@ func (m *model) endOp() {
 		if e == nil || e.node == nil {
 			continue
 		}
-		e.images = map[string]nodeinfo.ImageStateSummary{}
-		for _, img := range e.node.Status.Images {
-			for _, in := range img.Names {
-				st := m.images[in]
-				if st == nil {
-					e.images[in] = nodeinfo.ImageStateSummary{Size: img.SizeBytes}
-					continue
-				}
-				e.images[in] = nodeinfo.ImageStateSummary{Size: st.size, NumNodes: len(st.nodes)}
-			}
-		}
+		e.images = m.imagesNow(e)
 	}
 	clear(m.touched)
+}
+
+// imagesNow returns the image summaries a clone of e taken now shows:
+// each name of its node's images with the registry's size and node count.
+func (m *model) imagesNow(e *mEntry) map[string]nodeinfo.ImageStateSummary {
+	out := map[string]nodeinfo.ImageStateSummary{}
+	for _, img := range e.node.Status.Images {
+		for _, in := range img.Names {
+			st := m.images[in]
+			if st == nil {
+				out[in] = nodeinfo.ImageStateSummary{Size: img.SizeBytes}
+				continue
+			}
+			out[in] = nodeinfo.ImageStateSummary{Size: st.size, NumNodes: len(st.nodes)}
+		}
+	}
+	return out
 }
 
 // ---- expectations derived from scratch ----
 
 type aggregate struct {
 	requested, nonZero nodeinfo.Resource
+	scalars            map[v1.ResourceName]int64 // Requested's scalars: every key the entry's pods ever requested, nil if none
 	pvc                map[string]int
 }
 
 func (e *mEntry) aggregate() aggregate {
 	var a aggregate
 	a.pvc = map[string]int{}
-	scalars := map[v1.ResourceName]int64{}
-	anyScalar := false
+	if len(e.scalars) > 0 {
+		a.scalars = map[v1.ResourceName]int64{}
+		for k := range e.scalars {
+			a.scalars[k] = 0
+		}
+	}
 	for _, p := range e.pods {
 		r := p.Requests()
 		a.requested.MilliCPU += r.MilliCPU
 		a.requested.Memory += r.Memory
 		a.requested.EphemeralStorage += r.EphemeralStorage
 		for _, s := range r.Scalars() {
-			scalars[s.Name] += s.Value
-			anyScalar = true
+			a.scalars[s.Name] += s.Value
 		}
 		a.nonZero.MilliCPU += p.NonZeroCPU()
 		a.nonZero.Memory += p.NonZeroMemory()
@@ -360,7 +375,6 @@ func (e *mEntry) aggregate() aggregate {
 			a.pvc[k]++
 		}
 	}
-	_ = anyScalar
 	return a
 }
 
@@ -388,10 +402,15 @@ func randNode(r *rand.Rand, name string) *v1.Node {
 	n := &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: modelZones[r.Intn(len(modelZones))]},
 		Status: v1.NodeStatus{Allocatable: v1.ResourceList{
-			v1.ResourceCPU:    *resource.NewQuantity(int64(4+r.Intn(4)), resource.DecimalSI),
-			v1.ResourceMemory: *resource.NewQuantity(int64(8+r.Intn(8))<<30, resource.BinarySI),
-			v1.ResourcePods:   *resource.NewQuantity(110, resource.DecimalSI),
+			v1.ResourceCPU:              *resource.NewQuantity(int64(4+r.Intn(4)), resource.DecimalSI),
+			v1.ResourceMemory:           *resource.NewQuantity(int64(8+r.Intn(8))<<30, resource.BinarySI),
+			v1.ResourceEphemeralStorage: *resource.NewQuantity(int64(50+r.Intn(50))<<30, resource.BinarySI),
+			v1.ResourcePods:             *resource.NewQuantity(110, resource.DecimalSI),
 		}},
+	}
+	if r.Intn(2) == 0 {
+		n.Status.Allocatable["nvidia.com/gpu"] = *resource.NewQuantity(int64(r.Intn(8)), resource.DecimalSI)
+		n.Status.Allocatable[v1.ResourceHugePagesPrefix+"2Mi"] = *resource.NewQuantity(int64(r.Intn(64))<<21, resource.BinarySI)
 	}
 	for i, names := range modelImages {
 		if r.Intn(2) == 0 {
@@ -407,8 +426,17 @@ func randPod(r *rand.Rand, uid, node string) *v1.Pod {
 		c.Resources.Requests[v1.ResourceCPU] = *resource.NewMilliQuantity(int64(50+r.Intn(500)), resource.DecimalSI)
 		c.Resources.Requests[v1.ResourceMemory] = *resource.NewQuantity(int64(1+r.Intn(64))<<20, resource.BinarySI)
 	}
+	if r.Intn(3) == 0 {
+		c.Resources.Requests[v1.ResourceEphemeralStorage] = *resource.NewQuantity(int64(1+r.Intn(1024))<<20, resource.BinarySI)
+	}
 	if r.Intn(6) == 0 {
 		c.Resources.Requests["example.com/gpu"] = *resource.NewQuantity(int64(r.Intn(3)), resource.DecimalSI)
+	}
+	if r.Intn(6) == 0 {
+		c.Resources.Requests["nvidia.com/gpu"] = *resource.NewQuantity(int64(1+r.Intn(2)), resource.DecimalSI)
+	}
+	if r.Intn(8) == 0 {
+		c.Resources.Requests[v1.ResourceHugePagesPrefix+"2Mi"] = *resource.NewQuantity(int64(1+r.Intn(4))<<21, resource.BinarySI)
 	}
 	if r.Intn(5) == 0 {
 		c.Ports = []v1.ContainerPort{{HostPort: int32(8000 + r.Intn(2)), ContainerPort: 80}}
