@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache/actor"
+	"github.com/schedcache/schedcache/internal/errs"
 	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/nodetree"
 	"github.com/schedcache/schedcache/shard"
@@ -313,14 +314,26 @@ func (c *Cache) do(op *actor.Op) actor.Result {
 	return r
 }
 
-// podOp validates pod and builds an op keyed by its UID.
-// podName names pod in an error about the pod itself: namespace/name, or
-// "<nil>".
-func podName(pod *v1.Pod) string {
-	if pod == nil {
-		return "<nil>"
+// call runs the op a builder made, or returns the builder's refusal: the
+// synchronous form of every write.
+func (c *Cache) call(op *actor.Op, err error) actor.Result {
+	if err != nil {
+		return actor.Result{Err: err}
 	}
-	return pod.Namespace + "/" + pod.Name
+	return c.do(op)
+}
+
+// submit hands the op a builder made to the coordinator without waiting,
+// or returns the builder's refusal: the asynchronous form of every write.
+func (c *Cache) submit(op *actor.Op, err error) error {
+	if err != nil {
+		return err
+	}
+	if err := c.a.Submit(op); err != nil {
+		c.a.PutOp(op)
+		return err
+	}
+	return nil
 }
 
 // closedChan is what Done returns for a nil or zero-value Cache.
@@ -334,28 +347,81 @@ func (c *Cache) started() error {
 	return nil
 }
 
+// The op builders: each call's sync and async forms build their op here,
+// with the same checks and the same refusals (argument rules in
+// internal/errs: a *PodError or *NodeError naming the operation).
+
+// podOp builds an op keyed by pod's UID.
 func (c *Cache) podOp(kind actor.OpKind, pod *v1.Pod) (*actor.Op, error) {
+	if err := c.started(); err != nil {
+		return nil, err
+	}
 	key, err := nodeinfo.PodKey(pod)
 	if err != nil {
-		return nil, &PodError{Op: kind.String(), Key: podName(pod), Err: err}
+		return nil, errs.PodArg(kind.String(), pod, err)
 	}
 	op := c.a.NewOp()
 	op.Kind, op.Pod, op.Key = kind, pod, key
 	return op, nil
 }
 
-// infoOp precomputes the PodInfo of pod on the caller's goroutine.
+// infoOp builds an op carrying pod's PodInfo, precomputed on the caller's
+// goroutine.
 func (c *Cache) infoOp(kind actor.OpKind, pod *v1.Pod) (*actor.Op, error) {
+	if err := c.started(); err != nil {
+		return nil, err
+	}
 	info, err := nodeinfo.NewPodInfo(pod)
 	if err != nil {
-		var pe *PodError
-		if errors.As(err, &pe) {
-			return nil, err
-		}
-		return nil, &PodError{Op: kind.String(), Key: podName(pod), Err: err}
+		return nil, errs.PodArg(kind.String(), pod, err)
 	}
 	op := c.a.NewOp()
 	op.Kind, op.Info, op.Key = kind, info, info.Key()
+	return op, nil
+}
+
+// updatePodOp builds UpdatePod's op: newPod's PodInfo, oldPod found by
+// its UID.
+func (c *Cache) updatePodOp(oldPod, newPod *v1.Pod) (*actor.Op, error) {
+	if err := c.started(); err != nil {
+		return nil, err
+	}
+	if _, err := nodeinfo.PodKey(oldPod); err != nil {
+		return nil, errs.PodArg(actor.OpUpdatePod.String(), oldPod, err)
+	}
+	op, err := c.infoOp(actor.OpUpdatePod, newPod)
+	if err != nil {
+		return nil, err
+	}
+	op.Pod = oldPod
+	return op, nil
+}
+
+// nodeOp builds a node op: AddNode and RemoveNode (oldNode nil), and
+// UpdateNode, refused here as far as its arguments alone decide.
+func (c *Cache) nodeOp(kind actor.OpKind, oldNode, node *v1.Node) (*actor.Op, error) {
+	if err := c.started(); err != nil {
+		return nil, err
+	}
+	if kind == actor.OpUpdateNode {
+		if err := errs.CheckUpdateNodeArgs(oldNode, node); err != nil {
+			return nil, err
+		}
+	} else if node == nil {
+		return nil, errs.NilNode(kind.String())
+	}
+	op := c.a.NewOp()
+	op.Kind, op.Node, op.OldNode = kind, node, oldNode
+	return op, nil
+}
+
+// barrierOp builds GetNode, Dump and Sync.
+func (c *Cache) barrierOp(kind actor.OpKind, name string) (*actor.Op, error) {
+	if err := c.started(); err != nil {
+		return nil, err
+	}
+	op := c.a.NewOp()
+	op.Kind, op.Name = kind, name
 	return op, nil
 }
 
@@ -365,64 +431,24 @@ func (c *Cache) infoOp(kind actor.OpKind, pod *v1.Pod) (*actor.Op, error) {
 // NodeCount and Dump, never in snapshots, removed with its last pod), as
 // upstream.
 func (c *Cache) AssumePod(logger klog.Logger, pod *v1.Pod) error {
-	if err := c.started(); err != nil {
-		return err
-	}
-	op, err := c.infoOp(actor.OpAssumePod, pod)
-	if err != nil {
-		return err
-	}
-	return c.do(op).Err
+	return c.call(c.infoOp(actor.OpAssumePod, pod)).Err
 }
 
 // FinishBinding starts the TTL of an assumed pod; for other pods it does
 // nothing.
 func (c *Cache) FinishBinding(logger klog.Logger, pod *v1.Pod) error {
-	if err := c.started(); err != nil {
-		return err
-	}
-	op, err := c.podOp(actor.OpFinishBinding, pod)
-	if err != nil {
-		return err
-	}
-	return c.do(op).Err
+	return c.call(c.podOp(actor.OpFinishBinding, pod)).Err
 }
 
 // ForgetPod removes an assumed pod (binding failed).
 func (c *Cache) ForgetPod(logger klog.Logger, pod *v1.Pod) error {
-	if err := c.started(); err != nil {
-		return err
-	}
-	op, err := c.podOp(actor.OpForgetPod, pod)
-	if err != nil {
-		return err
-	}
-	return c.do(op).Err
+	return c.call(c.podOp(actor.OpForgetPod, pod)).Err
 }
 
 // AddPod confirms an assumed pod (on its node or another), or adds a pod
 // that is not cached (new, or expired).
 func (c *Cache) AddPod(logger klog.Logger, pod *v1.Pod) error {
-	if err := c.started(); err != nil {
-		return err
-	}
-	op, err := c.infoOp(actor.OpAddPod, pod)
-	if err != nil {
-		return err
-	}
-	return c.do(op).Err
-}
-
-func (c *Cache) updatePodOp(oldPod, newPod *v1.Pod) (*actor.Op, error) {
-	if _, err := nodeinfo.PodKey(oldPod); err != nil {
-		return nil, err
-	}
-	op, err := c.infoOp(actor.OpUpdatePod, newPod)
-	if err != nil {
-		return nil, err
-	}
-	op.Pod = oldPod
-	return op, nil
+	return c.call(c.infoOp(actor.OpAddPod, pod)).Err
 }
 
 // UpdatePod replaces an added pod with newPod, found by oldPod's UID. A
@@ -433,26 +459,12 @@ func (c *Cache) updatePodOp(oldPod, newPod *v1.Pod) (*actor.Op, error) {
 // pod (ErrUIDMismatch), nil pods and empty UIDs (upstream panics on a nil
 // pod; with an empty new UID it removes the pod and then fails).
 func (c *Cache) UpdatePod(logger klog.Logger, oldPod, newPod *v1.Pod) error {
-	if err := c.started(); err != nil {
-		return err
-	}
-	op, err := c.updatePodOp(oldPod, newPod)
-	if err != nil {
-		return err
-	}
-	return c.do(op).Err
+	return c.call(c.updatePodOp(oldPod, newPod)).Err
 }
 
 // RemovePod removes a cached pod, assumed or added.
 func (c *Cache) RemovePod(logger klog.Logger, pod *v1.Pod) error {
-	if err := c.started(); err != nil {
-		return err
-	}
-	op, err := c.podOp(actor.OpRemovePod, pod)
-	if err != nil {
-		return err
-	}
-	return c.do(op).Err
+	return c.call(c.podOp(actor.OpRemovePod, pod)).Err
 }
 
 // GetPod returns the cached object of pod (matched by UID). The returned
@@ -463,7 +475,7 @@ func (c *Cache) GetPod(pod *v1.Pod) (*v1.Pod, error) {
 	}
 	key, err := nodeinfo.PodKey(pod)
 	if err != nil {
-		return nil, err
+		return nil, errs.PodArg("GetPod", pod, err)
 	}
 	e, ok := c.a.Snapshot().Pod(key)
 	if !ok {
@@ -479,7 +491,7 @@ func (c *Cache) IsAssumedPod(pod *v1.Pod) (bool, error) {
 	}
 	key, err := nodeinfo.PodKey(pod)
 	if err != nil {
-		return false, err
+		return false, errs.PodArg("IsAssumedPod", pod, err)
 	}
 	e, _ := c.a.Snapshot().Pod(key)
 	return e.Assumed, nil
@@ -506,15 +518,7 @@ func (c *Cache) NodeCount() int {
 // AddNode adds node, or replaces the object of an existing entry, and
 // returns the resulting NodeInfo (immutable).
 func (c *Cache) AddNode(logger klog.Logger, node *v1.Node) (*NodeInfo, error) {
-	if err := c.started(); err != nil {
-		return nil, err
-	}
-	if node == nil {
-		return nil, ErrNilNode
-	}
-	op := c.a.NewOp()
-	op.Kind, op.Node = actor.OpAddNode, node
-	r := c.do(op)
+	r := c.call(c.nodeOp(actor.OpAddNode, nil, node))
 	return r.Node, r.Err
 }
 
@@ -529,76 +533,34 @@ func (c *Cache) AddNode(logger klog.Logger, node *v1.Node) (*NodeInfo, error) {
 // zone change would unlist that other node while it keeps its object
 // (ErrNodeNameMismatch).
 func (c *Cache) UpdateNode(logger klog.Logger, oldNode, newNode *v1.Node) (*NodeInfo, error) {
-	if err := c.started(); err != nil {
-		return nil, err
-	}
-	if err := checkUpdateNode(oldNode, newNode); err != nil {
-		return nil, err
-	}
-	op := c.a.NewOp()
-	op.Kind, op.Node, op.OldNode = actor.OpUpdateNode, newNode, oldNode
-	r := c.do(op)
+	r := c.call(c.nodeOp(actor.OpUpdateNode, oldNode, newNode))
 	return r.Node, r.Err
-}
-
-// checkUpdateNode refuses what UpdateNode refuses from its arguments alone.
-func checkUpdateNode(oldNode, newNode *v1.Node) error {
-	if newNode == nil {
-		return ErrNilNode
-	}
-	if oldNode == nil && nodetree.ZoneKey(newNode) != "" {
-		return &NodeError{Op: "UpdateNode", Name: newNode.Name, Err: ErrNilNode}
-	}
-	return nil
 }
 
 // RemoveNode removes node; an entry holding pods stays (as a ghost, not in
 // snapshots) until its last pod leaves.
 func (c *Cache) RemoveNode(logger klog.Logger, node *v1.Node) error {
-	if err := c.started(); err != nil {
-		return err
-	}
-	if node == nil {
-		return ErrNilNode
-	}
-	op := c.a.NewOp()
-	op.Kind, op.Node = actor.OpRemoveNode, node
-	return c.do(op).Err
+	return c.call(c.nodeOp(actor.OpRemoveNode, nil, node)).Err
 }
 
 // GetNode returns a copy of the entry named name, ghosts and nodeless
 // entries included.
 func (c *Cache) GetNode(name string) (*NodeInfo, error) {
-	if err := c.started(); err != nil {
-		return nil, err
-	}
-	op := c.a.NewOp()
-	op.Kind, op.Name = actor.OpGetNode, name
-	r := c.do(op)
+	r := c.call(c.barrierOp(actor.OpGetNode, name))
 	return r.Node, r.Err
 }
 
 // Dump returns a copy of every entry and the set of assumed pod keys.
 // It costs O(nodes + pods).
 func (c *Cache) Dump() (*Dump, error) {
-	if err := c.started(); err != nil {
-		return nil, err
-	}
-	op := c.a.NewOp()
-	op.Kind = actor.OpDump
-	r := c.do(op)
+	r := c.call(c.barrierOp(actor.OpDump, ""))
 	return r.Dump, r.Err
 }
 
 // Sync waits until every operation submitted before it (Async ones
 // included) is applied and published.
 func (c *Cache) Sync() error {
-	if err := c.started(); err != nil {
-		return err
-	}
-	op := c.a.NewOp()
-	op.Kind = actor.OpSync
-	return c.do(op).Err
+	return c.call(c.barrierOp(actor.OpSync, "")).Err
 }
 
 // Snapshot returns the latest published snapshot. It is one atomic load;
@@ -634,88 +596,35 @@ func (c *Cache) UpdateSnapshot(logger klog.Logger, dst *Snapshot) error {
 
 // ---- asynchronous (informer-style) submission ----
 
-func (c *Cache) submit(op *actor.Op) error {
-	if err := c.a.Submit(op); err != nil {
-		c.a.PutOp(op)
-		return err
-	}
-	return nil
-}
-
 // AddPodAsync submits AddPod without waiting for its result. Events are
 // applied in submission order; failures go to the async error handler.
 func (c *Cache) AddPodAsync(pod *v1.Pod) error {
-	if err := c.started(); err != nil {
-		return err
-	}
-	op, err := c.infoOp(actor.OpAddPod, pod)
-	if err != nil {
-		return err
-	}
-	return c.submit(op)
+	return c.submit(c.infoOp(actor.OpAddPod, pod))
 }
 
 // UpdatePodAsync submits UpdatePod without waiting for its result.
 func (c *Cache) UpdatePodAsync(oldPod, newPod *v1.Pod) error {
-	if err := c.started(); err != nil {
-		return err
-	}
-	op, err := c.updatePodOp(oldPod, newPod)
-	if err != nil {
-		return err
-	}
-	return c.submit(op)
+	return c.submit(c.updatePodOp(oldPod, newPod))
 }
 
 // RemovePodAsync submits RemovePod without waiting for its result.
 func (c *Cache) RemovePodAsync(pod *v1.Pod) error {
-	if err := c.started(); err != nil {
-		return err
-	}
-	op, err := c.podOp(actor.OpRemovePod, pod)
-	if err != nil {
-		return err
-	}
-	return c.submit(op)
+	return c.submit(c.podOp(actor.OpRemovePod, pod))
 }
 
 // AddNodeAsync submits AddNode without waiting for its result.
 func (c *Cache) AddNodeAsync(node *v1.Node) error {
-	if err := c.started(); err != nil {
-		return err
-	}
-	if node == nil {
-		return ErrNilNode
-	}
-	op := c.a.NewOp()
-	op.Kind, op.Node = actor.OpAddNode, node
-	return c.submit(op)
+	return c.submit(c.nodeOp(actor.OpAddNode, nil, node))
 }
 
 // UpdateNodeAsync submits UpdateNode without waiting for its result.
 func (c *Cache) UpdateNodeAsync(oldNode, newNode *v1.Node) error {
-	if err := c.started(); err != nil {
-		return err
-	}
-	if err := checkUpdateNode(oldNode, newNode); err != nil {
-		return err
-	}
-	op := c.a.NewOp()
-	op.Kind, op.Node, op.OldNode = actor.OpUpdateNode, newNode, oldNode
-	return c.submit(op)
+	return c.submit(c.nodeOp(actor.OpUpdateNode, oldNode, newNode))
 }
 
 // RemoveNodeAsync submits RemoveNode without waiting for its result.
 func (c *Cache) RemoveNodeAsync(node *v1.Node) error {
-	if err := c.started(); err != nil {
-		return err
-	}
-	if node == nil {
-		return ErrNilNode
-	}
-	op := c.a.NewOp()
-	op.Kind, op.Node = actor.OpRemoveNode, node
-	return c.submit(op)
+	return c.submit(c.nodeOp(actor.OpRemoveNode, nil, node))
 }
 
 func logAsyncError(e AsyncError) {

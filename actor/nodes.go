@@ -1,12 +1,10 @@
 package actor
 
 import (
-	"fmt"
-
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/schedcache/schedcache/internal/errs"
 	"github.com/schedcache/schedcache/nodeinfo"
-	"github.com/schedcache/schedcache/nodetree"
 	"github.com/schedcache/schedcache/shard"
 )
 
@@ -63,16 +61,12 @@ func (c *core) AddNode(node *v1.Node) {
 //     zone order while it keeps its object, so it is never listed again).
 func (c *core) UpdateNode(oldNode, newNode *v1.Node) error {
 	c.seq++
-	newZone := nodetree.ZoneKey(newNode)
-	if oldNode == nil && newZone != "" {
-		return &NodeError{Op: "UpdateNode", Name: newNode.Name, Err: nodeinfo.ErrNilNode}
+	if err := errs.CheckUpdateNodeArgs(oldNode, newNode); err != nil {
+		return err
 	}
-	if oldNode != nil && oldNode.Name != newNode.Name {
-		if oldZone := nodetree.ZoneKey(oldNode); oldZone != newZone && c.tree.InZone(oldNode.Name, oldZone) {
-			if other := c.nodes[oldNode.Name]; other != nil && other.node != nil {
-				return &NodeError{Op: "UpdateNode", Name: newNode.Name, Err: ErrNodeNameMismatch}
-			}
-		}
+	live := func(name string) bool { e := c.nodes[name]; return e != nil && e.node != nil }
+	if err := errs.CheckUpdateNodeName(oldNode, newNode, c.tree.InZone, live); err != nil {
+		return err
 	}
 	e := c.nodes[newNode.Name]
 	var old *v1.Node
@@ -96,7 +90,7 @@ func (c *core) RemoveNode(node *v1.Node) error {
 	c.seq++
 	e := c.nodes[node.Name]
 	if e == nil {
-		return &NodeError{Op: "RemoveNode", Name: node.Name, Err: ErrNodeNotFound}
+		return errs.NodeNotFound("RemoveNode", node.Name)
 	}
 	if e.node != nil {
 		c.withNode--
@@ -128,10 +122,8 @@ func (c *core) RemoveNode(node *v1.Node) error {
 		c.syncStrays(node.Name) // the registration stays, unexplained now
 		// Upstream returns the tree's error (the node is not in the zone
 		// its labels name: a second RemoveNode of a ghost, or stale
-		// labels) after the entry changed, as here. It is a NodeError
-		// that matches both ErrNodeNotFound and the tree's
-		// ErrNodeNotInZone.
-		return &NodeError{Op: "RemoveNode", Name: node.Name, Err: fmt.Errorf("%w: %w", ErrNodeNotFound, err)}
+		// labels) after the entry changed, as here.
+		return errs.RemoveNodeNotInZone(node.Name, err)
 	}
 	c.unregisterImages(node)
 	c.syncStrays(node.Name)

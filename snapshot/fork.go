@@ -3,7 +3,6 @@ package snapshot
 import (
 	"cmp"
 	"errors"
-	"fmt"
 	"slices"
 	"sync/atomic"
 
@@ -1244,10 +1243,10 @@ func (e *forkEdit) nodeObj(slot int32) *v1.Node {
 
 // AddNode adds node or replaces the object of its entry (a ghost's
 // included), as Cache.AddNode, and lists it in its zone. A nil node is
-// refused with nodeinfo.ErrNilNode.
+// refused with a *NodeError wrapping nodeinfo.ErrNilNode.
 func (f *Fork) AddNode(node *v1.Node) error {
 	if node == nil {
-		return nodeinfo.ErrNilNode
+		return errs.NilNode("AddNode")
 	}
 	e, err := f.nodeOp("AddNode", node.Name)
 	if err != nil {
@@ -1271,25 +1270,17 @@ func (f *Fork) AddNode(node *v1.Node) error {
 // and newNode differ, as Cache.UpdateNode, with the same refusals
 // (nodeinfo.ErrNilNode, ErrNodeNameMismatch).
 func (f *Fork) UpdateNode(oldNode, newNode *v1.Node) error {
-	const op = "UpdateNode"
-	if newNode == nil {
-		return nodeinfo.ErrNilNode
+	if err := errs.CheckUpdateNodeArgs(oldNode, newNode); err != nil {
+		return err
 	}
-	newZone := nodetree.ZoneKey(newNode)
-	if oldNode == nil && newZone != "" {
-		return &errs.NodeError{Op: op, Name: newNode.Name, Err: nodeinfo.ErrNilNode}
-	}
-	e, err := f.nodeOp(op, newNode.Name)
+	e, err := f.nodeOp("UpdateNode", newNode.Name)
 	if err != nil {
 		return err
 	}
-	if oldNode != nil && oldNode.Name != newNode.Name {
-		if oldZone := nodetree.ZoneKey(oldNode); oldZone != newZone && e.tree.InZone(oldNode.Name, oldZone) {
-			if _, live := e.index.Get(oldNode.Name); live {
-				f.discard()
-				return &errs.NodeError{Op: op, Name: newNode.Name, Err: errs.ErrNodeNameMismatch}
-			}
-		}
+	live := func(name string) bool { _, ok := e.index.Get(name); return ok }
+	if err := errs.CheckUpdateNodeName(oldNode, newNode, e.tree.InZone, live); err != nil {
+		f.discard()
+		return err
 	}
 	slot, ok := e.slotOf(newNode.Name)
 	var old *v1.Node
@@ -1313,7 +1304,7 @@ func (f *Fork) UpdateNode(oldNode, newNode *v1.Node) error {
 func (f *Fork) RemoveNode(node *v1.Node) error {
 	const op = "RemoveNode"
 	if node == nil {
-		return nodeinfo.ErrNilNode
+		return errs.NilNode(op)
 	}
 	e, err := f.nodeOp(op, node.Name)
 	if err != nil {
@@ -1322,7 +1313,7 @@ func (f *Fork) RemoveNode(node *v1.Node) error {
 	slot, ok := e.slotOf(node.Name)
 	if !ok {
 		f.discard()
-		return &errs.NodeError{Op: op, Name: node.Name, Err: errs.ErrNodeNotFound}
+		return errs.NodeNotFound(op, node.Name)
 	}
 	st := e.state(slot)
 	stored := st.Node()
@@ -1350,7 +1341,7 @@ func (f *Fork) RemoveNode(node *v1.Node) error {
 	}
 	f.close()
 	if terr != nil {
-		return &errs.NodeError{Op: op, Name: node.Name, Err: fmt.Errorf("%w: %w", errs.ErrNodeNotFound, terr)}
+		return errs.RemoveNodeNotInZone(node.Name, terr)
 	}
 	return nil
 }

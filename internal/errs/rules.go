@@ -1,6 +1,13 @@
 package errs
 
-import v1 "k8s.io/api/core/v1"
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/schedcache/schedcache/nodeinfo"
+	"github.com/schedcache/schedcache/nodetree"
+)
 
 // The pod state machine's rules: which operation a cached pod's state
 // refuses, and with which error. The cache's coordinator (actor's core) and
@@ -94,4 +101,77 @@ func CheckRemove(key string, pod *v1.Pod, cur Cached) error {
 		return &CorruptionError{Op: "RemovePod", Key: key, CachedNode: cur.Node, GivenNode: pod.Spec.NodeName}
 	}
 	return nil
+}
+
+// The argument rules: every call of the cache or of a fork refuses a pod
+// argument without a key and a nil node the same way, as a *PodError or
+// a *NodeError naming the operation, so that errors.Is and errors.As
+// answer alike whichever call was misused.
+
+// NilName is the name a refusal gives a nil pod or node.
+const NilName = "<nil>"
+
+// PodArg returns op's refusal of pod, which has no key (err is
+// nodeinfo.PodKey's or nodeinfo.NewPodInfo's): a *PodError wrapping err,
+// keyed by the pod's namespace/name, or NilName. An err that is already a
+// *PodError is returned as it is.
+func PodArg(op string, pod *v1.Pod, err error) error {
+	if pe, ok := err.(*PodError); ok {
+		return pe
+	}
+	name := NilName
+	if pod != nil {
+		name = pod.Namespace + "/" + pod.Name
+	}
+	return &PodError{Op: op, Key: name, Err: err}
+}
+
+// NilNode returns op's refusal of a nil node argument.
+func NilNode(op string) error {
+	return &NodeError{Op: op, Name: NilName, Err: nodeinfo.ErrNilNode}
+}
+
+// CheckUpdateNodeArgs returns UpdateNode's refusal from its arguments
+// alone, or nil: a nil newNode, and a nil oldNode with a zoned newNode
+// (upstream reads the nil node's labels and panics, after it changed its
+// state); both wrap nodeinfo.ErrNilNode. A nil oldNode stands for a node
+// without zone labels.
+func CheckUpdateNodeArgs(oldNode, newNode *v1.Node) error {
+	if newNode == nil {
+		return NilNode("UpdateNode")
+	}
+	if oldNode == nil && nodetree.ZoneKey(newNode) != "" {
+		return &NodeError{Op: "UpdateNode", Name: newNode.Name, Err: nodeinfo.ErrNilNode}
+	}
+	return nil
+}
+
+// CheckUpdateNodeName returns UpdateNode's refusal of an oldNode with
+// another name, or nil: when the zone keys differ and oldNode's zone
+// lists that other name for a node held with its object, upstream would
+// drop that node from the zone order while it keeps its object, so it is
+// never listed again (ErrNodeNameMismatch). inZone asks the zone tree;
+// live whether a name has its node object. Call it after
+// CheckUpdateNodeArgs.
+func CheckUpdateNodeName(oldNode, newNode *v1.Node, inZone func(name, zone string) bool, live func(name string) bool) error {
+	if oldNode == nil || oldNode.Name == newNode.Name {
+		return nil
+	}
+	if oldZone := nodetree.ZoneKey(oldNode); oldZone != nodetree.ZoneKey(newNode) && inZone(oldNode.Name, oldZone) && live(oldNode.Name) {
+		return &NodeError{Op: "UpdateNode", Name: newNode.Name, Err: ErrNodeNameMismatch}
+	}
+	return nil
+}
+
+// NodeNotFound returns op's refusal of a node without an entry.
+func NodeNotFound(op, name string) error {
+	return &NodeError{Op: op, Name: name, Err: ErrNodeNotFound}
+}
+
+// RemoveNodeNotInZone returns RemoveNode's error for a node missing from
+// the zone its labels name (treeErr, wrapping nodetree.ErrNodeNotInZone),
+// which upstream returns after the entry changed: a *NodeError matching
+// both ErrNodeNotFound and nodetree.ErrNodeNotInZone.
+func RemoveNodeNotInZone(name string, treeErr error) error {
+	return &NodeError{Op: "RemoveNode", Name: name, Err: fmt.Errorf("%w: %w", ErrNodeNotFound, treeErr)}
 }

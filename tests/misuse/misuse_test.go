@@ -13,6 +13,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -423,6 +424,21 @@ func nodeResult(ni *schedcache.NodeInfo, err error) error {
 	return err
 }
 
+// argShape checks the one shape of an argument misuse, whichever call got
+// it, sync or async: a nil or keyless pod is a *PodError, a nil node a
+// *NodeError, each naming the operation (the case name up to "(", without
+// "Async").
+func argShape(t *testing.T, name string, want, err error) {
+	t.Helper()
+	op := strings.TrimSuffix(name[:strings.IndexByte(name+"(", '(')], "Async")
+	switch want {
+	case schedcache.ErrNilPod, schedcache.ErrEmptyUID:
+		podErr(op)(t, nil, err)
+	case schedcache.ErrNilNode:
+		nodeErr(op)(t, nil, err)
+	}
+}
+
 // TestMisuseSync runs every synchronous misuse case on a fresh fixture and
 // checks the typed error and that nothing changed.
 func TestMisuseSync(t *testing.T) {
@@ -440,6 +456,7 @@ func TestMisuseSync(t *testing.T) {
 			if tc.as != nil {
 				tc.as(t, f, err)
 			}
+			argShape(t, tc.name, tc.want, err)
 			f.unchanged(t, true)
 			f.noneHandled(t)
 			if f.c.Err() != nil {
@@ -512,6 +529,7 @@ func TestMisuseAsync(t *testing.T) {
 			if e := invariant.Expect(tc.name, err, tc.want); e != nil {
 				t.Fatal(e)
 			}
+			argShape(t, tc.name, tc.want, err)
 			if tc.handled == nil {
 				f.noneHandled(t)
 			} else {
