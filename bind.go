@@ -43,7 +43,7 @@ func IsUnexpectedCallError(err error) bool {
 // (upstream: the APIDispatcher given to cache.New, present when the
 // SchedulerAsyncAPICalls feature is on).
 func WithDispatcher(d Dispatcher) Option {
-	return func(o *actor.Options) { o.Dispatcher = d }
+	return func(o *options) { o.a.Dispatcher = d }
 }
 
 // BindPod queues binding on the dispatcher and returns the channel (one

@@ -21,6 +21,7 @@ import (
 
 	"github.com/schedcache/schedcache/actor"
 	"github.com/schedcache/schedcache/internal/errs"
+	"github.com/schedcache/schedcache/internal/hooks"
 	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/nodetree"
 	"github.com/schedcache/schedcache/shard"
@@ -170,33 +171,39 @@ func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
 	return snapshot.NewSnapshot(pods, nodes)
 }
 
-// Option configures New.
-type Option func(*actor.Options)
+// Option configures New. Options are applied in order; a later one wins.
+type Option func(*options)
+
+// options is New's configuration, filled by the Options on New's
+// goroutine and handed to the coordinator as its actor.Options.
+type options struct {
+	a actor.Options
+}
 
 // WithTTL sets how long an assumed pod lives after FinishBinding before it
 // expires (0, the default and upstream's production value: never).
-func WithTTL(ttl time.Duration) Option { return func(o *actor.Options) { o.TTL = ttl } }
+func WithTTL(ttl time.Duration) Option { return func(o *options) { o.a.TTL = ttl } }
 
 // WithPeriod sets the pause between expiry passes (default 1s, as upstream).
-func WithPeriod(d time.Duration) Option { return func(o *actor.Options) { o.Period = d } }
+func WithPeriod(d time.Duration) Option { return func(o *options) { o.a.Period = d } }
 
 // WithClock injects the time source (default: the time package).
-func WithClock(c Clock) Option { return func(o *actor.Options) { o.Clock = c } }
+func WithClock(c Clock) Option { return func(o *options) { o.a.Clock = c } }
 
 // WithShards sets the number of shard goroutines that own node state
 // (default max(1, GOMAXPROCS/2)).
-func WithShards(n int) Option { return func(o *actor.Options) { o.Shards = n } }
+func WithShards(n int) Option { return func(o *options) { o.a.Shards = n } }
 
 // WithMailboxSize bounds the coordinator's mailbox (default 1024):
 // submitters block while it is full.
-func WithMailboxSize(n int) Option { return func(o *actor.Options) { o.MailboxSize = n } }
+func WithMailboxSize(n int) Option { return func(o *options) { o.a.MailboxSize = n } }
 
 // WithMaxBatch bounds how many operations one publication covers (default 256).
-func WithMaxBatch(n int) Option { return func(o *actor.Options) { o.MaxBatch = n } }
+func WithMaxBatch(n int) Option { return func(o *options) { o.a.MaxBatch = n } }
 
 // WithExpiryChunk bounds how many pods one expiry step removes before
 // other operations get their turn (default 64).
-func WithExpiryChunk(n int) Option { return func(o *actor.Options) { o.ExpiryChunk = n } }
+func WithExpiryChunk(n int) Option { return func(o *options) { o.a.ExpiryChunk = n } }
 
 // WithAsyncErrorHandler receives the failures of operations submitted with
 // the Async methods (ErrClosed included, for events accepted just before
@@ -204,20 +211,21 @@ func WithExpiryChunk(n int) Option { return func(o *actor.Options) { o.ExpiryChu
 // submission order; it may call the cache. The default logs each failure
 // with klog.
 func WithAsyncErrorHandler(fn func(AsyncError)) Option {
-	return func(o *actor.Options) { o.OnAsyncError = fn }
+	return func(o *options) { o.a.OnAsyncError = fn }
 }
 
-// WithFaultHooks installs hooks that run on the coordinator before each
-// operation and on the shards before each request. For fault-injection
-// tests only.
-func WithFaultHooks(coordinator func(kind string), shardHook func(shardIdx int)) Option {
-	return func(o *actor.Options) {
-		if coordinator != nil {
-			o.OpHook = func(op *actor.Op) { coordinator(op.Kind.String()) }
-		}
-		if shardHook != nil {
-			o.ShardHook = func(i int, _ shard.Request) { shardHook(i) }
-		}
+// The module's fault-injection tests reach their hooks through
+// internal/cachetest; they are not part of the public API.
+func init() {
+	hooks.FaultHooks = func(coordinator func(kind string), shardHook func(shardIdx int)) any {
+		return Option(func(o *options) {
+			if coordinator != nil {
+				o.a.OpHook = func(op *actor.Op) { coordinator(op.Kind.String()) }
+			}
+			if shardHook != nil {
+				o.a.ShardHook = func(i int, _ shard.Request) { shardHook(i) }
+			}
+		})
 	}
 }
 
@@ -238,11 +246,12 @@ type Cache struct {
 // wraps ErrInvalidArgument.
 type OptionError struct {
 	Option string // the option's function name, e.g. "WithShards"
-	Value  any
+	Value  any    // the value it was given
+	Rule   string // the rule the value breaks, e.g. "must not be negative"
 }
 
 func (e *OptionError) Error() string {
-	return fmt.Sprintf("schedcache: %s(%v): must not be negative", e.Option, e.Value)
+	return fmt.Sprintf("schedcache: %s(%v): %s", e.Option, e.Value, e.Rule)
 }
 func (e *OptionError) Unwrap() error { return ErrInvalidArgument }
 
@@ -251,10 +260,13 @@ func New(ctx context.Context, opts ...Option) (*Cache, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
 	}
-	o := actor.Options{Shards: max(1, runtime.GOMAXPROCS(0)/2), Period: time.Second}
+	cfg := options{a: actor.Options{Shards: max(1, runtime.GOMAXPROCS(0)/2), Period: time.Second}}
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil {
+			opt(&cfg)
+		}
 	}
+	o := cfg.a
 	for _, c := range []struct {
 		name string
 		neg  bool
@@ -265,7 +277,7 @@ func New(ctx context.Context, opts ...Option) (*Cache, error) {
 		{"WithExpiryChunk", o.ExpiryChunk < 0, o.ExpiryChunk},
 	} {
 		if c.neg {
-			return nil, &OptionError{Option: c.name, Value: c.val}
+			return nil, &OptionError{Option: c.name, Value: c.val, Rule: "must not be negative"}
 		}
 	}
 	if err := ctx.Err(); err != nil {

@@ -75,12 +75,18 @@ func TestNewRefusals(t *testing.T) {
 		var oe *schedcache.OptionError
 		require.ErrorAs(t, err, &oe)
 		require.Equal(t, tc.name, oe.Option)
+		require.Equal(t, "must not be negative", oe.Rule)
 		require.ErrorIs(t, err, schedcache.ErrInvalidArgument)
 		require.Contains(t, err.Error(), tc.name)
+		require.Contains(t, err.Error(), oe.Rule)
 	}
+	// A nil Option is skipped, not called.
+	c, err := schedcache.New(context.Background(), nil, schedcache.WithShards(1))
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	c, err := schedcache.New(ctx)
+	c, err = schedcache.New(ctx)
 	require.Nil(t, c)
 	require.ErrorIs(t, err, schedcache.ErrClosed)
 	require.ErrorIs(t, err, context.Canceled)

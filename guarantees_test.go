@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/internal/cachetest"
 	"github.com/schedcache/schedcache/internal/watchdog"
 	"github.com/schedcache/schedcache/nodeinfo"
 )
@@ -58,7 +59,7 @@ func newCache(t *testing.T, opts ...schedcache.Option) *schedcache.Cache {
 func TestGuaranteeReadersNeverBlock(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	var hold atomic.Bool
-	c := newCache(t, schedcache.WithFaultHooks(func(kind string) {
+	c := newCache(t, cachetest.WithFaultHooks(func(kind string) {
 		if hold.Load() && kind == "AssumePod" {
 			close(entered)
 			<-release

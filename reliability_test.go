@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/internal/cachetest"
 	"github.com/schedcache/schedcache/internal/watchdog"
 )
 
@@ -120,7 +121,7 @@ func TestAsyncErrorsAtShutdown(t *testing.T) {
 				defer cancel()
 				c, err := schedcache.New(ctx, schedcache.WithShards(2),
 					schedcache.WithMailboxSize(mailbox), schedcache.WithMaxBatch(maxBatch),
-					schedcache.WithFaultHooks(func(string) {
+					cachetest.WithFaultHooks(func(string) {
 						if ops.Add(1) == holdAt {
 							<-release
 						}

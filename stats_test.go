@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/internal/cachetest"
 	"github.com/schedcache/schedcache/internal/watchdog"
 )
 
@@ -65,7 +66,7 @@ func TestStatsCounts(t *testing.T) {
 func TestStatsAsyncAndMailbox(t *testing.T) {
 	hold, release := make(chan struct{}), make(chan struct{})
 	errs := make(chan schedcache.AsyncError, 8)
-	c := newCache(t, schedcache.WithFaultHooks(func(kind string) {
+	c := newCache(t, cachetest.WithFaultHooks(func(kind string) {
 		if kind == "Sync" {
 			return
 		}

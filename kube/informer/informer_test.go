@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/internal/cachetest"
 	"github.com/schedcache/schedcache/internal/watchdog"
 	"github.com/schedcache/schedcache/kube/informer"
 )
@@ -116,7 +117,7 @@ func TestAttachInitialListAndEvents(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	c := newCache(t, sink, schedcache.WithFaultHooks(slow, nil))
+	c := newCache(t, sink, cachetest.WithFaultHooks(slow, nil))
 	n1, n2 := mkNode("n1", "z1"), mkNode("n2", "z2")
 	running, pending := mkPod("running", "n1", 100), mkPod("pending", "", 200)
 	cs := fake.NewClientset(n1, n2, running, pending)

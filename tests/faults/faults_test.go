@@ -1,5 +1,5 @@
 // Package faults injects panics into the coordinator and the shards with
-// WithFaultHooks and checks the failure model of docs/design.md: the
+// cachetest.WithFaultHooks and checks the failure model of docs/design.md: the
 // caller whose operation hit the panic and every caller in flight get a
 // *FailedError (wrapping ErrFailed and the *PanicError), later writes and
 // Async submissions are refused with ErrFailed, Err() reports it, reads keep
@@ -28,6 +28,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/internal/cachetest"
 	"github.com/schedcache/schedcache/internal/watchdog"
 	"github.com/schedcache/schedcache/tests/stress/invariant"
 	"github.com/schedcache/schedcache/workload"
@@ -73,7 +74,7 @@ func (in *injector) armKind(kind string) { in.kind.Store(&kind) }
 func (in *injector) armShard(idx int)    { in.shard.Store(int64(idx)) }
 
 func (in *injector) option() schedcache.Option {
-	return schedcache.WithFaultHooks(func(kind string) {
+	return cachetest.WithFaultHooks(func(kind string) {
 		if k := in.kind.Load(); k != nil && *k == kind && in.kind.CompareAndSwap(k, nil) {
 			in.fired.Add(1)
 			in.fire()
@@ -503,7 +504,7 @@ func TestAsyncEventsInFailedEpoch(t *testing.T) {
 			reported[string(e.Pod.UID)] = e.Err
 			mu.Unlock()
 		}),
-		schedcache.WithFaultHooks(func(kind string) {
+		cachetest.WithFaultHooks(func(kind string) {
 			if kind == "AddPod" && holding.CompareAndSwap(true, false) {
 				entered <- struct{}{}
 				<-release

@@ -27,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/internal/cachetest"
 	"github.com/schedcache/schedcache/internal/watchdog"
 	"github.com/schedcache/schedcache/workload"
 )
@@ -75,7 +76,7 @@ func lifecycle(t *testing.T, i int, cl *workload.Cluster, handled *atomic.Int64)
 		schedcache.WithShards(1 + i%3),
 		schedcache.WithMailboxSize(4 + i%64),
 		schedcache.WithAsyncErrorHandler(func(schedcache.AsyncError) { handled.Add(1) }),
-		schedcache.WithFaultHooks(func(kind string) {
+		cachetest.WithFaultHooks(func(kind string) {
 			if kind == "RemoveNode" && failArmed.Load() {
 				panic("injected")
 			}

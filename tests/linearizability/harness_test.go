@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/internal/cachetest"
 )
 
 // target is the part of the cache a history exercises. *schedcache.Cache
@@ -200,7 +201,7 @@ func newCache(t testing.TB, shards int, jitter bool) *schedcache.Cache {
 	var opts []schedcache.Option
 	opts = append(opts, schedcache.WithShards(shards))
 	if jitter {
-		opts = append(opts, schedcache.WithFaultHooks(func(string) { jitterNow() }, func(int) { jitterNow() }))
+		opts = append(opts, cachetest.WithFaultHooks(func(string) { jitterNow() }, func(int) { jitterNow() }))
 	}
 	c, err := schedcache.New(context.Background(), opts...)
 	if err != nil {

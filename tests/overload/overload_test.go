@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/internal/cachetest"
 	"github.com/schedcache/schedcache/internal/watchdog"
 	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/workload"
@@ -136,7 +137,7 @@ func overload(t *testing.T, spin time.Duration, out string) {
 	var releaseOnce sync.Once
 	unhold := func() { releaseOnce.Do(func() { close(release) }) }
 	defer unhold()
-	opts = append(opts, schedcache.WithFaultHooks(func(string) {
+	opts = append(opts, cachetest.WithFaultHooks(func(string) {
 		if coordOps.Add(1) == holdAt {
 			close(held)
 			<-release

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/internal/cachetest"
 )
 
 func batchNode(name, rv string) *v1.Node {
@@ -29,7 +30,7 @@ func heldCache(t *testing.T, onAsync func(schedcache.AsyncError)) (c *schedcache
 	var armed atomic.Bool
 	entered, rel := make(chan struct{}, 1), make(chan struct{})
 	c, err := schedcache.New(context.Background(), schedcache.WithAsyncErrorHandler(onAsync),
-		schedcache.WithFaultHooks(func(kind string) {
+		cachetest.WithFaultHooks(func(kind string) {
 			if kind == "AddPod" && armed.CompareAndSwap(true, false) {
 				entered <- struct{}{}
 				<-rel
