@@ -26,6 +26,18 @@ import (
 // entry is the coordinator's view of one NodeInfo entry; the NodeState
 // itself lives in shard `shard` at `slot`. Owned by the coordinator's token
 // holder (the run goroutine, or a caller running inline).
+//
+// Why pods, aff, anti and pvc are counted here as well as in the shard's
+// NodeState: the core decides with them while it applies an op, before
+// the shard has seen the op's mutation (the shards apply an epoch's
+// mutations on their own goroutines while the core builds the lists, in
+// Ready/Advance): the pod bound (ErrTooManyPods), whether the entry
+// enters or leaves the affinity lists this epoch, and which claims enter
+// or leave the used-PVC set. Reading the shard instead would make every
+// op a round trip to another goroutine, the hand-off the inline path
+// exists to avoid. The same op updates both; requireShadowCounts (actor's
+// tests) checks they agree after every publication of the randomized
+// core and fork tests.
 type entry struct {
 	name      string
 	slot      int32

@@ -292,6 +292,7 @@ func TestNodeListBySlotMatchesByName(t *testing.T) {
 		}
 		s, err := l.Publish()
 		require.NoError(t, err)
+		requireShadowCounts(t, l, fmt.Sprintf("step %d", i))
 		names, _ := c.tree.List()
 		var want []string
 		for _, name := range names {
@@ -441,6 +442,7 @@ func testAffinityListEdits(t *testing.T, nodes int) {
 		wa, wn := want(s)
 		require.Equal(t, wa, names(aff), "epoch %d affinity list", epoch)
 		require.Equal(t, wn, names(anti), "epoch %d anti-affinity list", epoch)
+		requireShadowCounts(t, l, fmt.Sprintf("epoch %d", epoch))
 		if epoch%20 == 0 {
 			held = append(held, heldList{s, wa, wn})
 		}
@@ -782,4 +784,31 @@ func TestPodsPerNodeBound(t *testing.T) {
 	ni, err = s.Get("other")
 	require.NoError(t, err)
 	require.Zero(t, ni.NumPods())
+}
+
+// requireShadowCounts checks the counts the core keeps per entry (pods,
+// affinity and anti-affinity pods, PVC references) against the NodeState
+// the entry's shard holds: the two are kept by the same ops for different
+// readers (see entry), and must never disagree after a publication.
+func requireShadowCounts(t *testing.T, l *local, when string) {
+	t.Helper()
+	for name, e := range l.core.nodes {
+		if e.deleted {
+			continue
+		}
+		ni := l.shards[e.shard].Get(e.slot)
+		require.NotNil(t, ni, "%s: entry %q has no shard state", when, name)
+		require.Equal(t, ni.NumPods(), e.pods, "%s: %q pods", when, name)
+		require.Equal(t, ni.NumPodsWithAffinity(), e.aff, "%s: %q affinity pods", when, name)
+		require.Equal(t, ni.NumPodsWithRequiredAntiAffinity(), e.anti, "%s: %q anti-affinity pods", when, name)
+		want := e.pvc
+		if want == nil {
+			want = map[string]int{}
+		}
+		got := ni.PVCRefCounts()
+		if got == nil {
+			got = map[string]int{}
+		}
+		require.Equal(t, want, got, "%s: %q PVC references", when, name)
+	}
 }

@@ -815,6 +815,7 @@ func runForkMatchesCore(t *testing.T, seed int64, steps int) {
 		err := op(l)
 		_, perr := l.Publish()
 		require.NoError(t, perr)
+		requireShadowCounts(t, l, fmt.Sprint("seed ", seed, " op ", len(log)))
 		return err
 	}
 	type level struct {
