@@ -29,6 +29,7 @@ import (
 
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -118,6 +119,8 @@ type world struct {
 	recomputed atomic.Int64 // of which with requests recomputed from the pods
 	dumps      atomic.Int64
 	fpChecks   atomic.Int64
+	// refreshes of a worker's own snapshot compared with a new snapshot
+	refreshCompared atomic.Int64
 }
 
 func (w *world) fail(format string, args ...any) {
@@ -253,17 +256,51 @@ func (k *worker) withNode(p *v1.Pod, node string) *v1.Pod {
 
 // updated returns a new version of p on the same node whose containers,
 // affinity and volumes come from a random pod of the cluster, so requests,
-// sub-list membership and claims change.
+// sub-list membership and claims change; a third of the time its first
+// container also requests ephemeral storage and scalar resources.
 func (k *worker) updated(p *v1.Pod) *v1.Pod {
 	donor := k.w.cl.Pods[k.r.IntN(len(k.w.cl.Pods))]
 	cp := *p
 	cp.ResourceVersion = k.nextRV()
 	cp.Spec.Containers = donor.Spec.Containers
+	if k.r.IntN(3) == 0 {
+		cp.Spec.Containers = withExtraRequests(k.r, donor.Spec.Containers)
+	}
 	cp.Spec.InitContainers = donor.Spec.InitContainers
 	cp.Spec.Affinity = donor.Spec.Affinity
 	cp.Spec.Volumes = donor.Spec.Volumes
 	cp.Spec.Overhead = donor.Spec.Overhead
 	return &cp
+}
+
+// extraResources are the requests the cluster's pods lack: ephemeral
+// storage and scalar resources (an extended resource, a GPU, huge pages).
+var extraResources = []struct {
+	name v1.ResourceName
+	unit int64
+}{
+	{v1.ResourceEphemeralStorage, 1 << 20},
+	{workload.ResourceGPU, 1},
+	{"nvidia.com/gpu", 1},
+	{v1.ResourceHugePagesPrefix + "2Mi", 2 << 20},
+}
+
+// withExtraRequests returns a copy of containers whose first container
+// also requests some of extraResources (zero amounts included: a scalar
+// key stays on the node even at zero).
+func withExtraRequests(r *rand.Rand, containers []v1.Container) []v1.Container {
+	out := append([]v1.Container(nil), containers...)
+	req := v1.ResourceList{}
+	for name, q := range out[0].Resources.Requests {
+		req[name] = q
+	}
+	for _, x := range extraResources {
+		if r.IntN(2) == 0 {
+			req[x.name] = *resource.NewQuantity(int64(r.IntN(4))*x.unit, resource.BinarySI)
+		}
+	}
+	out[0].Resources.Requests = req
+	return out
 }
 
 func (k *worker) pickPod(want func(*ownPod) bool) *ownPod {
@@ -503,7 +540,18 @@ func (k *worker) step() {
 			}
 			k.w.fpChecks.Add(1)
 		}
-		if !k.expect("UpdateSnapshot", c.UpdateSnapshot(logger, k.own), nil) {
+		if k.ownSet && k.r.IntN(2) == 0 {
+			// Refresh from a publication a new snapshot then reads too,
+			// and compare them (what c.UpdateSnapshot does, from a known
+			// publication).
+			before := make(map[string]*schedcache.NodeInfo, k.own.NumNodes())
+			k.own.Range(func(_ int, ni *schedcache.NodeInfo) bool { before[ni.NodeName()] = ni; return true })
+			p := c.Snapshot()
+			if !k.expect("UpdateSnapshot", k.own.UpdateFrom(p), nil) {
+				return
+			}
+			k.compareRefreshed(before, p)
+		} else if !k.expect("UpdateSnapshot", c.UpdateSnapshot(logger, k.own), nil) {
 			return
 		}
 		k.ownSet = true
@@ -564,6 +612,62 @@ func (k *worker) checkSnapshot(s *schedcache.Snapshot, where string) {
 	if recompute {
 		k.w.recomputed.Add(1)
 	}
+}
+
+// compareRefreshed checks the worker's own snapshot, just refreshed from
+// the publication p, against a new snapshot of p (semantics 5.2; the
+// stream is consistent): the same epoch, counts and listed nodes (the
+// order may differ: a refresh keeps its order after zone moves until
+// membership changes), every node at its current version; a node the
+// refresh cloned (a new version since before) shows exactly what the new
+// snapshot shows, image counts included; any other keeps the very entry
+// it had, with its older counts; a removed node is gone. The new
+// snapshot's image counts are those of its own nodes.
+func (k *worker) compareRefreshed(before map[string]*schedcache.NodeInfo, p *schedcache.Snapshot) {
+	own := k.own
+	fresh := schedcache.NewEmptySnapshot()
+	if !k.expect("UpdateSnapshot(new)", fresh.UpdateFrom(p), nil) {
+		return
+	}
+	if err := invariant.CheckImagesNow(fresh); err != nil {
+		k.fail("new snapshot: %v", err)
+		return
+	}
+	if own.Epoch() != fresh.Epoch() || own.NumNodes() != fresh.NumNodes() || own.NodeCount() != fresh.NodeCount() || own.PodCount() != fresh.PodCount() {
+		k.fail("refreshed snapshot: epoch %d, %d nodes listed, %d entries, %d pods; a new one: %d, %d, %d, %d",
+			own.Epoch(), own.NumNodes(), own.NodeCount(), own.PodCount(), fresh.Epoch(), fresh.NumNodes(), fresh.NodeCount(), fresh.PodCount())
+		return
+	}
+	listed := make(map[string]bool, own.NumNodes())
+	own.Range(func(_ int, ni *schedcache.NodeInfo) bool { listed[ni.NodeName()] = true; return true })
+	fresh.Range(func(_ int, want *schedcache.NodeInfo) bool {
+		name := want.NodeName()
+		got, err := own.Get(name)
+		switch {
+		case err != nil || !listed[name]:
+			k.fail("refreshed snapshot: node %q listed by a new snapshot: Get %v, listed %v", name, err, listed[name])
+		case got.Generation() != want.Generation():
+			k.fail("refreshed snapshot: node %q at generation %d, the new snapshot's %d", name, got.Generation(), want.Generation())
+		case before[name] != nil && before[name].Generation() == got.Generation():
+			if got != before[name] {
+				k.fail("refreshed snapshot: node %q unchanged since the last refresh but not the entry it had", name)
+			}
+		default: // cloned by this refresh
+			if d := invariant.Diff(invariant.RenderNodeInfo(want), invariant.RenderNodeInfo(got)); d != "" {
+				k.fail("refreshed snapshot: node %q cloned now differs from a new snapshot's: %s", name, d)
+			}
+		}
+		return !k.w.stop.Load()
+	})
+	for name := range before {
+		if _, err := fresh.Get(name); err != nil {
+			if _, err := own.Get(name); err == nil {
+				k.fail("refreshed snapshot: node %q left the cache but Get finds it", name)
+				return
+			}
+		}
+	}
+	k.w.refreshCompared.Add(1)
 }
 
 func (k *worker) nodeOp(async bool) {
@@ -754,6 +858,14 @@ func TestStress(t *testing.T) {
 	G := *flagGoroutines
 
 	cl := workload.Build(workload.ClusterSpec{Nodes: *flagNodes, PodsPerNode: *flagPodsPerNode, Seed: int64(seed % 1000)})
+	xr := rand.New(rand.NewPCG(seed, 1<<20))
+	for i, p := range cl.Pods { // a quarter also request ephemeral storage and scalars
+		if i%4 == 0 {
+			cp := *p
+			cp.Spec.Containers = withExtraRequests(xr, p.Spec.Containers)
+			cl.Pods[i] = &cp
+		}
+	}
 	ledger := &asyncLedger{expected: map[string]int{}, seen: map[string]int{}}
 	c, err := schedcache.New(context.Background(), schedcache.WithShards(*flagShards), schedcache.WithAsyncErrorHandler(ledger.handle))
 	if err != nil {
@@ -796,6 +908,7 @@ func TestStress(t *testing.T) {
 		}
 		for i := 0; i < 16; i++ { // fresh pods, absent at first
 			p := k.withNode(cl.Pods[(g*16+i)%len(cl.Pods)], "")
+			p.Spec.Containers = withExtraRequests(k.r, p.Spec.Containers)
 			p.UID = types.UID(fmt.Sprintf("stress-%d-%d", g, i))
 			p.Name = string(p.UID)
 			k.pods = append(k.pods, &ownPod{key: string(p.UID), obj: p, state: absent})
@@ -832,6 +945,13 @@ func TestStress(t *testing.T) {
 	st, err := invariant.CheckSnapshot(final, invariant.Options{RecomputeRequests: true})
 	if err != nil {
 		t.Fatalf("final snapshot: %v", err)
+	}
+	fresh := schedcache.NewEmptySnapshot()
+	if err := c.UpdateSnapshot(logger, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := invariant.CheckSnapshot(fresh, invariant.Options{RecomputeRequests: true, ImagesNow: true}); err != nil {
+		t.Fatalf("new snapshot of the final state: %v", err)
 	}
 	cached, presentNodes := 0, 0
 	present := map[string]bool{}
@@ -924,9 +1044,9 @@ func TestStress(t *testing.T) {
 	for i := range w.ops {
 		total += w.ops[i].Load()
 	}
-	t.Logf("%d goroutines x %v on %d nodes (%d shards): %d operations (%.0f/s), %d snapshots checked (%d with a tenth of the pods' requests recomputed), %d dumps checked, %d fingerprint re-checks, %d expected async failures handled, final epoch %d, %d pods, %d node entries",
+	t.Logf("%d goroutines x %v on %d nodes (%d shards): %d operations (%.0f/s), %d snapshots checked (%d with a tenth of the pods' requests recomputed), %d dumps checked, %d refreshes compared with a new snapshot, %d fingerprint re-checks, %d expected async failures handled, final epoch %d, %d pods, %d node entries",
 		G, elapsed.Round(time.Millisecond), len(cl.Nodes), *flagShards, total, float64(total)/elapsed.Seconds(),
-		w.snapshots.Load(), w.recomputed.Load(), w.dumps.Load(), w.fpChecks.Load(), asyncFailures, final.Epoch(), cached, c.NodeCount())
+		w.snapshots.Load(), w.recomputed.Load(), w.dumps.Load(), w.refreshCompared.Load(), w.fpChecks.Load(), asyncFailures, final.Epoch(), cached, c.NodeCount())
 	for i := range w.ops {
 		t.Logf("  %-28s %d", opNames[i], w.ops[i].Load())
 	}

@@ -107,6 +107,11 @@ type Options struct {
 	// AllowListErr accepts a snapshot whose Err() is non-nil (hand-written
 	// inconsistent node streams); by default Err() must be nil.
 	AllowListErr bool
+	// ImagesNow checks image counts against the snapshot itself (see
+	// CheckImagesNow): for a new snapshot (NewEmptySnapshot and
+	// UpdateSnapshot) of a cache fed a consistent stream, not for a
+	// published one, whose counts are as of each node's last change.
+	ImagesNow bool
 }
 
 type sums struct {
@@ -177,8 +182,10 @@ func (s *sums) add(pi *nodeinfo.PodInfo, recompute bool) error {
 }
 
 // CheckNodeInfo verifies the aggregation invariants (7.3-7.6) of one
-// NodeInfo: Requested and NonZeroRequested are the sums of its pods',
-// the affinity sub-lists hold exactly the qualifying pods, PVC reference
+// NodeInfo: Requested and NonZeroRequested are the sums of its pods' (CPU,
+// memory, ephemeral storage, every scalar resource; no pod count), with
+// every scalar key a pod requests; Allocatable is its node object's; the
+// affinity sub-lists hold exactly the qualifying pods, PVC reference
 // counts match the pods, every used port is held by some pod.
 func CheckNodeInfo(ni *nodeinfo.NodeInfo, recompute bool) error {
 	var s sums
@@ -220,7 +227,9 @@ func (s *sums) check(ni *nodeinfo.NodeInfo, recompute bool) error {
 		}
 	}
 	for name, want := range s.scalars {
-		if !r.HasScalar(name) && want != 0 {
+		if !r.HasScalar(name) {
+			// A pod's scalar key stays even at zero (upstream never
+			// deletes a key), so every key a pod requests is there.
 			//lint:ignore ST1005 the message starts with the field or method name
 			return fmt.Errorf("Requested lacks scalar %s, pods sum to %d", name, want)
 		}
@@ -228,6 +237,12 @@ func (s *sums) check(ni *nodeinfo.NodeInfo, recompute bool) error {
 	nz := ni.NonZeroRequested()
 	if nz.MilliCPU != s.n0cpu || nz.Memory != s.n0mem || nz.EphemeralStorage != 0 || nz.AllowedPodNumber != 0 || nz.NumScalars() != 0 {
 		return fmt.Errorf("NonZeroRequested %v, sum of pods cpu=%d mem=%d", nz, s.n0cpu, s.n0mem)
+	}
+	if node := ni.Node(); node != nil {
+		if want := nodeinfo.NewResource(node.Status.Allocatable); !ni.Allocatable().Equal(want) {
+			//lint:ignore ST1005 the message starts with the field or method name
+			return fmt.Errorf("Allocatable %v, the node object's %v", ni.Allocatable(), want)
+		}
 	}
 	if ni.NumPodsWithAffinity() != s.aff || ni.NumPodsWithRequiredAntiAffinity() != s.anti {
 		return fmt.Errorf("affinity sub-lists %d/%d, pods qualifying %d/%d",
@@ -440,6 +455,11 @@ func CheckSnapshot(s *schedcache.Snapshot, o Options) (Stats, error) {
 	if !slices.Equal(anti, wantAnti) || s.NumNodesWithRequiredAntiAffinity() != len(wantAnti) {
 		return st, fmt.Errorf("epoch %d: anti-affinity list has %d nodes, %d listed nodes hold such pods", s.Epoch(), len(anti), len(wantAnti))
 	}
+	if o.ImagesNow {
+		if err := CheckImagesNow(s); err != nil {
+			return st, err
+		}
+	}
 	// Used PVC set.
 	if s.NumUsedPVCs() != len(pvcUnion) {
 		return st, fmt.Errorf("epoch %d: %d used PVCs, listed nodes reference %d", s.Epoch(), s.NumUsedPVCs(), len(pvcUnion))
@@ -452,6 +472,49 @@ func CheckSnapshot(s *schedcache.Snapshot, o Options) (Stats, error) {
 		return true
 	})
 	return st, podErr
+}
+
+// CheckImagesNow verifies that the image summaries of every listed node
+// are a clone's taken at s's epoch by a cache fed a consistent stream
+// (every node with an object listed, each removed with the object it
+// holds), as in a new snapshot from UpdateSnapshot (semantics 3.5, 7.9):
+// the node has one summary per name its object lists, and each summary's
+// NumNodes is the number of listed nodes whose object lists that name.
+func CheckImagesNow(s *schedcache.Snapshot) error {
+	names := func(n *v1.Node) map[string]struct{} {
+		out := make(map[string]struct{})
+		for _, img := range n.Status.Images {
+			for _, name := range img.Names {
+				out[name] = struct{}{}
+			}
+		}
+		return out
+	}
+	count := make(map[string]int)
+	var err error
+	s.Range(func(_ int, ni *nodeinfo.NodeInfo) bool {
+		for name := range names(ni.Node()) {
+			count[name]++
+		}
+		return true
+	})
+	s.Range(func(_ int, ni *nodeinfo.NodeInfo) bool {
+		own := names(ni.Node())
+		if ni.NumImageStates() != len(own) {
+			err = fmt.Errorf("epoch %d: node %q has %d image summaries, its object lists %d names", s.Epoch(), ni.NodeName(), ni.NumImageStates(), len(own))
+			return false
+		}
+		for name := range own {
+			st, ok := ni.ImageState(name)
+			if !ok || st.NumNodes != count[name] {
+				err = fmt.Errorf("epoch %d: node %q image %q: summary %+v (found %v), %d listed nodes list it",
+					s.Epoch(), ni.NodeName(), name, st, ok, count[name])
+				return false
+			}
+		}
+		return true
+	})
+	return err
 }
 
 // CheckDump verifies a Dump: every entry's aggregates, entry names match
@@ -621,6 +684,15 @@ func Fingerprint(s *schedcache.Snapshot) uint64 {
 }
 
 // ---- canonical renderings ----
+
+// RenderNodeInfo returns a canonical text of everything ni shows: node
+// object, generation, pods in order, sub-lists, aggregates, ports, claims
+// and every image summary.
+func RenderNodeInfo(ni *nodeinfo.NodeInfo) string {
+	var b strings.Builder
+	renderNodeInfo(&b, ni)
+	return b.String()
+}
 
 func renderNodeInfo(b *strings.Builder, ni *nodeinfo.NodeInfo) {
 	node := "<nodeless>"

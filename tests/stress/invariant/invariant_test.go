@@ -124,3 +124,43 @@ func TestExpect(t *testing.T) {
 		t.Error("Typed")
 	}
 }
+
+// CheckImagesNow accepts a new snapshot's image counts and rejects the
+// published snapshot's after a node joined with an image other nodes
+// hold (their entries keep the counts of their last change), and
+// CheckSnapshot does so with ImagesNow.
+func TestCheckImagesNow(t *testing.T) {
+	cl := workload.Build(workload.ClusterSpec{Nodes: 6, PodsPerNode: 1, Seed: 2})
+	c, err := schedcache.New(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	logger := klog.Background()
+	for _, n := range cl.Nodes[:5] {
+		if _, err := c.AddNode(logger, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := cl.Nodes[5].DeepCopy()
+	last.Status.Images = cl.Nodes[0].Status.Images // shares node 0's images
+	if _, err := c.AddNode(logger, last); err != nil {
+		t.Fatal(err)
+	}
+	fresh := schedcache.NewEmptySnapshot()
+	if err := c.UpdateSnapshot(logger, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CheckSnapshot(fresh, Options{RecomputeRequests: true, ImagesNow: true}); err != nil {
+		t.Fatalf("new snapshot: %v", err)
+	}
+	if err := CheckImagesNow(c.Snapshot()); err == nil || !strings.Contains(err.Error(), "listed nodes list it") {
+		t.Fatalf("CheckImagesNow accepted the published snapshot's counts of each node's last change: %v", err)
+	}
+	if _, err := CheckSnapshot(c.Snapshot(), Options{ImagesNow: true}); err == nil {
+		t.Fatal("CheckSnapshot with ImagesNow accepted the published snapshot's counts")
+	}
+	if _, err := CheckSnapshot(c.Snapshot(), Options{}); err != nil {
+		t.Fatalf("published snapshot: %v", err)
+	}
+}
