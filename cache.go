@@ -1,12 +1,20 @@
 // Package schedcache is a scheduler-state cache with the observable
 // behaviour of the upstream kube-scheduler cache (k8s.io/kubernetes v1.35.4,
 // pkg/scheduler/backend/cache), built as a lock-free actor system: a
-// coordinator goroutine sequences every operation, node state is sharded
-// across goroutines that own it, and immutable snapshots are published
-// copy-on-write through an atomic pointer.
+// coordinator sequences every operation (its goroutine batches what is
+// queued; an idle cache lets a synchronous caller take the coordinator's
+// token and run its operation on its own goroutine), node state is
+// sharded across goroutines that own it, and immutable snapshots are
+// published copy-on-write through an atomic pointer.
 //
 // Readers never block writers and writers never wait for readers: Snapshot
 // is one atomic load, and a snapshot once taken never changes.
+//
+// The klog.Logger parameters of the upstream-shaped methods (AssumePod,
+// AddNode, UpdateSnapshot, ...) are there so that upstream callers keep
+// their calls; they are ignored. The cache logs nothing on its write path:
+// refusals come back as typed errors, and the failures of Async calls go
+// to WithAsyncErrorHandler's handler (by default logged with klog).
 package schedcache
 
 import (

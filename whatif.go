@@ -61,8 +61,9 @@ type commitConfig struct {
 // NodeInfo generation equals the fork base's) with check, called for each
 // touched node with its NodeInfo in the fork's base and live (nil when the
 // node has no object): a weaker condition such as "the pods I add still
-// fit". check runs on the cache's coordinator goroutine while it holds the
-// commit: it must be fast and must not call the cache. A panic in it
+// fit". check runs on the goroutine that holds the coordinator's token
+// while it applies the commit (the coordinator's, or a caller's running
+// inline): it must be fast and must not call the cache. A panic in it
 // counts as a failed check. Pod checks (every changed pod is live as in
 // the base) and the capacity checks always apply.
 func CommitIf(check func(name string, base, live *NodeInfo) bool) CommitOption {
