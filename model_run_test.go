@@ -34,7 +34,7 @@ import (
 func TestModelRandomized(t *testing.T) {
 	seeds, consistent, steps := 12, 4, 600
 	if testing.Short() {
-		seeds, consistent, steps = 4, 2, 300
+		seeds, consistent, steps = 4, 1, 300
 	}
 	for seed := int64(1); seed <= int64(seeds); seed++ {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
