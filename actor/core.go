@@ -16,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedcache/schedcache/internal/immutable"
+	"github.com/schedcache/schedcache/internal/nodelists"
 	"github.com/schedcache/schedcache/internal/snapbuild"
 	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/nodetree"
@@ -93,7 +94,7 @@ type core struct {
 	dirtyEntries  []*entry                              // touched entries, current epoch
 	dirtyPods     []dirtyPod                            // pod changes of the current epoch, in order (a key may repeat: the last wins)
 	dirtyPVC      []string                              // used-PVC keys whose membership may have changed
-	pvcUsed       map[string]int                        // PVC key -> entries with a node that reference it
+	pvcUsed       nodelists.MapCounts                   // PVC key -> listed entries with a node that reference it (nodelists.UsePVC)
 	listsDirty    bool                                  // node list (and so the affinity lists) must be rebuilt
 	affFlips      []*entry                              // entries whose aff or anti count crossed zero this epoch (duplicates allowed)
 	listPos       []int32                               // slot -> index in the node list of the last buildLists; -1: not listed
@@ -139,7 +140,7 @@ func newCore(nshards int, ttl time.Duration) *core {
 		nodeImages:    make(map[string][]string),
 		imgChangedSet: make(map[string]struct{}),
 		muts:          make([][]shard.Mutation, nshards),
-		pvcUsed:       make(map[string]int),
+		pvcUsed:       make(nodelists.MapCounts),
 		builder:       snapbuild.New[*snapshot.Snapshot](),
 	}
 	c.treeVersion = c.tree.Version()

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/schedcache/schedcache/internal/immutable"
-	"github.com/schedcache/schedcache/snapshot"
+	"github.com/schedcache/schedcache/internal/nodelists"
 )
 
 // slotState is, densely by slot, what building the node lists reads of an
@@ -53,13 +53,7 @@ func (c *core) reconcilePVC(e *entry) {
 }
 
 func (c *core) bumpPVC(k string, sign int) {
-	n := c.pvcUsed[k] + sign
-	if n <= 0 {
-		delete(c.pvcUsed, k)
-	} else {
-		c.pvcUsed[k] = n
-	}
-	if n == 0 || (n == 1 && sign > 0) {
+	if entered, left := nodelists.UsePVC(c.pvcUsed, k, int32(sign)); entered || left {
 		c.dirtyPVC = append(c.dirtyPVC, k)
 	}
 }
@@ -70,12 +64,9 @@ func (c *core) bumpPVC(k string, sign int) {
 // pods-first entry, a ghost).
 func (c *core) refreshListError() {
 	order, aff, anti, err := c.builder.Lists()
-	ie, ok := err.(*snapshot.InconsistentListError)
-	if !ok || (ie.MapLen == c.withNode && ie.CacheEntries == len(c.nodes)) {
-		return
+	if err, changed := nodelists.Recount(err, c.withNode, len(c.nodes)); changed {
+		c.builder.SetLists(order, aff, anti, err)
 	}
-	c.builder.SetLists(order, aff, anti, &snapshot.InconsistentListError{
-		ListLen: ie.ListLen, TreeNodes: ie.TreeNodes, MapLen: c.withNode, CacheEntries: len(c.nodes)})
 }
 
 // editAffinityLists applies the epoch's affinity flips to the two lists
@@ -135,17 +126,11 @@ func (c *core) listed(e *entry) bool {
 // buildAffinityLists re-derives the two affinity lists from the node list,
 // by slot, without touching the tree or hashing names.
 func (c *core) buildAffinityLists(order []int32, err error) {
-	aff, anti := c.scratch.affBuf[:0], c.scratch.antiBuf[:0]
-	for _, slot := range order {
+	aff, anti := nodelists.Affinity(order, func(slot int32) (bool, bool) {
 		st := &c.slots[slot]
 		st.inAff, st.inAnti = st.aff, st.anti
-		if st.aff {
-			aff = append(aff, slot)
-		}
-		if st.anti {
-			anti = append(anti, slot)
-		}
-	}
+		return st.aff, st.anti
+	}, c.scratch.affBuf[:0], c.scratch.antiBuf[:0])
 	// SeqOf copies: the buffers are scratch, reused by the next rebuild,
 	// so a rebuild allocates only the published chunks.
 	c.scratch.affBuf, c.scratch.antiBuf = aff[:0], anti[:0]
@@ -160,19 +145,15 @@ func (c *core) buildLists() {
 	for i := range c.listPos {
 		c.listPos[i] = -1
 	}
-	skipped, distinct := false, 0
-	for _, slot := range listed {
-		if slot < 0 || !c.slots[slot].hasNode {
-			skipped = true
-			continue // upstream logs and skips names missing from the snapshot map
-		}
+	order, skipped := nodelists.Build(order, listed, func(slot int32) bool { return c.slots[slot].hasNode })
+	distinct := 0
+	for i, slot := range order {
 		if c.listPos[slot] >= 0 {
 			c.listIrregular = true // listed twice: only full rebuilds keep upstream's list
 		} else {
 			distinct++
 		}
-		c.listPos[slot] = int32(len(order))
-		order = append(order, slot)
+		c.listPos[slot] = int32(i)
 	}
 	var names []string
 	if skipped {
@@ -183,11 +164,7 @@ func (c *core) buildLists() {
 	}
 	c.builder.SetTree(c.tree.NumNodes(), names)
 	c.unlisted = distinct != c.withNode
-	var err error
-	if len(order) != c.tree.NumNodes() {
-		err = &snapshot.InconsistentListError{ListLen: len(order), TreeNodes: c.tree.NumNodes(), MapLen: c.withNode, CacheEntries: len(c.nodes)}
-	}
-	c.buildAffinityLists(order, err)
+	c.buildAffinityLists(order, nodelists.Check(len(order), c.tree.NumNodes(), c.withNode, len(c.nodes)))
 }
 
 // listSlots returns the slots of the entries of the tree's list, in its

@@ -11,6 +11,7 @@ import (
 	"github.com/schedcache/schedcache/internal/errs"
 	"github.com/schedcache/schedcache/internal/imagereg"
 	"github.com/schedcache/schedcache/internal/immutable"
+	"github.com/schedcache/schedcache/internal/nodelists"
 	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/nodetree"
 )
@@ -473,17 +474,11 @@ func (f *Fork) usePVC(e *forkEdit, k string, delta int32) {
 		base.EditInto(&e.pvcN)
 		e.pvcOpen = true
 	}
-	n, _ := e.pvcN.Get(k)
-	n += delta
-	switch {
-	case n <= 0:
-		e.pvcN.Delete(k)
-		e.pvc.Delete(k)
-	case n == 1 && delta > 0:
-		e.pvcN.Set(k, n)
+	switch entered, left := nodelists.UsePVC(&e.pvcN, k, delta); {
+	case entered:
 		e.pvc.Set(k, struct{}{})
-	default:
-		e.pvcN.Set(k, n)
+	case left:
+		e.pvc.Delete(k)
 	}
 }
 
@@ -525,24 +520,10 @@ func (f *Fork) listLevel(l *forkLevel) {
 // the same pods).
 func (f *Fork) relist(s, prev *Snapshot, e *forkEdit, tree *nodetree.Overlay) {
 	ids, _ := tree.AppendIDs(make([]int32, 0, tree.NumNodes()))
-	order := ids[:0]
-	var aff, anti []int32
-	for _, slot := range ids {
-		if slot < 0 || int(slot) >= s.nodes.Len() {
-			continue
-		}
-		ni := s.nodes.Get(int(slot))
-		if ni.Node() == nil {
-			continue
-		}
-		order = append(order, slot)
-		if ni.NumPodsWithAffinity() > 0 {
-			aff = append(aff, slot)
-		}
-		if ni.NumPodsWithRequiredAntiAffinity() > 0 {
-			anti = append(anti, slot)
-		}
-	}
+	order, _ := nodelists.Build(ids[:0], ids, func(slot int32) bool {
+		return int(slot) < s.nodes.Len() && s.nodes.Get(int(slot)).Node() != nil
+	})
+	aff, anti := nodelists.Affinity(order, s.affinityFlags, nil, nil)
 	oldPos, _ := prev.listPos()
 	newPos, dup := positions(order)
 	if oldPos == nil {
@@ -567,10 +548,7 @@ func (f *Fork) relist(s, prev *Snapshot, e *forkEdit, tree *nodetree.Overlay) {
 			})
 		}
 	}
-	var err error
-	if len(order) != tree.NumNodes() {
-		err = &InconsistentListError{ListLen: len(order), TreeNodes: tree.NumNodes(), MapLen: s.index.Len(), CacheEntries: int(s.nodeCount)}
-	}
+	err := nodelists.Check(len(order), tree.NumNodes(), s.index.Len(), int(s.nodeCount))
 	s.order = order
 	s.ls = &nodeLists{aff: immutable.SeqOf(aff), anti: immutable.SeqOf(anti), err: err, treeNodes: tree.NumNodes()}
 	li := new(listIndex)
@@ -582,12 +560,12 @@ func (f *Fork) relist(s, prev *Snapshot, e *forkEdit, tree *nodetree.Overlay) {
 // current, as the cache does: they change without the list changing (a
 // ghost's last pod leaves).
 func refreshListError(s *Snapshot) {
-	ie, ok := s.lists().err.(*InconsistentListError)
-	if !ok || (ie.MapLen == s.index.Len() && ie.CacheEntries == int(s.nodeCount)) {
+	err, changed := nodelists.Recount(s.lists().err, s.index.Len(), int(s.nodeCount))
+	if !changed {
 		return
 	}
 	ls := *s.ls // s.lists().err is set: s.ls is not nil
-	ls.err = &InconsistentListError{ListLen: ie.ListLen, TreeNodes: ie.TreeNodes, MapLen: s.index.Len(), CacheEntries: int(s.nodeCount)}
+	ls.err = err
 	s.ls = &ls
 }
 
@@ -633,16 +611,7 @@ func (f *Fork) editLists(s *Snapshot, e *forkEdit) {
 		if ok {
 			ls.aff, ls.anti = aff, anti
 		} else { // a list seen twice: derive both from the list
-			var a, b []int32
-			for _, slot := range s.order {
-				ni := s.nodes.Get(int(slot))
-				if ni.NumPodsWithAffinity() > 0 {
-					a = append(a, slot)
-				}
-				if ni.NumPodsWithRequiredAntiAffinity() > 0 {
-					b = append(b, slot)
-				}
-			}
+			a, b := nodelists.Affinity(s.order, s.affinityFlags, nil, nil)
 			ls.aff, ls.anti = immutable.SeqOf(a), immutable.SeqOf(b)
 		}
 		s.ls = &ls

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedcache/schedcache/internal/immutable"
+	"github.com/schedcache/schedcache/internal/nodelists"
 	"github.com/schedcache/schedcache/nodeinfo"
 )
 
@@ -97,7 +98,7 @@ func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
 	}
 	sort.Strings(names)
 	order := make([]int32, len(names))
-	var aff, anti []int32
+	infos := make([]*nodeinfo.NodeInfo, len(names))
 	for i, name := range names {
 		slot := int32(i)
 		ni := states[name].Clone()
@@ -105,14 +106,11 @@ func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
 		if ni.Node() != nil {
 			b.SetIndex(name, slot)
 		}
-		order[i] = slot
-		if ni.NumPodsWithAffinity() > 0 {
-			aff = append(aff, slot)
-		}
-		if ni.NumPodsWithRequiredAntiAffinity() > 0 {
-			anti = append(anti, slot)
-		}
+		order[i], infos[i] = slot, ni
 	}
+	aff, anti := nodelists.Affinity(order, func(slot int32) (bool, bool) {
+		return infos[slot].NumPodsWithAffinity() > 0, infos[slot].NumPodsWithRequiredAntiAffinity() > 0
+	}, nil, nil)
 	b.SetLists(order, immutable.SeqOf(aff), immutable.SeqOf(anti), errors.Join(refused...))
 	s := b.Commit(0, len(states), len(keys))
 	s.published = false

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"github.com/schedcache/schedcache/internal/immutable"
+	"github.com/schedcache/schedcache/internal/nodelists"
 	"github.com/schedcache/schedcache/nodeinfo"
 )
 
@@ -119,9 +120,8 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 		}
 		affList, antiList, used = derivedLists(order, nodes)
 	}
-	var err error
-	if len(order) != p.lists().treeNodes {
-		err = &InconsistentListError{ListLen: len(order), TreeNodes: p.lists().treeNodes, MapLen: index.Len(), CacheEntries: int(p.nodeCount)}
+	err := nodelists.Check(len(order), p.lists().treeNodes, index.Len(), int(p.nodeCount))
+	if err != nil {
 		order = p.treeOrder(index)
 		affList, antiList, used = derivedLists(order, nodes)
 	}
@@ -166,40 +166,39 @@ func (s *Snapshot) clonesNow(nodes immutable.Vector[*nodeinfo.NodeInfo]) immutab
 // (a long-lived snapshot's name -> slot); names index lacks are skipped,
 // as upstream skips names missing from its snapshot's map.
 func (s *Snapshot) treeOrder(index *immutable.MapEditor[int32]) []int32 {
-	add := func(out []int32, name string) []int32 {
+	slotOf := func(name string) int32 {
 		if slot, ok := index.Get(name); ok {
-			out = append(out, slot)
+			return slot
 		}
-		return out
+		return -1
 	}
-	if s.lists().treeNames != nil {
-		out := make([]int32, 0, len(s.lists().treeNames))
-		for _, name := range s.lists().treeNames {
-			out = add(out, name)
+	var ids []int32
+	if names := s.lists().treeNames; names != nil {
+		ids = make([]int32, len(names))
+		for i, name := range names {
+			ids[i] = slotOf(name)
 		}
-		return out
+	} else {
+		ids = make([]int32, len(s.order))
+		for i, slot := range s.order {
+			ids[i] = slotOf(s.nodes.Get(int(slot)).NodeName())
+		}
 	}
-	out := make([]int32, 0, len(s.order))
-	for _, slot := range s.order {
-		out = add(out, s.nodes.Get(int(slot)).NodeName())
-	}
-	return out
+	// index holds only the names with a node object.
+	order, _ := nodelists.Build(ids[:0], ids, func(int32) bool { return true })
+	return order
 }
 
 // derivedLists walks order and returns the affinity lists and the used-PVC
 // set of its nodes (upstream's updateNodeInfoSnapshotList).
 func derivedLists(order []int32, nodes *immutable.VectorEditor[*nodeinfo.NodeInfo]) (aff, anti immutable.Seq[int32], pvc immutable.Map[struct{}]) {
-	var a, r []int32
+	a, r := nodelists.Affinity(order, func(slot int32) (bool, bool) {
+		ni := nodes.Get(int(slot))
+		return ni.NumPodsWithAffinity() > 0, ni.NumPodsWithRequiredAntiAffinity() > 0
+	}, nil, nil)
 	ed := immutable.Map[struct{}]{}.Edit()
 	for _, slot := range order {
-		ni := nodes.Get(int(slot))
-		if ni.NumPodsWithAffinity() > 0 {
-			a = append(a, slot)
-		}
-		if ni.NumPodsWithRequiredAntiAffinity() > 0 {
-			r = append(r, slot)
-		}
-		ni.RangePVCKeys(func(k string) { ed.Set(k, struct{}{}) })
+		nodes.Get(int(slot)).RangePVCKeys(func(k string) { ed.Set(k, struct{}{}) })
 	}
 	return immutable.SeqOf(a), immutable.SeqOf(r), ed.Done()
 }

@@ -18,6 +18,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedcache/schedcache/internal/immutable"
+	"github.com/schedcache/schedcache/internal/nodelists"
 	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/nodetree"
 )
@@ -28,7 +29,7 @@ var (
 	ErrNodeInfoNotFound = errors.New("schedcache: nodeinfo not found")
 	// ErrInconsistentList means the node list did not have as many entries
 	// as the zone tree has nodes (upstream UpdateSnapshot reports the same).
-	ErrInconsistentList = errors.New("schedcache: snapshot node list does not match the node tree")
+	ErrInconsistentList = nodelists.ErrInconsistentList
 	// ErrPublished is returned by operations that would change a snapshot
 	// obtained from Cache.Snapshot; published snapshots are read-only.
 	ErrPublished = errors.New("schedcache: published snapshots are read-only")
@@ -44,15 +45,7 @@ func (e *NotFoundError) Unwrap() error { return ErrNodeInfoNotFound }
 
 // InconsistentListError describes a node list whose length differs from the
 // zone tree's node count. It wraps ErrInconsistentList.
-type InconsistentListError struct {
-	ListLen, TreeNodes, MapLen, CacheEntries int
-}
-
-func (e *InconsistentListError) Error() string {
-	return fmt.Sprintf("snapshot state is not consistent: length of NodeInfoList=%d not equal to length of nodes in tree=%d, length of NodeInfoMap=%d, length of nodes in cache=%d",
-		e.ListLen, e.TreeNodes, e.MapLen, e.CacheEntries)
-}
-func (e *InconsistentListError) Unwrap() error { return ErrInconsistentList }
+type InconsistentListError = nodelists.InconsistentListError
 
 // PodEntry is what a snapshot records of a pod: the stored object and
 // whether it is assumed.
@@ -482,3 +475,10 @@ func (s *Snapshot) RangePods(fn func(key string, e PodEntry) bool) {
 // NodeCount returns the number of node entries the cache held, ghosts and
 // nodeless entries included (upstream's Cache.NodeCount).
 func (s *Snapshot) NodeCount() int { return int(s.nodeCount) }
+
+// affinityFlags reports whether the entry at slot holds pods with affinity
+// and pods with required anti-affinity (nodelists.Affinity's flags).
+func (s *Snapshot) affinityFlags(slot int32) (aff, anti bool) {
+	ni := s.nodes.Get(int(slot))
+	return ni.NumPodsWithAffinity() > 0, ni.NumPodsWithRequiredAntiAffinity() > 0
+}

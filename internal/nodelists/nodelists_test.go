@@ -1,0 +1,84 @@
+package nodelists
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestBuildSkipsNamesWithoutNode(t *testing.T) {
+	hasNode := map[int32]bool{0: true, 1: false, 2: true, 3: true}
+	order, skipped := Build(nil, []int32{2, -1, 1, 0, 3, 2}, func(id int32) bool { return hasNode[id] })
+	require.Equal(t, []int32{2, 0, 3, 2}, order, "order kept, a name listed twice kept twice")
+	require.True(t, skipped)
+	order, skipped = Build(make([]int32, 0, 4), []int32{0, 3}, func(id int32) bool { return hasNode[id] })
+	require.Equal(t, []int32{0, 3}, order)
+	require.False(t, skipped)
+	// In place, as the callers use it.
+	ids := []int32{3, 1, 0}
+	order, _ = Build(ids[:0], ids, func(id int32) bool { return hasNode[id] })
+	require.Equal(t, []int32{3, 0}, order)
+}
+
+func TestCheckAndRecount(t *testing.T) {
+	require.NoError(t, Check(3, 3, 9, 9))
+	err := Check(2, 3, 4, 5)
+	var ie *InconsistentListError
+	require.ErrorAs(t, err, &ie)
+	require.ErrorIs(t, err, ErrInconsistentList)
+	require.Equal(t, InconsistentListError{ListLen: 2, TreeNodes: 3, MapLen: 4, CacheEntries: 5}, *ie)
+	require.Equal(t, "snapshot state is not consistent: length of NodeInfoList=2 not equal to length of nodes in tree=3, length of NodeInfoMap=4, length of nodes in cache=5", err.Error())
+
+	same, changed := Recount(err, 4, 5)
+	require.False(t, changed)
+	require.Same(t, err, same)
+	moved, changed := Recount(err, 6, 7)
+	require.True(t, changed)
+	require.Equal(t, &InconsistentListError{ListLen: 2, TreeNodes: 3, MapLen: 6, CacheEntries: 7}, moved)
+	require.Equal(t, InconsistentListError{ListLen: 2, TreeNodes: 3, MapLen: 4, CacheEntries: 5}, *ie, "the old error is never written")
+	other := errors.New("other")
+	got, changed := Recount(other, 1, 1)
+	require.False(t, changed)
+	require.Same(t, other, got)
+	got, changed = Recount(nil, 1, 1)
+	require.False(t, changed)
+	require.NoError(t, got)
+}
+
+func TestAffinityKeepsListOrder(t *testing.T) {
+	flags := map[int32][2]bool{5: {true, false}, 1: {true, true}, 7: {false, true}, 2: {false, false}}
+	aff, anti := Affinity([]int32{5, 2, 1, 7}, func(id int32) (bool, bool) { f := flags[id]; return f[0], f[1] }, nil, []int32{99})
+	require.Equal(t, []int32{5, 1}, aff)
+	require.Equal(t, []int32{99, 1, 7}, anti, "appends to the buffers given")
+}
+
+// UsePVC against a simple model: a claim is used while its count of
+// listed nodes is positive; entered and left mark the crossings.
+func TestUsePVCModel(t *testing.T) {
+	c := MapCounts{}
+	model := map[string]int{}
+	steps := []struct {
+		claim string
+		delta int32
+	}{{"a", 1}, {"a", 1}, {"b", 1}, {"a", -1}, {"a", -1}, {"b", -1}, {"a", 1}, {"c", -1}}
+	for i, st := range steps {
+		before := model[st.claim] > 0
+		model[st.claim] += int(st.delta)
+		if model[st.claim] <= 0 {
+			delete(model, st.claim)
+		}
+		after := model[st.claim] > 0
+		entered, left := UsePVC(c, st.claim, st.delta)
+		require.Equal(t, !before && after, entered, "step %d", i)
+		require.Equal(t, !after, left, "step %d: left whenever the count is down to 0", i)
+		n, ok := c.Get(st.claim)
+		require.Equal(t, model[st.claim] > 0, ok, "step %d", i)
+		require.EqualValues(t, model[st.claim], n, "step %d", i)
+	}
+	require.True(t, c.Delete("a"))
+	require.False(t, c.Delete("a"))
+}
