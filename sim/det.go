@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"math/rand/v2"
 	"os"
 	"sort"
 	"sync/atomic"
@@ -95,348 +96,503 @@ func (q *eventQueue) Pop() any {
 // The digest covers the event trace and the final state (the API server's
 // pods and the cache's per-node totals).
 func runDeterministic(ctx context.Context, cfg Config, prog *progress, h hooks) (_ *Report, retErr error) {
-	logger := klog.Background()
-	rep := &Report{Config: cfg}
-	clk := &virtualClock{}
-	var tw *trace.Writer
+	d := &detRun{ctx: ctx, cfg: cfg, h: h, prog: prog, logger: klog.Background(), rep: &Report{Config: cfg}, clk: &virtualClock{}}
+	defer func() { d.close(retErr) }()
+	if err := d.open(); err != nil {
+		return nil, err
+	}
+	d.prime()
+	if err := d.loop(); err != nil {
+		return nil, err
+	}
+	return d.report()
+}
+
+// detRun is one deterministic run: its state and one method per event
+// kind, the event loop and the report. It has one goroutine, the caller
+// of runDeterministic (the event loop), which owns every field not noted
+// otherwise; the cache's own goroutines belong to the cache, which close
+// stops. The fields noted immutable are set by open and prime, before the
+// loop.
+type detRun struct {
+	ctx     context.Context   // immutable
+	cfg     Config            // immutable
+	h       hooks             // immutable
+	prog    *progress         // owned by the loop
+	logger  klog.Logger       // immutable
+	rep     *Report           // owned by the loop
+	clk     *virtualClock     // immutable pointer; set by the loop only (the cache reads it)
+	f       *os.File          // immutable: -record's file (nil: none); closed by close
+	tw      *trace.Writer     // immutable: -record's trace (nil: none)
+	e       *env              // immutable pointer; its fields say who owns them; its cache closed by close
+	c       *schedcache.Cache // immutable: e.c
+	pickers *schedPickers     // immutable pointer; closed by close
+	limit   time.Duration     // immutable: cfg.limit()
+	r       *rand.Rand        // owned by the loop: the run's one PRNG (also the dispatcher's)
+	digest  hash.Hash         // owned by the loop: the event trace, then the final state
+	inf     *informer         // owned by the loop
+	api     *apiServer        // owned by the loop
+	t0      time.Time         // immutable: the wall-clock start of the scheduling phase
+
+	q            eventQueue      // owned by the loop
+	seq          uint64          // owned by the loop: the next event's seq
+	win          windows         // owned by the loop
+	pendingAt    []int           // owned by the loop: the queue length at the end of each window
+	queue        []arrival       // owned by the loop: the pending queue, FIFO from head
+	head         int             // owned by the loop
+	arrived      int             // owned by the loop
+	stopped      bool            // owned by the loop: the scheduling phase is over
+	endAt        time.Duration   // owned by the loop: when it ended
+	lastProgress time.Duration   // owned by the loop: when a pod was last bound
+	ha, hr       *hist.Histogram // owned by the loop: assume and snapshot read latency
+	ht, hq       *hist.Histogram // owned by the loop: attempt latency and queueing delay
+	decisions    []int           // owned by the loop: decisions[w] made by virtual scheduler w
+	deliverAt    time.Duration   // owned by the loop: the informer's next due time scheduled (-1: none)
+	churnAt      time.Duration   // owned by the loop: the churn's next due time scheduled (-1: none)
+	traceClosed  bool            // owned by the loop: the trace's End record is written
+}
+
+// open creates -record's file, sets the cluster up, makes the pickers and
+// records the initial cluster in the trace.
+func (d *detRun) open() error {
+	cfg := d.cfg
 	if cfg.Record != "" {
 		f, err := os.Create(cfg.Record)
 		if err != nil {
-			return nil, bad("record", "%v", err)
+			return bad("record", "%v", err)
 		}
-		defer f.Close()
-		tw = trace.NewWriter(f)
+		d.f = f
+		d.tw = trace.NewWriter(f)
 	}
-	e, err := setup(ctx, cfg, clk, prog, rep)
+	e, err := setup(d.ctx, cfg, d.clk, d.prog, d.rep)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer e.c.Close()
-	// A run that fails (a cache call returned an error) still ends its
-	// trace: the failed call is in it with its error, and the End record
-	// holds the state at the failure, so a replay checks both.
-	traceClosed := false
-	defer func() {
-		if retErr != nil && tw != nil && !traceClosed {
-			if t, err := trace.CacheTotals(e.c); err == nil {
-				_ = tw.Close(t)
-			}
-		}
-	}()
-	c := e.c
-	pickers, err := newPickers(ctx, h.picker, cfg)
+	d.e, d.c = e, e.c
+	pickers, err := newPickers(d.ctx, d.h.picker, cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer pickers.close()
-	// rec records one call with its result err and returns err (or the
-	// write's error).
-	rec := func(r trace.Record, err error) error { return err }
-	if tw != nil {
-		rec = func(r trace.Record, err error) error {
-			r.At = int64(clk.now.Load())
-			if werr := tw.Call(r, err); werr != nil {
-				return fmt.Errorf("-record: %w", werr)
-			}
-			return err
-		}
+	d.pickers = pickers
+	if d.tw != nil {
 		// The initial cluster went in through setup (its pods through the
 		// asynchronous path); the trace holds it as the synchronous calls
 		// that replay it.
 		if e.asyncErrs.Load() != 0 {
-			return nil, fmt.Errorf("-record: %d asynchronous load errors (first: %v)", e.asyncErrs.Load(), e.firstErr.Load())
+			return fmt.Errorf("-record: %d asynchronous load errors (first: %v)", e.asyncErrs.Load(), e.firstErr.Load())
 		}
 		for _, n := range e.cl.Nodes {
-			if err := rec(trace.Record{Op: trace.AddNode, Node: n}, nil); err != nil {
-				return nil, err
+			if err := d.rec(trace.Record{Op: trace.AddNode, Node: n}, nil); err != nil {
+				return err
 			}
 		}
 		for _, p := range e.cl.Pods {
-			if err := rec(trace.Record{Op: trace.AddPod, Pod: p}, nil); err != nil {
-				return nil, err
+			if err := d.rec(trace.Record{Op: trace.AddPod, Pod: p}, nil); err != nil {
+				return err
 			}
 		}
 	}
-	prog.printf("scheduling for %v of virtual time with %d virtual schedulers\n", cfg.limit(), cfg.Schedulers)
-	limit := cfg.limit()
+	d.prog.printf("scheduling for %v of virtual time with %d virtual schedulers\n", cfg.limit(), cfg.Schedulers)
+	return nil
+}
 
-	r := workload.NewRand(cfg.Seed ^ 0x5eed)
-	digest := sha256.New()
-	note := func(at time.Duration, what, obj, node string) { traceEvent(digest, at, what, obj, node) }
-	inf := newInformer(cfg, syncOps{c: c, rec: rec}, cfg.Seed)
-	inf.note = note
-	inf.load(e.cl.Nodes, e.cl.Pods)
-	api := newAPIServer(cfg, e.truth, inf, e.cl)
-	api.note = note
-	inf.onAdd = api.delivered
-	e.inf, e.api = inf, api
-	e.disp.inf, e.disp.now = inf, func() time.Duration { return time.Duration(clk.now.Load()) }
-	e.disp.r = r
-	var q eventQueue
-	var seq uint64
-	push := func(ev event) {
-		ev.seq = seq
-		seq++
-		heap.Push(&q, ev)
+// close releases what open made, in reverse order. A run that fails (err
+// not nil: a cache call returned an error) still ends its trace: the
+// failed call is in it with its error, and the End record holds the state
+// at the failure, so a replay checks both.
+func (d *detRun) close(err error) {
+	if d.pickers != nil {
+		d.pickers.close()
 	}
+	if d.e != nil {
+		if err != nil && d.tw != nil && !d.traceClosed {
+			if t, err := trace.CacheTotals(d.e.c); err == nil {
+				_ = d.tw.Close(t)
+			}
+		}
+		d.e.c.Close()
+	}
+	if d.f != nil {
+		d.f.Close()
+	}
+}
+
+// rec records one call with its result err and returns err (or the
+// write's error); without -record it returns err.
+func (d *detRun) rec(r trace.Record, err error) error {
+	if d.tw == nil {
+		return err
+	}
+	r.At = int64(d.clk.now.Load())
+	if werr := d.tw.Call(r, err); werr != nil {
+		return fmt.Errorf("-record: %w", werr)
+	}
+	return err
+}
+
+// note adds one event to the digest.
+func (d *detRun) note(at time.Duration, what, obj, node string) {
+	traceEvent(d.digest, at, what, obj, node)
+}
+
+// now is the virtual run time.
+func (d *detRun) now() time.Duration { return time.Duration(d.clk.now.Load()) }
+
+// prime wires the informer, the API server and the dispatcher, and queues
+// the first events: each scheduler's first decision, the audits, the
+// first arrival and the relists.
+func (d *detRun) prime() {
+	cfg, e := d.cfg, d.e
+	d.limit = cfg.limit()
+	d.r = workload.NewRand(cfg.Seed ^ 0x5eed)
+	d.digest = sha256.New()
+	d.inf = newInformer(cfg, syncOps{c: d.c, rec: d.rec}, cfg.Seed)
+	d.inf.note = d.note
+	d.inf.load(e.cl.Nodes, e.cl.Pods)
+	d.api = newAPIServer(cfg, e.truth, d.inf, e.cl)
+	d.api.note = d.note
+	d.inf.onAdd = d.api.delivered
+	e.inf, e.api = d.inf, d.api
+	e.disp.inf, e.disp.now = d.inf, d.now
+	e.disp.r = d.r
 	for w := 0; w < cfg.Schedulers; w++ {
-		push(event{at: cfg.DecisionTime * time.Duration(w) / time.Duration(cfg.Schedulers), kind: evDecide, worker: w})
+		d.push(event{at: cfg.DecisionTime * time.Duration(w) / time.Duration(cfg.Schedulers), kind: evDecide, worker: w})
 	}
 	if cfg.AuditEvery > 0 {
 		for at := cfg.AuditEvery; at < cfg.Duration; at += cfg.AuditEvery {
-			push(event{at: at, kind: evAudit})
+			d.push(event{at: at, kind: evAudit})
 		}
 	}
 	if cfg.openLoop() {
-		push(event{at: 0, kind: evArrive})
+		d.push(event{at: 0, kind: evArrive})
 	}
-	for _, at := range inf.relistTimes() {
-		push(event{at: at, kind: evRelist})
+	for _, at := range d.inf.relistTimes() {
+		d.push(event{at: at, kind: evRelist})
 	}
-	var win windows
-	var pendingAt []int // queue length at the end of each window
-	var queue []arrival // the pending queue, FIFO from head
-	head, arrived := 0, 0
-	stopped, endAt, lastProgress := false, limit, time.Duration(0)
-	ha, hr, ht, hq := hist.New(), hist.New(), hist.New(), hist.New()
-	decisions := make([]int, cfg.Schedulers)
-	start := time.Now()
-	rep.Stopped = "duration"
-	inf.win = &win
+	d.endAt = d.limit
+	d.ha, d.hr, d.ht, d.hq = hist.New(), hist.New(), hist.New(), hist.New()
+	d.decisions = make([]int, cfg.Schedulers)
+	d.t0 = time.Now()
+	d.rep.Stopped = "duration"
+	d.inf.win = &d.win
 	// The informer's and the churn's next due times, each scheduled once.
-	deliverAt, churnAt := time.Duration(-1), time.Duration(-1)
-	reschedule := func() {
-		inf.intake()
-		if n := inf.next(); n >= 0 && (deliverAt < 0 || n < deliverAt) {
-			deliverAt = n
-			push(event{at: n, kind: evDeliver})
-		}
-		if n := api.next(); n >= 0 && n < limit && (churnAt < 0 || n < churnAt) {
-			churnAt = n
-			push(event{at: n, kind: evChurn})
-		}
+	d.deliverAt, d.churnAt = -1, -1
+	d.reschedule()
+}
+
+// push queues ev after every event queued before it at the same time.
+func (d *detRun) push(ev event) {
+	ev.seq = d.seq
+	d.seq++
+	heap.Push(&d.q, ev)
+}
+
+// reschedule queues the informer's and the churn's next due times, when
+// earlier than those queued.
+func (d *detRun) reschedule() {
+	d.inf.intake()
+	if n := d.inf.next(); n >= 0 && (d.deliverAt < 0 || n < d.deliverAt) {
+		d.deliverAt = n
+		d.push(event{at: n, kind: evDeliver})
 	}
-	reschedule()
-	// complete handles a binding's outcome.
-	complete := func(at time.Duration, pod *v1.Pod, best string, berr error, tr time.Time) error {
-		// As upstream's binding cycle: FinishBinding, then ForgetPod if the
-		// binding failed.
-		if err := rec(trace.Record{Op: trace.FinishBinding, Pod: pod}, c.FinishBinding(logger, pod)); err != nil {
-			return fmt.Errorf("FinishBinding %s: %w", pod.Name, err)
-		}
-		if berr != nil {
-			if err := rec(trace.Record{Op: trace.ForgetPod, Pod: pod}, c.ForgetPod(logger, pod)); err != nil {
-				return fmt.Errorf("ForgetPod %s: %w", pod.Name, err)
-			}
-			e.truth.Pending(pod)
-			if errors.Is(berr, ErrBindRefused) {
-				rep.RefusedBindings++
-			} else {
-				rep.FailedBindings++
-			}
-			rep.Forgotten++
-			traceEvent(digest, at, "bind-failed", pod.Name, best)
-			return nil
-		}
-		rep.Scheduled++
-		lastProgress = at
-		traceEvent(digest, at, "bound", pod.Name, best)
-		if !tr.IsZero() {
-			took := time.Since(tr)
-			ht.Record(took)
-			win.scheduled(at, took)
-		} else {
-			win.scheduled(at, 0)
-		}
-		if cfg.Pods > 0 && rep.Scheduled >= cfg.Pods && !stopped {
-			stopped, endAt = true, min(at+cfg.DecisionTime, limit)
-			rep.Stopped = "pods"
-		}
-		return nil
+	if n := d.api.next(); n >= 0 && n < d.limit && (d.churnAt < 0 || n < d.churnAt) {
+		d.churnAt = n
+		d.push(event{at: n, kind: evChurn})
 	}
+}
+
+// loop is the event loop: it handles the events in (time, seq) order
+// until none is left.
+func (d *detRun) loop() error {
 	for n := 0; ; n++ {
-		reschedule()
-		if q.Len() == 0 {
+		d.reschedule()
+		if d.q.Len() == 0 {
 			// The run is over and every event delivered: a relist brings
 			// back what a last drop window lost.
-			if inf.intake(); len(inf.dirty) > 0 {
-				if err := inf.relist(clk.Now().Sub(virtualEpoch), e.truth); err != nil {
-					return nil, err
+			if d.inf.intake(); len(d.inf.dirty) > 0 {
+				if err := d.inf.relist(d.clk.Now().Sub(virtualEpoch), d.e.truth); err != nil {
+					return err
 				}
-				reschedule()
+				d.reschedule()
 			}
-			if q.Len() == 0 {
-				break
+			if d.q.Len() == 0 {
+				return nil
 			}
 		}
 		if n%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
+			if err := d.ctx.Err(); err != nil {
+				return err
 			}
-			virt := clk.Now().Sub(virtualEpoch)
-			frac := float64(virt) / float64(limit)
-			if cfg.Pods > 0 {
-				frac = max(frac, float64(rep.Scheduled)/float64(cfg.Pods))
-			}
-			prog.tick(frac, "scheduling: %v virtual, %d pods scheduled, %d pending", virt.Truncate(time.Millisecond), rep.Scheduled, len(queue)-head)
+			d.tick()
 		}
-		ev := heap.Pop(&q).(event)
-		if ev.kind == evDecide || ev.kind == evArrive || ev.kind == evChurn {
-			if stopped || ev.at >= limit {
-				continue // the scheduling phase is over; confirmations drain
-			}
-			if cfg.Duration == 0 && ev.at-lastProgress > stallLimit {
-				stopped, endAt = true, ev.at
-				rep.Stopped = "stalled"
-				e.warnings = append(e.warnings, fmt.Sprintf("stopped after %v of virtual time with no pod scheduled: %d of the %d pods scheduled", stallLimit, rep.Scheduled, cfg.Pods))
-				continue
-			}
+		ev := heap.Pop(&d.q).(event)
+		if !d.admit(ev) {
+			continue
 		}
-		for !stopped && time.Duration(len(pendingAt)+1)*time.Second <= min(ev.at, limit) {
-			pendingAt = append(pendingAt, len(queue)-head)
-			rep.MaxPending = max(rep.MaxPending, len(queue)-head)
+		for !d.stopped && time.Duration(len(d.pendingAt)+1)*time.Second <= min(ev.at, d.limit) {
+			d.pendingAt = append(d.pendingAt, len(d.queue)-d.head)
+			d.rep.MaxPending = max(d.rep.MaxPending, len(d.queue)-d.head)
 		}
-		clk.set(ev.at)
-		switch ev.kind {
-		case evArrive:
-			k, next := 1, time.Duration(0)
-			if cfg.Arrival == arrBurst {
-				k, next = cfg.BurstSize, cfg.BurstInterval
-			} else {
-				next = max(time.Duration(r.ExpFloat64()/cfg.Rate*float64(time.Second)), 1)
-			}
-			for j := 0; j < k; j++ {
-				pod := e.cl.NewPod(r, fmt.Sprintf("arr-%d", arrived), "")
-				arrived++
-				queue = append(queue, arrival{pod: pod, at: ev.at})
-				traceEvent(digest, ev.at, "arrive", pod.Name, "")
-			}
-			rep.MaxPending = max(rep.MaxPending, len(queue)-head)
-			if len(queue)-head >= detQueueMax {
-				stopped, endAt = true, ev.at
-				rep.Stopped = "queue-full"
-				e.warnings = append(e.warnings, fmt.Sprintf("stopped at %v of virtual time: %d pods pending, the most a deterministic run queues (the arrivals outrun the schedulers)", ev.at, len(queue)-head))
-			}
-			if head > 4096 && head*2 > len(queue) {
-				queue = append(queue[:0:0], queue[head:]...)
-				head = 0
-			}
-			push(event{at: ev.at + next, kind: evArrive})
-		case evAudit:
-			if h.beforeAudit != nil {
-				h.beforeAudit(c, e.truth)
-			}
-			res := audit(c, e.truth, inf, false, &e.memo)
-			rep.MidAudits.Count++
-			if !res.OK {
-				rep.MidAudits.Failed++
-				if rep.MidAudits.FirstFail == nil {
-					rep.MidAudits.FirstFail, rep.MidAudits.FirstFailAt = &res, ev.at.Seconds()
-				}
-			}
-		case evDecide:
-			push(event{at: ev.at + cfg.DecisionTime, kind: evDecide, worker: ev.worker})
-			var pod *v1.Pod
-			arrivedAt := ev.at
-			if cfg.openLoop() {
-				if head == len(queue) {
-					continue // idle: nothing pending
-				}
-				pod, arrivedAt = queue[head].pod, queue[head].at
-				queue[head] = arrival{}
-				head++
-			} else {
-				i := decisions[ev.worker]
-				decisions[ev.worker]++
-				pod = e.cl.NewPod(r, fmt.Sprintf("sched-%d-%d", ev.worker, i), "")
-			}
-			info, err := nodeinfo.NewPodInfo(pod)
-			if err != nil {
-				return nil, err
-			}
-			tr := time.Now()
-			best, err := pickers.pickers[ev.worker].Pick(ctx, c.Snapshot(), info, r, pickers.rejected[ev.worker])
-			if err != nil {
-				return nil, fmt.Errorf("pick %s: %w", pod.Name, err)
-			}
-			hr.Record(time.Since(tr))
-			if best == "" {
-				rep.Unschedulable++
-				traceEvent(digest, ev.at, "unschedulable", pod.Name, "")
-				continue
-			}
-			pod.Spec.NodeName = best
-			ta := time.Now()
-			if err := rec(trace.Record{Op: trace.AssumePod, Pod: pod}, c.AssumePod(logger, pod)); err != nil {
-				return nil, fmt.Errorf("AssumePod %s: %w", pod.Name, err)
-			}
-			ha.Record(time.Since(ta))
-			if cfg.openLoop() {
-				hq.Record(ev.at - arrivedAt)
-			}
-			e.truth.Assume(pod, best)
-			ch, err := c.BindPod(bindingOf(pod, best))
-			if err != nil {
-				return nil, fmt.Errorf("BindPod %s: %w", pod.Name, err)
-			}
-			for _, call := range e.disp.take() {
-				if cfg.BindLatency > 0 {
-					push(event{at: ev.at + cfg.BindLatency, kind: evBindDone, pod: pod, call: call, done: ch})
-					continue
-				}
-				e.disp.execute(call)
-				if err := complete(ev.at, pod, best, <-ch, tr); err != nil {
-					return nil, err
-				}
-			}
-		case evBindDone:
-			e.disp.execute(ev.call)
-			if err := complete(ev.at, ev.pod, ev.pod.Spec.NodeName, <-ev.done, time.Time{}); err != nil {
-				return nil, err
-			}
-		case evDeliver:
-			if ev.at == deliverAt {
-				deliverAt = -1
-			}
-			if err := inf.deliverDue(ev.at, false); err != nil {
-				return nil, err
-			}
-		case evChurn:
-			if ev.at == churnAt {
-				churnAt = -1
-			}
-			if err := api.runDue(ev.at); err != nil {
-				return nil, err
-			}
-		case evRelist:
-			if err := inf.relist(ev.at, e.truth); err != nil {
-				return nil, err
-			}
+		d.clk.set(ev.at)
+		if err := d.handle(ev); err != nil {
+			return err
 		}
 	}
-	rep.Wall = time.Since(start)
-	rep.Elapsed = endAt
-	rep.Windows = windowsOf(win.sched, endAt, time.Second)
-	rep.Series = win.series(endAt, pendingAt)
-	rep.Assume, rep.Read, rep.Attempt = summarise(ha), summarise(hr), summarise(ht)
-	rep.Arrived, rep.PendingAtEnd = int64(arrived), len(queue)-head
-	rep.QueueDelay = summarise(hq)
-	pickers.report(rep)
-	for _, p := range queue[head:] {
-		e.truth.Pending(p.pod) // arrived, never scheduled: pending in the API server
+}
+
+// tick draws the progress bar.
+func (d *detRun) tick() {
+	virt := d.clk.Now().Sub(virtualEpoch)
+	frac := float64(virt) / float64(d.limit)
+	if d.cfg.Pods > 0 {
+		frac = max(frac, float64(d.rep.Scheduled)/float64(d.cfg.Pods))
 	}
-	if err := e.finish(cfg, rep, h, prog); err != nil {
+	d.prog.tick(frac, "scheduling: %v virtual, %d pods scheduled, %d pending", virt.Truncate(time.Millisecond), d.rep.Scheduled, len(d.queue)-d.head)
+}
+
+// admit says whether ev is handled: once the scheduling phase is over
+// (its time, its pod count, a stall, a full queue) decisions, arrivals
+// and churn are dropped while confirmations drain. A pod-count run that
+// has bound no pod for stallLimit stops here.
+func (d *detRun) admit(ev event) bool {
+	if ev.kind != evDecide && ev.kind != evArrive && ev.kind != evChurn {
+		return true
+	}
+	if d.stopped || ev.at >= d.limit {
+		return false
+	}
+	if d.cfg.Duration == 0 && ev.at-d.lastProgress > stallLimit {
+		d.stopped, d.endAt = true, ev.at
+		d.rep.Stopped = "stalled"
+		d.e.warnings = append(d.e.warnings, fmt.Sprintf("stopped after %v of virtual time with no pod scheduled: %d of the %d pods scheduled", stallLimit, d.rep.Scheduled, d.cfg.Pods))
+		return false
+	}
+	return true
+}
+
+// handle handles one event, at its time.
+func (d *detRun) handle(ev event) error {
+	switch ev.kind {
+	case evArrive:
+		d.arrive(ev)
+	case evAudit:
+		d.midAudit(ev)
+	case evDecide:
+		return d.decide(ev)
+	case evBindDone:
+		return d.bindDone(ev)
+	case evDeliver:
+		return d.deliver(ev)
+	case evChurn:
+		return d.churn(ev)
+	case evRelist:
+		return d.inf.relist(ev.at, d.e.truth)
+	}
+	return nil
+}
+
+// arrive (evArrive) puts the next arrival's pods in the pending queue and
+// queues the one after; a queue of detQueueMax stops the run.
+func (d *detRun) arrive(ev event) {
+	cfg := d.cfg
+	k, next := 1, time.Duration(0)
+	if cfg.Arrival == arrBurst {
+		k, next = cfg.BurstSize, cfg.BurstInterval
+	} else {
+		next = max(time.Duration(d.r.ExpFloat64()/cfg.Rate*float64(time.Second)), 1)
+	}
+	for j := 0; j < k; j++ {
+		pod := d.e.cl.NewPod(d.r, fmt.Sprintf("arr-%d", d.arrived), "")
+		d.arrived++
+		d.queue = append(d.queue, arrival{pod: pod, at: ev.at})
+		traceEvent(d.digest, ev.at, "arrive", pod.Name, "")
+	}
+	d.rep.MaxPending = max(d.rep.MaxPending, len(d.queue)-d.head)
+	if len(d.queue)-d.head >= detQueueMax {
+		d.stopped, d.endAt = true, ev.at
+		d.rep.Stopped = "queue-full"
+		d.e.warnings = append(d.e.warnings, fmt.Sprintf("stopped at %v of virtual time: %d pods pending, the most a deterministic run queues (the arrivals outrun the schedulers)", ev.at, len(d.queue)-d.head))
+	}
+	if d.head > 4096 && d.head*2 > len(d.queue) {
+		d.queue = append(d.queue[:0:0], d.queue[d.head:]...)
+		d.head = 0
+	}
+	d.push(event{at: ev.at + next, kind: evArrive})
+}
+
+// midAudit (evAudit) audits the cache during the run.
+func (d *detRun) midAudit(ev event) {
+	if d.h.beforeAudit != nil {
+		d.h.beforeAudit(d.c, d.e.truth)
+	}
+	res := audit(d.c, d.e.truth, d.inf, false, &d.e.memo)
+	ma := &d.rep.MidAudits
+	ma.Count++
+	if !res.OK {
+		ma.Failed++
+		if ma.FirstFail == nil {
+			ma.FirstFail, ma.FirstFailAt = &res, ev.at.Seconds()
+		}
+	}
+}
+
+// decide (evDecide) is one decision of virtual scheduler ev.worker: it
+// queues the scheduler's next decision, takes a pod (the pending queue's
+// head in the open loop, a new one in the closed loop), picks a node and
+// binds it there.
+func (d *detRun) decide(ev event) error {
+	d.push(event{at: ev.at + d.cfg.DecisionTime, kind: evDecide, worker: ev.worker})
+	var pod *v1.Pod
+	arrivedAt := ev.at
+	if d.cfg.openLoop() {
+		if d.head == len(d.queue) {
+			return nil // idle: nothing pending
+		}
+		pod, arrivedAt = d.queue[d.head].pod, d.queue[d.head].at
+		d.queue[d.head] = arrival{}
+		d.head++
+	} else {
+		i := d.decisions[ev.worker]
+		d.decisions[ev.worker]++
+		pod = d.e.cl.NewPod(d.r, fmt.Sprintf("sched-%d-%d", ev.worker, i), "")
+	}
+	info, err := nodeinfo.NewPodInfo(pod)
+	if err != nil {
+		return err
+	}
+	tr := time.Now()
+	best, err := d.pickers.pickers[ev.worker].Pick(d.ctx, d.c.Snapshot(), info, d.r, d.pickers.rejected[ev.worker])
+	if err != nil {
+		return fmt.Errorf("pick %s: %w", pod.Name, err)
+	}
+	d.hr.Record(time.Since(tr))
+	if best == "" {
+		d.rep.Unschedulable++
+		traceEvent(d.digest, ev.at, "unschedulable", pod.Name, "")
+		return nil
+	}
+	return d.bind(ev, pod, best, arrivedAt, tr)
+}
+
+// bind assumes pod on best and binds it through the dispatcher: at once
+// without -bind-latency, else with an evBindDone after it. tr is when the
+// attempt began.
+func (d *detRun) bind(ev event, pod *v1.Pod, best string, arrivedAt time.Duration, tr time.Time) error {
+	pod.Spec.NodeName = best
+	ta := time.Now()
+	if err := d.rec(trace.Record{Op: trace.AssumePod, Pod: pod}, d.c.AssumePod(d.logger, pod)); err != nil {
+		return fmt.Errorf("AssumePod %s: %w", pod.Name, err)
+	}
+	d.ha.Record(time.Since(ta))
+	if d.cfg.openLoop() {
+		d.hq.Record(ev.at - arrivedAt)
+	}
+	d.e.truth.Assume(pod, best)
+	ch, err := d.c.BindPod(bindingOf(pod, best))
+	if err != nil {
+		return fmt.Errorf("BindPod %s: %w", pod.Name, err)
+	}
+	for _, call := range d.e.disp.take() {
+		if d.cfg.BindLatency > 0 {
+			d.push(event{at: ev.at + d.cfg.BindLatency, kind: evBindDone, pod: pod, call: call, done: ch})
+			continue
+		}
+		d.e.disp.execute(call)
+		if err := d.complete(ev.at, pod, best, <-ch, tr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bindDone (evBindDone): the dispatcher finishes a binding.
+func (d *detRun) bindDone(ev event) error {
+	d.e.disp.execute(ev.call)
+	return d.complete(ev.at, ev.pod, ev.pod.Spec.NodeName, <-ev.done, time.Time{})
+}
+
+// complete handles a binding's outcome berr at at: as upstream's binding
+// cycle, FinishBinding, then ForgetPod if the binding failed. tr is when
+// the attempt began (zero: unknown, the binding took -bind-latency).
+func (d *detRun) complete(at time.Duration, pod *v1.Pod, best string, berr error, tr time.Time) error {
+	rep := d.rep
+	if err := d.rec(trace.Record{Op: trace.FinishBinding, Pod: pod}, d.c.FinishBinding(d.logger, pod)); err != nil {
+		return fmt.Errorf("FinishBinding %s: %w", pod.Name, err)
+	}
+	if berr != nil {
+		if err := d.rec(trace.Record{Op: trace.ForgetPod, Pod: pod}, d.c.ForgetPod(d.logger, pod)); err != nil {
+			return fmt.Errorf("ForgetPod %s: %w", pod.Name, err)
+		}
+		d.e.truth.Pending(pod)
+		if errors.Is(berr, ErrBindRefused) {
+			rep.RefusedBindings++
+		} else {
+			rep.FailedBindings++
+		}
+		rep.Forgotten++
+		traceEvent(d.digest, at, "bind-failed", pod.Name, best)
+		return nil
+	}
+	rep.Scheduled++
+	d.lastProgress = at
+	traceEvent(d.digest, at, "bound", pod.Name, best)
+	if !tr.IsZero() {
+		took := time.Since(tr)
+		d.ht.Record(took)
+		d.win.scheduled(at, took)
+	} else {
+		d.win.scheduled(at, 0)
+	}
+	if d.cfg.Pods > 0 && rep.Scheduled >= d.cfg.Pods && !d.stopped {
+		d.stopped, d.endAt = true, min(at+d.cfg.DecisionTime, d.limit)
+		rep.Stopped = "pods"
+	}
+	return nil
+}
+
+// deliver (evDeliver): the informer delivers the events due.
+func (d *detRun) deliver(ev event) error {
+	if ev.at == d.deliverAt {
+		d.deliverAt = -1
+	}
+	return d.inf.deliverDue(ev.at, false)
+}
+
+// churn (evChurn): the API server's churn actions due.
+func (d *detRun) churn(ev event) error {
+	if ev.at == d.churnAt {
+		d.churnAt = -1
+	}
+	return d.api.runDue(ev.at)
+}
+
+// report fills the report once the loop is over, runs the final audit,
+// adds the final state to the digest and ends the trace.
+func (d *detRun) report() (*Report, error) {
+	rep := d.rep
+	rep.Wall = time.Since(d.t0)
+	rep.Elapsed = d.endAt
+	rep.Windows = windowsOf(d.win.sched, d.endAt, time.Second)
+	rep.Series = d.win.series(d.endAt, d.pendingAt)
+	rep.Assume, rep.Read, rep.Attempt = summarise(d.ha), summarise(d.hr), summarise(d.ht)
+	rep.Arrived, rep.PendingAtEnd = int64(d.arrived), len(d.queue)-d.head
+	rep.QueueDelay = summarise(d.hq)
+	d.pickers.report(rep)
+	for _, p := range d.queue[d.head:] {
+		d.e.truth.Pending(p.pod) // arrived, never scheduled: pending in the API server
+	}
+	if err := d.e.finish(d.cfg, rep, d.h, d.prog); err != nil {
 		return nil, err
 	}
-	stateDigest(digest, e.truth, c)
-	rep.Digest = "sha256:" + hex.EncodeToString(digest.Sum(nil))
-	if tw != nil {
-		t, err := trace.CacheTotals(c)
+	stateDigest(d.digest, d.e.truth, d.c)
+	rep.Digest = "sha256:" + hex.EncodeToString(d.digest.Sum(nil))
+	if d.tw != nil {
+		t, err := trace.CacheTotals(d.c)
 		if err != nil {
 			return nil, err
 		}
-		traceClosed = true
-		if err := tw.Close(t); err != nil {
+		d.traceClosed = true
+		if err := d.tw.Close(t); err != nil {
 			return nil, fmt.Errorf("-record: %w", err)
 		}
 	}
