@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedcache/schedcache/internal/imagereg"
+	"github.com/schedcache/schedcache/internal/imagetable"
 	"github.com/schedcache/schedcache/nodeinfo"
 )
 
@@ -139,7 +140,7 @@ func (c *core) syncTable() {
 	if len(c.imgChanged) == 0 {
 		if c.straysChanged {
 			c.straysChanged = false
-			c.table = nodeinfo.NewImageTableWith(c.table.Map(), c.strays)
+			c.table = imagetable.New(c.table.Map(), c.strays)
 		}
 		return
 	}
@@ -167,7 +168,7 @@ func (c *core) syncTable() {
 	m := c.tableEd.Done()
 	if changed || c.straysChanged {
 		c.straysChanged = false
-		c.table = nodeinfo.NewImageTableWith(m, c.strays)
+		c.table = imagetable.New(m, c.strays)
 	}
 }
 

@@ -3,59 +3,16 @@ package nodeinfo
 import (
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/schedcache/schedcache/internal/immutable"
+	"github.com/schedcache/schedcache/internal/imagetable"
 )
 
 // ImageTable is one version of a cache's image registry: for every image
 // name some node lists, the summary a clone taken at that version shows
 // (the size the first node reported and how many nodes list the name),
-// and the stray registrations: per node name, the image names registered
-// for it that its node object (if any) does not list, which upstream
-// keeps after a RemoveNode passed another object than the one registered,
-// or one that failed in the zone tree (a what-if fork continuing from
-// this version needs them to count as the cache would). It is immutable
-// and safe for concurrent use; versions share structure.
-type ImageTable struct {
-	m      immutable.Map[ImageStateSummary] // immutable
-	strays immutable.Map[[]string]          // node name -> stray image names; immutable, values too
-}
-
-// NewImageTable returns the table holding m, without stray registrations;
-// m is immutable from then on.
-func NewImageTable(m immutable.Map[ImageStateSummary]) *ImageTable { return &ImageTable{m: m} }
-
-// NewImageTableWith returns the table holding m and the stray
-// registrations strays (node name -> image names, each slice immutable);
-// both are immutable from then on.
-func NewImageTableWith(m immutable.Map[ImageStateSummary], strays immutable.Map[[]string]) *ImageTable {
-	return &ImageTable{m: m, strays: strays}
-}
-
-// Strays returns the table's stray registrations (node name -> the image
-// names registered for it beyond its node object's); the slices must not
-// be written.
-func (t *ImageTable) Strays() immutable.Map[[]string] {
-	if t == nil {
-		return immutable.Map[[]string]{}
-	}
-	return t.strays
-}
-
-// Get returns the summary of name, if some node lists it.
-func (t *ImageTable) Get(name string) (ImageStateSummary, bool) {
-	if t == nil {
-		return ImageStateSummary{}, false
-	}
-	return t.m.Get(name)
-}
-
-// Map returns the table's contents.
-func (t *ImageTable) Map() immutable.Map[ImageStateSummary] {
-	if t == nil {
-		return immutable.Map[ImageStateSummary]{}
-	}
-	return t.m
-}
+// and the stray registrations upstream keeps. Immutable and safe for
+// concurrent use; only the cache, forks and snapshots make them. Get
+// returns a name's summary; a nil table is empty.
+type ImageTable = imagetable.Table[ImageStateSummary]
 
 // ImageView is immutable: the image names a node object lists (each once,
 // in the order of first appearance) and the registry version a clone reads

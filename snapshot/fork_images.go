@@ -4,6 +4,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedcache/schedcache/internal/imagereg"
+	"github.com/schedcache/schedcache/internal/imagetable"
 	"github.com/schedcache/schedcache/internal/immutable"
 	"github.com/schedcache/schedcache/nodeinfo"
 )
@@ -73,12 +74,12 @@ func applyImages(s *Snapshot, ops *imgOp) {
 			strays = sed.Done()
 		}
 		if o.add != nil && shown[o.slot] == o {
-			t := nodeinfo.NewImageTableWith(ed.Done(), strays)
+			t := imagetable.New(ed.Done(), strays)
 			t.Map().EditInto(&ed)
 			views[o.slot] = nodeinfo.ImageView{Names: names, Table: t}
 		}
 	}
-	s.images = nodeinfo.NewImageTableWith(ed.Done(), strays)
+	s.images = imagetable.New(ed.Done(), strays)
 	if len(views) == 0 {
 		return
 	}
