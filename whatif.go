@@ -88,7 +88,11 @@ func CommitIf(check func(name string, base, live *NodeInfo) bool) CommitOption {
 // applied as the cache's operations (forget/remove, then confirm or
 // update, then assume/add). A fork with node changes is refused with
 // ErrForkNodeChanges, a nil fork with ErrNilFork. ctx is checked before
-// the commit is submitted; once submitted Commit waits for its outcome.
+// the commit is submitted and again when its turn comes: a commit whose
+// ctx is done by then is not applied and returns ctx's error. The wait
+// in between lasts as long as the operations queued before the commit
+// (the coordinator waits on nothing else), so Commit returns either the
+// commit's outcome or ctx's error, never an unknown outcome.
 //
 // Contract: safe for concurrent use; fork must be owned by the caller for
 // the duration of the call, and is not changed. Cost: O(changed pods) on
@@ -111,7 +115,7 @@ func (c *Cache) Commit(ctx context.Context, fork *Fork, opts ...CommitOption) er
 		return ErrForkNodeChanges
 	}
 	base := fork.Base()
-	b := &actor.CommitBatch{Check: cfg.check}
+	b := &actor.CommitBatch{Check: cfg.check, Ctx: ctx}
 	touched := map[string]struct{}{}
 	var err error
 	fork.PodChanges(func(pc snapshot.PodChange) bool {

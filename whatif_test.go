@@ -6,13 +6,17 @@ import (
 	"fmt"
 	"math/rand"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/internal/cachetest"
+	"github.com/schedcache/schedcache/internal/watchdog"
 	"github.com/schedcache/schedcache/nodeinfo"
 )
 
@@ -733,4 +737,46 @@ func TestForkOfOwnedSnapshot(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, 3, f.Snapshot().PodCount())
 	require.ErrorIs(t, f.Snapshot().CopyFrom(owned), schedcache.ErrSnapshotPublished, "a fork's snapshots are read-only")
+}
+
+// Commit's ctx is checked again when the commit's turn comes: a commit
+// queued behind a busy coordinator whose ctx is cancelled meanwhile is
+// not applied and returns ctx's error, not an unknown outcome.
+func TestCommitContextDoneBeforeItsTurn(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var hold atomic.Bool
+	c, err := schedcache.New(context.Background(), cachetest.WithFaultHooks(func(kind string) {
+		if kind == "AddPod" && hold.CompareAndSwap(true, false) {
+			close(entered)
+			<-release
+		}
+	}, nil))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c.Close()) }()
+	logger := klog.Background()
+	_, err = c.AddNode(logger, exampleNode("n0", "A"))
+	require.NoError(t, err)
+	f := c.Snapshot().Fork()
+	require.NoError(t, f.AssumePod(examplePod("a", "n0", "1")))
+
+	hold.Store(true)
+	require.NoError(t, c.AddPodAsync(examplePod("q", "n0", "1")))
+	watchdog.Recv(entered, "the coordinator holding AddPod")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Commit(ctx, f) }()
+	require.Eventually(t, func() bool { return c.Stats().MailboxDepth == 1 }, 10*time.Second, time.Millisecond, "the commit is queued")
+	cancel()
+	close(release)
+	require.ErrorIs(t, watchdog.Recv(done, "Commit returning"), context.Canceled)
+	_, err = c.GetPod(examplePod("a", "n0", "1"))
+	require.ErrorIs(t, err, schedcache.ErrPodNotFound, "not applied")
+	require.NoError(t, c.Sync())
+	require.Equal(t, []string{"q"}, podsOf(c.Snapshot(), "n0"))
+
+	// The same change, forked again from now, with a live ctx applies.
+	g := c.Snapshot().Fork()
+	require.NoError(t, g.AssumePod(examplePod("a", "n0", "1")))
+	require.NoError(t, c.Commit(context.Background(), g))
+	require.Equal(t, []string{"a", "q"}, podsOf(c.Snapshot(), "n0"))
 }

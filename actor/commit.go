@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -60,13 +61,16 @@ type CommitNode struct {
 // CommitBatch is a commit: pod changes applied together, nodes checked.
 // Check, if set, replaces the generation check of each node: it gets the
 // node's NodeInfo in the snapshot and live (nil when absent) and returns
-// whether the change may still be applied. It runs on the coordinator
-// goroutine and must not call the cache; a panic in it is a conflict.
+// whether the change may still be applied. It runs on the goroutine
+// holding the coordinator's token and must not call the cache; a panic in
+// it is a conflict. Ctx, if set, is checked when the commit is applied: a commit
+// whose Ctx is done by then is not applied and fails with Ctx's error.
 // Immutable once handed over.
 type CommitBatch struct {
 	Pods  []CommitPod
 	Nodes []CommitNode
 	Check func(name string, base, live *nodeinfo.NodeInfo) bool
+	Ctx   context.Context
 }
 
 // commitNeedsFlush reports whether a touched node's entry changed in the
@@ -121,6 +125,11 @@ func checkFn(fn func(name string, base, live *nodeinfo.NodeInfo) bool, n CommitN
 // after the checks is an invariant violation: Commit panics, which fails
 // the cache before the epoch is published.
 func (c *core) ApplyCommit(b *CommitBatch) error {
+	if b.Ctx != nil {
+		if err := b.Ctx.Err(); err != nil {
+			return err // the caller gave up before the commit's turn came
+		}
+	}
 	var badNodes, badPods []string
 	for _, p := range b.Pods {
 		r := c.pods[p.Key]
