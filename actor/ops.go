@@ -26,6 +26,9 @@ type Timer interface {
 // OpKind names a coordinator operation.
 type OpKind uint8
 
+// The operations: one per write of the cache (the root's method of the
+// same name builds it), then the barriers, Commit and the conditional
+// assume. Stats counts them by kind.
 const (
 	OpAssumePod OpKind = iota + 1
 	OpFinishBinding

@@ -356,9 +356,12 @@ func (s *Snapshot) HavePodsWithRequiredAntiAffinityList() ([]*nodeinfo.NodeInfo,
 	return s.resolveSeq(s.lists().anti), nil
 }
 
-// NumNodesWithAffinity and NumNodesWithRequiredAntiAffinity return the
-// lengths of the two lists without copying them.
-func (s *Snapshot) NumNodesWithAffinity() int             { return s.lists().aff.Len() }
+// NumNodesWithAffinity returns the length of HavePodsWithAffinityList
+// without copying it.
+func (s *Snapshot) NumNodesWithAffinity() int { return s.lists().aff.Len() }
+
+// NumNodesWithRequiredAntiAffinity returns the length of
+// HavePodsWithRequiredAntiAffinityList without copying it.
 func (s *Snapshot) NumNodesWithRequiredAntiAffinity() int { return s.lists().anti.Len() }
 
 // Get returns the node named name if it has a node object, else a
