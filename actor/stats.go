@@ -132,17 +132,7 @@ func (a *Coordinator) Stats() Stats {
 // Closed reports whether the coordinator has started shutting down (Stop
 // or cancellation): from then on every operation is refused.
 func (a *Coordinator) Closed() bool {
-	if a.closing.Load() {
-		return true
-	}
-	select {
-	case <-a.stopc:
-		return true
-	case <-a.ctx.Done():
-		return true
-	default:
-		return false
-	}
+	return a.closing.Load() || a.stopping()
 }
 
 // Dispatcher queues API calls on behalf of the cache (upstream's
