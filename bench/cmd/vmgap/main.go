@@ -11,8 +11,10 @@
 //
 // Ping-pong: two goroutines hand a token back and forth over unbuffered
 // channels for -d; it reports the round trip's p50, p99, p99.9 and max. A
-// round trip is two hand-offs between goroutines, the step every synchronous
-// call of schedcache takes several times and a mutex-based cache does not.
+// round trip is two hand-offs between goroutines: what a synchronous call of
+// schedcache pays when ops are queued (it goes through the mailbox and is
+// answered by the coordinator's goroutine) and a mutex-based cache does not;
+// on an idle cache the call runs inline, on the caller's goroutine.
 //
 //	go run ./cmd/vmgap                 # both, GOMAXPROCS spinners, 2 s each
 //	go run ./cmd/vmgap -spinners 1 -pingpong=false
