@@ -226,14 +226,7 @@ func WithAsyncErrorHandler(fn func(AsyncError)) Option {
 // internal/cachetest; they are not part of the public API.
 func init() {
 	hooks.FaultHooks = func(coordinator func(kind string), shardHook func(shardIdx int)) any {
-		return Option(func(o *options) {
-			if coordinator != nil {
-				o.a.OpHook = func(op *actor.Op) { coordinator(op.Kind.String()) }
-			}
-			if shardHook != nil {
-				o.a.ShardHook = func(i int, _ shard.Request) { shardHook(i) }
-			}
-		})
+		return Option(func(o *options) { hooks.ActorFaults(&o.a, coordinator, shardHook) })
 	}
 }
 

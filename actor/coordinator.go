@@ -106,9 +106,9 @@ func Start(ctx context.Context, o Options) *Coordinator {
 	nextGen := func() int64 { return a.gen.Add(1) }
 	for i := 0; i < o.Shards; i++ {
 		var hook func(shard.Request)
-		if o.ShardHook != nil {
+		if o.faults.shard != nil {
 			idx := i
-			hook = func(r shard.Request) { o.ShardHook(idx, r) }
+			hook = func(r shard.Request) { o.faults.shard(idx, r) }
 		}
 		a.shards = append(a.shards, shard.Start(fmt.Sprintf("shard %d", i), shard.NewCore(nextGen), hook))
 	}

@@ -29,12 +29,12 @@ func TestBatchChunksKeepOrder(t *testing.T) {
 		Shards:      2,
 		MailboxSize: 1024,
 		MaxBatch:    256,
-		OpHook: func(*Op) {
+		faults: faultHooks{op: func(*Op) {
 			once.Do(func() {
 				close(entered)
 				<-release
 			})
-		},
+		}},
 		OnAsyncError: func(e AsyncError) {
 			mu.Lock()
 			asyncErrs = append(asyncErrs, e)
@@ -144,12 +144,12 @@ func TestPrefetchPanicFailsCache(t *testing.T) {
 	defer func() { prefetchHook = nil }()
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	a := Start(context.Background(), Options{Shards: 1, OpHook: func(*Op) {
+	a := Start(context.Background(), Options{Shards: 1, faults: faultHooks{op: func(*Op) {
 		once.Do(func() {
 			close(entered)
 			<-release
 		})
-	}})
+	}}})
 	defer a.Stop()
 	op := a.NewOp()
 	op.Kind, op.Node = OpAddNode, testNode("n", "z")

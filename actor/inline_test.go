@@ -21,9 +21,11 @@ import (
 func TestDoRunsInlineWhenIdle(t *testing.T) {
 	var opG, shardG atomic.Int64
 	a := Start(context.Background(), Options{
-		Shards:    2,
-		OpHook:    func(*Op) { opG.Store(goid()) },
-		ShardHook: func(int, shard.Request) { shardG.Store(goid()) },
+		Shards: 2,
+		faults: faultHooks{
+			op:    func(*Op) { opG.Store(goid()) },
+			shard: func(int, shard.Request) { shardG.Store(goid()) },
+		},
 	})
 	defer a.Stop()
 	me := goid()
@@ -93,11 +95,11 @@ func TestInlineDoesNotOvertakeQueuedOps(t *testing.T) {
 // failure mode, and Stop still stops every goroutine (goleak checks).
 func TestInlineFaultFailsCache(t *testing.T) {
 	var boom atomic.Bool
-	a := Start(context.Background(), Options{Shards: 2, OpHook: func(op *Op) {
+	a := Start(context.Background(), Options{Shards: 2, faults: faultHooks{op: func(op *Op) {
 		if boom.Load() {
 			panic("inline bug")
 		}
-	}})
+	}}})
 	defer a.Stop()
 	op := a.NewOp()
 	op.Kind, op.Node = OpAddNode, testNode("n", "z")
@@ -145,12 +147,12 @@ func TestInlineFaultFailsCache(t *testing.T) {
 func TestStopWaitsForInlineCaller(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	var hold atomic.Bool
-	a := Start(context.Background(), Options{Shards: 1, OpHook: func(op *Op) {
+	a := Start(context.Background(), Options{Shards: 1, faults: faultHooks{op: func(op *Op) {
 		if hold.Load() && op.Kind == OpAddNode {
 			close(entered)
 			<-release
 		}
-	}})
+	}}})
 	hold.Store(true)
 	done := make(chan Result, 1)
 	go func() {

@@ -307,8 +307,8 @@ func asyncOldPod(op *Op) *v1.Pod {
 // refused, the cache is fine); fault is a panic that fails the cache.
 func (a *Coordinator) apply(op *Op) (res, fault error) {
 	fault = guard(func() {
-		if a.opts.OpHook != nil {
-			a.opts.OpHook(op)
+		if a.opts.faults.op != nil {
+			a.opts.faults.op(op)
 		}
 		c := a.core
 		switch op.Kind {

@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/schedcache/schedcache/internal/hooks"
 	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/shard"
 )
@@ -127,12 +128,33 @@ type Options struct {
 	MaxBatch     int // operations applied per publication at most
 	ExpiryChunk  int // pods expired per step at most, so others interleave
 	OnAsyncError func(AsyncError)
-	// OpHook, when non-nil, runs on the token holder's goroutine (the
-	// coordinator's, or a caller's running inline) before each operation
-	// is applied. ShardHook runs before each shard request, on the shard's
-	// goroutine or the inline caller's. Tests use them to inject faults.
-	OpHook    func(*Op)
-	ShardHook func(shardIdx int, req shard.Request)
 	// Dispatcher queues the API calls of BindPod (nil: BindPod refuses).
 	Dispatcher Dispatcher
+
+	faults faultHooks // fault injection for the module's tests; set through internal/hooks only
+}
+
+// faultHooks are the fault-injection hooks of the module's tests. op, when
+// non-nil, runs on the token holder's goroutine (the coordinator's, or a
+// caller's running inline) before each operation is applied; shard runs
+// before each shard request, on the shard's goroutine or the inline
+// caller's. Not part of the API: the root's tests reach them through
+// internal/cachetest, actor's own tests set them directly.
+type faultHooks struct {
+	op    func(*Op)
+	shard func(shardIdx int, req shard.Request)
+}
+
+// The root's fault-injection option (internal/cachetest.WithFaultHooks)
+// sets the hooks of an Options through internal/hooks.
+func init() {
+	hooks.ActorFaults = func(o any, op func(kind string), shardHook func(shardIdx int)) {
+		opts := o.(*Options)
+		if op != nil {
+			opts.faults.op = func(o *Op) { op(o.Kind.String()) }
+		}
+		if shardHook != nil {
+			opts.faults.shard = func(i int, _ shard.Request) { shardHook(i) }
+		}
+	}
 }
