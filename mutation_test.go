@@ -260,3 +260,46 @@ func TestRefreshRebuildsInconsistentList(t *testing.T) {
 	require.Equal(t, []string{"d", "b", "c"}, upListNames(t, snap), "rebuilt from the tree")
 	require.Equal(t, upListNames(t, c.Snapshot()), upListNames(t, snap))
 }
+
+// An inconsistent list's error reports the snapshot map's size and the
+// cache's entry count as of each publication, as upstream's reports them
+// as of each UpdateSnapshot: they change without the list changing (a
+// pods-first entry made, a ghost's last pod gone), in the cache and in a
+// fork alike. Plant L03 (the error recounted only when the map size
+// changed) keeps the old entry count; since the rule is shared
+// (internal/nodelists.Recount), a fork compared with the cache does not
+// show it, so this test checks the counts themselves.
+func TestInconsistentListErrorFollowsEntryCount(t *testing.T) {
+	c := upNew(t)
+	for _, n := range []string{"a", "c"} {
+		_, err := c.AddNode(upLog, upZoneNode(n, "r", "z1"))
+		require.NoError(t, err)
+	}
+	p := upPod("p", "ns", "p", "a")
+	require.NoError(t, c.AddPod(upLog, p))
+	consistent := c.Snapshot()
+	counts := func(s *schedcache.Snapshot) [4]int {
+		t.Helper()
+		var ie *schedcache.InconsistentListError
+		require.ErrorAs(t, s.Err(), &ie)
+		return [4]int{ie.ListLen, ie.TreeNodes, ie.MapLen, ie.CacheEntries}
+	}
+
+	// In a fork: a becomes a ghost of the fork's whose name stays listed
+	// in z1 (RemoveNode naming z2), then its last pod leaves: one entry
+	// fewer, the same list and map.
+	f := consistent.Fork()
+	require.ErrorIs(t, f.RemoveNode(upZoneNode("a", "r", "z2")), schedcache.ErrNodeNotFound)
+	require.Equal(t, [4]int{1, 2, 1, 2}, counts(f.Snapshot()))
+	require.NoError(t, f.RemovePod(p))
+	require.Equal(t, [4]int{1, 2, 1, 1}, counts(f.Snapshot()))
+
+	// In the cache, the same ghost; then a pods-first entry (one entry
+	// more) and the ghost's last pod leaving (one fewer).
+	require.ErrorIs(t, c.RemoveNode(upLog, upZoneNode("a", "r", "z2")), schedcache.ErrNodeNotFound)
+	require.Equal(t, [4]int{1, 2, 1, 2}, counts(c.Snapshot()))
+	require.NoError(t, c.AddPod(upLog, upPod("q", "ns", "q", "x")))
+	require.Equal(t, [4]int{1, 2, 1, 3}, counts(c.Snapshot()))
+	require.NoError(t, c.RemovePod(upLog, p))
+	require.Equal(t, [4]int{1, 2, 1, 2}, counts(c.Snapshot()))
+}
