@@ -323,7 +323,11 @@ def make_worktree(repo, commit, wt):
     sh(["git", "worktree", "add", "--detach", wt, commit], cwd=repo)
 
 
-def run_plant(wt, plant, args, logdir):
+def worktree_status(wt):
+    return sh(["git", "status", "--porcelain", "--untracked-files=no"], cwd=wt)
+
+
+def run_plant(wt, plant, args, logdir, clean):
     path = os.path.join(wt, plant.file)
     with open(path, encoding="utf-8") as f:
         orig = f.read()
@@ -356,9 +360,9 @@ def run_plant(wt, plant, args, logdir):
         finally:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(orig)
-    dirty = sh(["git", "status", "--porcelain", "--untracked-files=no"], cwd=wt)
-    if dirty.strip():
-        raise SystemExit(f"{plant.id}: the worktree is not clean after restoring: {dirty}")
+    status = worktree_status(wt)
+    if status != clean:
+        raise SystemExit(f"{plant.id}: the worktree is not as it was after restoring: {status}")
     return verdict, catcher, detail, time.time() - t0
 
 
@@ -428,6 +432,7 @@ def main():
         dst = os.path.join(wt, f)
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         shutil.copyfile(os.path.join(repo, f), dst)
+    clean = worktree_status(wt)  # the --with files may change tracked ones
     logdir = os.path.join(wt, ".mutate-logs")
     os.makedirs(logdir, exist_ok=True)
     goversion = sh(["go", "version"]).strip()
@@ -448,7 +453,7 @@ def main():
             print(f"baseline: every group passes ({time.time() - start:.0f}s)", flush=True)
         rows = []
         for p in plants:
-            verdict, catcher, detail, secs = run_plant(wt, p, args, logdir)
+            verdict, catcher, detail, secs = run_plant(wt, p, args, logdir, clean)
             rows.append((p, verdict, catcher, detail, secs))
             print(f"{p.id:6} {verdict:8} {secs:5.0f}s  {catcher}{'  (' + detail + ')' if detail else ''}", flush=True)
     finally:
