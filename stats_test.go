@@ -1,6 +1,7 @@
 package schedcache_test
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,15 +67,16 @@ func TestStatsCounts(t *testing.T) {
 func TestStatsAsyncAndMailbox(t *testing.T) {
 	hold, release := make(chan struct{}), make(chan struct{})
 	errs := make(chan schedcache.AsyncError, 8)
+	var held atomic.Bool
 	c := newCache(t, cachetest.WithFaultHooks(func(kind string) {
-		if kind == "Sync" {
+		// The first op waits for the test to take it (a send that may not
+		// wait lets it through when the coordinator gets there before the
+		// test receives); the others go through.
+		if kind == "Sync" || !held.CompareAndSwap(false, true) {
 			return
 		}
-		select {
-		case hold <- struct{}{}:
-			<-release
-		default:
-		}
+		hold <- struct{}{}
+		<-release
 	}, nil), schedcache.WithAsyncErrorHandler(func(e schedcache.AsyncError) { errs <- e }))
 	go func() { _ = c.RemovePodAsync(pod("first", "n", 1)) }()
 	watchdog.Recv(hold, "the coordinator entering the first op") // the coordinator is inside the first op
