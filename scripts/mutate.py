@@ -12,8 +12,9 @@ plant's own `first:` packages, then the default groups) and stops at the
 first group that fails, restores the file, and records a verdict:
 
   caught   a test failed, and failed again when re-run alone (a test that
-           passes when re-run is flaky: the harness goes on with the next
-           groups and names it): the package and the first failing test
+           passes when re-run is flaky: the harness runs the group again
+           without it, then the next groups, and names it): the package
+           and the first failing test
   timeout  a test binary ran past -timeout, or a group past the wall-clock
            limit (a hang): the package and the test that was running
   build    the plant does not compile (an invalid plant: fix it)
@@ -304,6 +305,29 @@ def confirmed(wt, mod, r, args, log):
     return again.status != "pass"
 
 
+# A group is re-run at most this many times for tests that failed once and
+# passed when re-run alone.
+MAX_FLAKY = 3
+
+
+def run_group_skipping_flaky(wt, mod, pkgs, args, log, flaky):
+    """Runs a group; a failing test that passes when re-run alone (flaky, or
+    failing only sometimes with the plant) is not a catch: with -failfast
+    it kept the package's later tests from running, so the group is run
+    again without it (-skip), up to MAX_FLAKY times. Such tests are
+    appended to flaky."""
+    skip = []
+    while True:
+        extra = ["-skip", "|".join(skip)] if skip else []
+        r = run_group(wt, mod, pkgs, args, log, extra=extra)
+        if r.status != "fail" or not r.test or confirmed(wt, mod, r, args, log):
+            return r
+        flaky.append(short_pkg(r.pkg) + " " + r.test)
+        skip.append("^" + re.escape(r.test.split("/")[0]) + "$")
+        if len(skip) > MAX_FLAKY:
+            return GroupResult()  # counted as passing: the flaky tests are named
+
+
 def short_pkg(pkg):
     pkg = pkg.split(" [")[0]  # a build failure names the test variant: "pkg [pkg.test]"
     for prefix in ("github.com/schedcache/schedcache/",):
@@ -342,12 +366,8 @@ def run_plant(wt, plant, args, logdir, clean):
                 f.write(orig.replace(plant.original, plant.replacement, 1))
             flaky = []
             for mod, pkgs, _ in groups_for(plant):
-                r = run_group(wt, mod, pkgs, args, log)
+                r = run_group_skipping_flaky(wt, mod, pkgs, args, log, flaky)
                 if r.status == "pass":
-                    continue
-                if r.status == "fail" and r.test and not confirmed(wt, mod, r, args, log):
-                    # Not reproduced: a flaky test, not a catch. Go on.
-                    flaky.append(short_pkg(r.pkg) + " " + r.test)
                     continue
                 verdict = {"fail": "caught", "build": "build", "timeout": "timeout"}[r.status]
                 catcher = short_pkg(r.pkg)
