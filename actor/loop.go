@@ -71,9 +71,11 @@ func (a *Coordinator) notifyChan() chan []AsyncError {
 //
 // One select serves everything. The expiry case is the timer's channel
 // between passes and, while a pass has more pods due, stepNow, which is
-// always ready: the select then takes the next step or whatever else is
-// ready, at random, so a long pass and a busy mailbox interleave and
-// neither starves the other.
+// always ready. Queued ops keep priority over the pass's steps: a step
+// the select picks while the mailbox holds ops is skipped, and the loop
+// selects again, so other operations' latency barely moves during an
+// expiry storm (W5), while a pass still runs whenever the mailbox is
+// empty.
 func (a *Coordinator) serve() error {
 	var timer Timer
 	var timerC <-chan time.Time
@@ -95,6 +97,9 @@ func (a *Coordinator) serve() error {
 		case a.notifyChan() <- a.asyncErrs:
 			a.asyncErrs = nil
 		case <-expiry:
+			if expiring && len(a.mailbox) > 0 {
+				continue // queued ops go before the pass's next step
+			}
 			if expiring, err = a.expireStepLocked(); !expiring {
 				timer.Reset(a.opts.Period)
 			} else {
