@@ -34,121 +34,19 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/schedcache/schedcache/bench/internal/rawbench"
 )
 
-// data[key][impl][unit] holds the samples of a run file; key is the
-// benchmark name without the impl=... element and the -GOMAXPROCS suffix
-// (cmd/plot's keys).
-type data map[string]map[string]map[string][]float64
+type data = rawbench.Data
 
-var (
-	procSuffix = regexp.MustCompile(`-\d+$`)
-	implElem   = regexp.MustCompile(`/impl=([^/]+)`)
-	storeElem  = regexp.MustCompile(`/store=([^/]+)`)
-)
+// storeElem finds the store=... element of a what-if benchmark's name.
+var storeElem = regexp.MustCompile(`/store=([^/]+)`)
 
-// fields returns the name and the value/unit pairs of a benchmark result
-// line, ok false for any other line.
-func fields(line string) (name string, pairs [][2]string, ok bool) {
-	f := strings.Fields(line)
-	if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
-		return "", nil, false
-	}
-	if _, err := strconv.Atoi(f[1]); err != nil {
-		return "", nil, false
-	}
-	for i := 2; i+1 < len(f); i += 2 {
-		pairs = append(pairs, [2]string{f[i], f[i+1]})
-	}
-	return procSuffix.ReplaceAllString(f[0], ""), pairs, true
-}
-
-func parse(r io.Reader, d data) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		name, pairs, ok := fields(sc.Text())
-		if !ok {
-			continue
-		}
-		m := implElem.FindStringSubmatch(name)
-		if m == nil {
-			continue
-		}
-		key := implElem.ReplaceAllString(name, "")
-		for _, p := range pairs {
-			v, err := strconv.ParseFloat(p[0], 64)
-			if err != nil {
-				continue
-			}
-			if d[key] == nil {
-				d[key] = map[string]map[string][]float64{}
-			}
-			if d[key][m[1]] == nil {
-				d[key][m[1]] = map[string][]float64{}
-			}
-			d[key][m[1]][p[1]] = append(d[key][m[1]][p[1]], v)
-		}
-	}
-	return sc.Err()
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(xs)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-func (d data) value(key, impl, unit string) float64 { return median(d[key][impl][unit]) }
-
-// has reports whether the file holds any result of key.
-func (d data) has(key string) bool { _, ok := d[key]; return ok }
-
-// Formats: those of cmd/plot, so that a figure here and the same figure in
-// BENCHMARKS.md's chart tables are the same string.
-
-func fmtDur(ns float64) string {
-	switch {
-	case math.IsNaN(ns):
-		return "n/a"
-	case ns < 1e3:
-		return fmt.Sprintf("%.0fns", ns)
-	case ns < 1e6:
-		return fmt.Sprintf("%.3g", ns/1e3) + "µs"
-	case ns < 1e9:
-		return fmt.Sprintf("%.3g", ns/1e6) + "ms"
-	}
-	return fmt.Sprintf("%.3g", ns/1e9) + "s"
-}
-
-func fmtRate(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "n/a"
-	case v < 1e3:
-		return fmt.Sprintf("%.3g", v) + "/s"
-	case v < 1e6:
-		return fmt.Sprintf("%.3g", v/1e3) + "k/s"
-	}
-	return fmt.Sprintf("%.3g", v/1e6) + "M/s"
-}
-
-func fmtMiB(v float64) string {
-	if math.IsNaN(v) {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.1f MiB", v)
-}
+// has reports whether d holds any result of key.
+func has(d data, key string) bool { _, ok := d[key]; return ok }
 
 // ratio is cmd/plot's "schedcache / upstream" cell.
 func ratio(num, den float64) string {
@@ -191,7 +89,7 @@ func load(path, rel string) (source, error) {
 		return s, err
 	}
 	defer f.Close()
-	if err := parse(f, s.d); err != nil {
+	if err := rawbench.Parse(f, s.d); err != nil {
 		return s, err
 	}
 	s.link = link(path, rel)
@@ -221,7 +119,7 @@ func headline(run, big source) []row {
 	const k5 = "nodes=5k"
 	w := func(name string) string { return "Benchmark" + name }
 	up, sc := "upstream", "schedcache"
-	v := func(s source, key, impl, unit string) float64 { return s.d.value(w(key), impl, unit) }
+	v := func(s source, key, impl, unit string) float64 { return s.d.Value(w(key), impl, unit) }
 	var rows []row
 	add := func(s source, measure, figure string) {
 		if s.link == "" {
@@ -232,16 +130,16 @@ func headline(run, big source) []row {
 
 	take, list := "W6/"+k5+"/variant=take", "W6/"+k5+"/variant=take+list"
 	add(run, "first full snapshot of the loaded cluster (W6): take; take + List",
-		fmt.Sprintf("%s vs %s; %s vs %s", fmtDur(v(run, take, sc, "ns/op")), fmtDur(v(run, take, up, "ns/op")),
-			fmtDur(v(run, list, sc, "ns/op")), fmtDur(v(run, list, up, "ns/op"))))
+		fmt.Sprintf("%s vs %s; %s vs %s", rawbench.FmtDur(v(run, take, sc, "ns/op")), rawbench.FmtDur(v(run, take, up, "ns/op")),
+			rawbench.FmtDur(v(run, list, sc, "ns/op")), rawbench.FmtDur(v(run, list, up, "ns/op"))))
 	w3 := "W3/" + k5 + "/schedulers=4"
 	add(run, "scheduled pods/s, 4 schedulers on snapshots (W3)",
 		fmt.Sprintf("%s (%s vs %s)", ratio(v(run, w3, sc, "pods/s"), v(run, w3, up, "pods/s")),
-			fmtRate(v(run, w3, sc, "pods/s")), fmtRate(v(run, w3, up, "pods/s"))))
+			rawbench.FmtRate(v(run, w3, sc, "pods/s")), rawbench.FmtRate(v(run, w3, up, "pods/s"))))
 	w4 := "W4/" + k5
 	add(run, "node add/remove including list maintenance (W4)",
 		fmt.Sprintf("%s the cost (%s vs %s)", ratio(v(run, w4, sc, "nodeop-ns"), v(run, w4, up, "nodeop-ns")),
-			fmtDur(v(run, w4, sc, "nodeop-ns")), fmtDur(v(run, w4, up, "nodeop-ns"))))
+			rawbench.FmtDur(v(run, w4, sc, "nodeop-ns")), rawbench.FmtDur(v(run, w4, up, "nodeop-ns"))))
 	for _, r := range []string{"1", "4", "16"} {
 		key := "W1/" + k5 + "/readers=" + r
 		measure := "snapshot reader p99.9 while a writer churns, " + r + " readers (W1)"
@@ -249,12 +147,12 @@ func headline(run, big source) []row {
 			measure = "snapshot reader p99.9 while a writer churns, 1 reader (W1)"
 		}
 		add(run, measure, fmt.Sprintf("%s (%s vs %s)", ratio(v(run, key, sc, "reader-p99.9-ns"), v(run, key, up, "reader-p99.9-ns")),
-			fmtDur(v(run, key, sc, "reader-p99.9-ns")), fmtDur(v(run, key, up, "reader-p99.9-ns"))))
+			rawbench.FmtDur(v(run, key, sc, "reader-p99.9-ns")), rawbench.FmtDur(v(run, key, up, "reader-p99.9-ns"))))
 	}
 	r4, r0 := "W1/"+k5+"/readers=4", "W1/"+k5+"/readers=0"
 	add(run, "writer events/s with 4 snapshot readers (W1)",
 		fmt.Sprintf("%s (%s vs %s)", ratio(v(run, r4, sc, "writer-events/s"), v(run, r4, up, "writer-events/s")),
-			fmtRate(v(run, r4, sc, "writer-events/s")), fmtRate(v(run, r4, up, "writer-events/s"))))
+			rawbench.FmtRate(v(run, r4, sc, "writer-events/s")), rawbench.FmtRate(v(run, r4, up, "writer-events/s"))))
 	cpu4, cpu0 := "W1CPUShare/"+k5+"/readers=4", "W1CPUShare/"+k5+"/readers=0"
 	add(run, "W1 writer's rate with 4 readers, as a share of its rate with none",
 		fmt.Sprintf("%s (upstream %s; a writer that uses no cache %s)",
@@ -264,39 +162,39 @@ func headline(run, big source) []row {
 	on, off := "W5/"+k5+"/storm=on", "W5/"+k5+"/storm=off"
 	add(run, "other operations' p99 during a 10,000-pod expiry storm, vs without (W5)",
 		fmt.Sprintf("%s (%s vs %s; upstream %s)", ratio(v(run, on, sc, "w2-batch-p99-ns"), v(run, off, sc, "w2-batch-p99-ns")),
-			fmtDur(v(run, on, sc, "w2-batch-p99-ns")), fmtDur(v(run, off, sc, "w2-batch-p99-ns")),
+			rawbench.FmtDur(v(run, on, sc, "w2-batch-p99-ns")), rawbench.FmtDur(v(run, off, sc, "w2-batch-p99-ns")),
 			ratio(v(run, on, up, "w2-batch-p99-ns"), v(run, off, up, "w2-batch-p99-ns"))))
 	mem := "Memory/" + k5
 	add(run, "live heap of the loaded cache plus one snapshot",
 		fmt.Sprintf("%s (%s vs %s)", ratio(v(run, mem, sc, "live-MiB"), v(run, mem, up, "live-MiB")),
-			fmtMiB(v(run, mem, sc, "live-MiB")), fmtMiB(v(run, mem, up, "live-MiB"))))
+			rawbench.FmtMiB(v(run, mem, sc, "live-MiB")), rawbench.FmtMiB(v(run, mem, up, "live-MiB"))))
 	w2 := "W2/" + k5
 	add(run, "informer events/s (W2)",
 		fmt.Sprintf("%s (%s vs %s)", ratio(v(run, w2, sc, "events/s"), v(run, w2, up, "events/s")),
-			fmtRate(v(run, w2, sc, "events/s")), fmtRate(v(run, w2, up, "events/s"))))
+			rawbench.FmtRate(v(run, w2, sc, "events/s")), rawbench.FmtRate(v(run, w2, up, "events/s"))))
 	cyc := "Cycle/" + k5
 	add(run, "one synchronous Assume+FinishBinding+Add+Remove cycle, each call publishing a snapshot",
 		fmt.Sprintf("%s (%s vs %s)", ratio(v(run, cyc, sc, "ns/op"), v(run, cyc, up, "ns/op")),
-			fmtDur(v(run, cyc, sc, "ns/op")), fmtDur(v(run, cyc, up, "ns/op"))))
+			rawbench.FmtDur(v(run, cyc, sc, "ns/op")), rawbench.FmtDur(v(run, cyc, up, "ns/op"))))
 
 	// 50,000 nodes: from the run when it has them, else from big.
 	const k50 = "nodes=50k"
 	b := run
-	if !run.d.has(w("W2/" + k50)) {
+	if !has(run.d, w("W2/"+k50)) {
 		b = big
 	}
 	w2b := "W2/" + k50
 	add(b, "50,000 nodes (1.5 million pods): informer events/s (W2)",
 		fmt.Sprintf("%s (%s vs %s)", ratio(v(b, w2b, sc, "events/s"), v(b, w2b, up, "events/s")),
-			fmtRate(v(b, w2b, sc, "events/s")), fmtRate(v(b, w2b, up, "events/s"))))
+			rawbench.FmtRate(v(b, w2b, sc, "events/s")), rawbench.FmtRate(v(b, w2b, up, "events/s"))))
 	w4b := "W4/" + k50
 	add(b, "50,000 nodes: node add/remove including list maintenance (W4)",
 		fmt.Sprintf("%s the cost (%s vs %s)", ratio(v(b, w4b, sc, "nodeop-ns"), v(b, w4b, up, "nodeop-ns")),
-			fmtDur(v(b, w4b, sc, "nodeop-ns")), fmtDur(v(b, w4b, up, "nodeop-ns"))))
+			rawbench.FmtDur(v(b, w4b, sc, "nodeop-ns")), rawbench.FmtDur(v(b, w4b, up, "nodeop-ns"))))
 	r4b := "W1/" + k50 + "/readers=4"
 	add(b, "50,000 nodes: writer events/s with 4 snapshot readers (W1)",
 		fmt.Sprintf("%s (%s vs %s)", ratio(v(b, r4b, sc, "writer-events/s"), v(b, r4b, up, "writer-events/s")),
-			fmtRate(v(b, r4b, sc, "writer-events/s")), fmtRate(v(b, r4b, up, "writer-events/s"))))
+			rawbench.FmtRate(v(b, r4b, sc, "writer-events/s")), rawbench.FmtRate(v(b, r4b, up, "writer-events/s"))))
 	for _, s := range []struct{ label, key, floor string }{
 		{"W1 writer, no readers", "W1/nodes=%s/readers=0", "ScaleFloor/workload=W1/nodes=%s"},
 		{"W2", "W2/nodes=%s", "ScaleFloor/workload=W2/nodes=%s"},
@@ -391,7 +289,7 @@ func parseRounds(r io.Reader) (rounds, error) {
 			out = append(out, map[string]map[string]map[string]float64{})
 			continue
 		}
-		name, pairs, ok := fields(line)
+		name, pairs, ok := rawbench.Fields(line)
 		if !ok {
 			continue
 		}
@@ -450,7 +348,7 @@ func (f whatifFile) med(bench, store, unit string) float64 {
 			xs = append(xs, v)
 		}
 	}
-	return median(xs)
+	return rawbench.Median(xs)
 }
 
 // ratio of CA delta's unit to store's within each round, median over rounds.
@@ -463,7 +361,7 @@ func (f whatifFile) ratio(bench, store, unit string) float64 {
 			xs = append(xs, ca/us)
 		}
 	}
-	return median(xs)
+	return rawbench.Median(xs)
 }
 
 // fmtX writes a "CA's time / ours" ratio: whole numbers from 20x, one
@@ -504,7 +402,7 @@ func (w whatif) cell(f whatifFile, bench string) whatifCell {
 	var c whatifCell
 	var ts []string
 	for _, s := range []string{"ours", "ours-info", "ca-delta", "ca-basic"} {
-		ts = append(ts, fmtDur(f.med(bench, s, wallUnit)))
+		ts = append(ts, rawbench.FmtDur(f.med(bench, s, wallUnit)))
 	}
 	c.times = strings.Join(ts, " / ")
 	c.wall = fmtX(f.ratio(bench, "ours", wallUnit))

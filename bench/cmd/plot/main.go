@@ -11,81 +11,20 @@
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"html"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/schedcache/schedcache/bench/internal/rawbench"
 )
 
-// data[key][impl][unit] holds the samples; key is the benchmark name without
-// the impl=... element and the -GOMAXPROCS suffix.
-type data map[string]map[string]map[string][]float64
-
-var (
-	procSuffix = regexp.MustCompile(`-\d+$`)
-	implElem   = regexp.MustCompile(`/impl=([^/]+)`)
-)
-
-func parse(r io.Reader, d data) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
-			continue
-		}
-		if _, err := strconv.Atoi(f[1]); err != nil {
-			continue
-		}
-		name := procSuffix.ReplaceAllString(f[0], "")
-		m := implElem.FindStringSubmatch(name)
-		if m == nil {
-			continue
-		}
-		impl := m[1]
-		key := implElem.ReplaceAllString(name, "")
-		for i := 2; i+1 < len(f); i += 2 {
-			v, err := strconv.ParseFloat(f[i], 64)
-			if err != nil {
-				continue
-			}
-			if d[key] == nil {
-				d[key] = map[string]map[string][]float64{}
-			}
-			if d[key][impl] == nil {
-				d[key][impl] = map[string][]float64{}
-			}
-			d[key][impl][f[i+1]] = append(d[key][impl][f[i+1]], v)
-		}
-	}
-	return sc.Err()
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(xs)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// value returns the median of key/impl/unit, NaN when absent.
-func (d data) value(key, impl, unit string) float64 {
-	return median(d[key][impl][unit])
-}
+type data = rawbench.Data
 
 // ---- charts ----
 
@@ -110,30 +49,6 @@ var impls = []string{"upstream", "schedcache"}
 
 var colors = map[string]string{"upstream": "#d95f02", "schedcache": "#1b9e77"}
 
-func fmtDur(ns float64) string {
-	switch {
-	case ns < 1e3:
-		return fmt.Sprintf("%.0fns", ns)
-	case ns < 1e6:
-		return fmt.Sprintf("%.3g", ns/1e3) + "µs"
-	case ns < 1e9:
-		return fmt.Sprintf("%.3g", ns/1e6) + "ms"
-	}
-	return fmt.Sprintf("%.3g", ns/1e9) + "s"
-}
-
-func fmtRate(v float64) string {
-	switch {
-	case v < 1e3:
-		return fmt.Sprintf("%.3g", v) + "/s"
-	case v < 1e6:
-		return fmt.Sprintf("%.3g", v/1e3) + "k/s"
-	}
-	return fmt.Sprintf("%.3g", v/1e6) + "M/s"
-}
-
-func fmtMiB(v float64) string { return fmt.Sprintf("%.1f MiB", v) }
-
 func (c chart) svg(d data) string {
 	const (
 		w, h                     = 960, 460
@@ -145,7 +60,7 @@ func (c chart) svg(d data) string {
 	for _, g := range c.Groups {
 		row := make([]float64, len(impls))
 		for i, im := range impls {
-			v := d.value(g.Key, im, g.Unit)
+			v := d.Value(g.Key, im, g.Unit)
 			row[i] = v
 			if !math.IsNaN(v) && (!c.Log || v > 0) {
 				lo, hi = math.Min(lo, v), math.Max(hi, v)
@@ -244,13 +159,13 @@ func charts(d data, size string) []chart {
 		}
 	}
 	cs = append(cs, chart{File: "w1-reader-latency-" + size + ".svg", Title: "W1 snapshot-read: reader latency (take snapshot + read 10 nodes), " + size + " nodes",
-		YLabel: "latency (log)", Log: true, Format: fmtDur, Groups: rl, Headline: true, Better: "lower"})
+		YLabel: "latency (log)", Log: true, Format: rawbench.FmtDur, Groups: rl, Headline: true, Better: "lower"})
 	var wt []group
 	for _, r := range []string{"0", "1", "4", "16"} {
 		wt = append(wt, group{"R=" + r + " readers", k("W1", "readers="+r), "writer-events/s"})
 	}
 	cs = append(cs, chart{File: "w1-writer-throughput-" + size + ".svg", Title: "W1 snapshot-read: writer throughput with R readers, " + size + " nodes",
-		YLabel: "pod events/s (log)", Log: true, Format: fmtRate, Groups: wt, Headline: true, Better: "higher"})
+		YLabel: "pod events/s (log)", Log: true, Format: rawbench.FmtRate, Groups: wt, Headline: true, Better: "higher"})
 	tp := []group{
 		{"W2 informer churn", k("W2", ""), "events/s"},
 		{"W3 schedule S=1", k("W3", "schedulers=1"), "pods/s"},
@@ -260,7 +175,7 @@ func charts(d data, size string) []chart {
 		{"W5 expiry", k("W5", "storm=on"), "expired/s"},
 	}
 	cs = append(cs, chart{File: "throughput-" + size + ".svg", Title: "Throughput per workload, " + size + " nodes (events, pods scheduled, pods expired per second)",
-		YLabel: "per second (log)", Log: true, Format: fmtRate, Groups: tp, Headline: true, Better: "higher"})
+		YLabel: "per second (log)", Log: true, Format: rawbench.FmtRate, Groups: tp, Headline: true, Better: "higher"})
 	lat := []group{
 		{"W3 assume p50 S=1", k("W3", "schedulers=1"), "assume-p50-ns"},
 		{"W3 assume p99 S=4", k("W3", "schedulers=4"), "assume-p99-ns"},
@@ -273,7 +188,7 @@ func charts(d data, size string) []chart {
 		{"W2 per event", k("W2", ""), "ns/op"},
 	}
 	cs = append(cs, chart{File: "latency-" + size + ".svg", Title: "Per-operation cost, " + size + " nodes",
-		YLabel: "time (log)", Log: true, Format: fmtDur, Groups: lat, Headline: true, Better: "lower"})
+		YLabel: "time (log)", Log: true, Format: rawbench.FmtDur, Groups: lat, Headline: true, Better: "lower"})
 	var st []group
 	for _, s := range []string{"off", "on"} {
 		for _, q := range []string{"p50", "p99", "p99.9", "max"} {
@@ -281,9 +196,9 @@ func charts(d data, size string) []chart {
 		}
 	}
 	cs = append(cs, chart{File: "w5-stall-" + size + ".svg", Title: "W5 expiry storm: latency of 1ms batches of W2 events until visible, " + size + " nodes",
-		YLabel: "batch latency (log)", Log: true, Format: fmtDur, Groups: st, Headline: true, Better: "lower"})
+		YLabel: "batch latency (log)", Log: true, Format: rawbench.FmtDur, Groups: st, Headline: true, Better: "lower"})
 	cs = append(cs, chart{File: "memory-" + size + ".svg", Title: "Live heap of the loaded cache + one snapshot (cluster objects excluded), " + size + " nodes",
-		YLabel: "MiB", Format: fmtMiB, Groups: []group{
+		YLabel: "MiB", Format: rawbench.FmtMiB, Groups: []group{
 			{"cache + snapshot", k("Memory", ""), "live-MiB"},
 			{"snapshot alone", k("Memory", ""), "snap-MiB"},
 		}, Headline: true, Better: "lower"})
@@ -327,7 +242,7 @@ func main() {
 		if err != nil {
 			fatal(err)
 		}
-		if err := parse(f, d); err != nil {
+		if err := rawbench.Parse(f, d); err != nil {
 			fatal(err)
 		}
 		f.Close()
@@ -351,7 +266,7 @@ func main() {
 			}
 			fmt.Fprintf(&m, "| %s | upstream | schedcache | schedcache / upstream (%s is better) |\n|---|---:|---:|---:|\n", c.YLabel, c.Better)
 			for _, g := range c.Groups {
-				u, s := d.value(g.Key, "upstream", g.Unit), d.value(g.Key, "schedcache", g.Unit)
+				u, s := d.Value(g.Key, "upstream", g.Unit), d.Value(g.Key, "schedcache", g.Unit)
 				if math.IsNaN(u) && math.IsNaN(s) {
 					continue
 				}
@@ -390,7 +305,7 @@ func shareTable(d data, size string) string {
 		return ""
 	}
 	share := func(key func(string) string, impl, unit, r string) string {
-		v, base := d.value(key(r), impl, unit), d.value(key("0"), impl, unit)
+		v, base := d.Value(key(r), impl, unit), d.Value(key("0"), impl, unit)
 		if math.IsNaN(v) || math.IsNaN(base) || base == 0 {
 			return "n/a"
 		}
@@ -422,9 +337,9 @@ func floorTable(d data, size string) string {
 	m.WriteString("| reader p99.9 | bar: upstream / 100 | schedcache (W1, with the writer) | no writer, schedcache snapshots | no writer, no cache: the NodeInfos in a plain slice | no writer, no cache: a plain slice of values |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, r := range []string{"1", "4", "16"} {
 		w1 := fmt.Sprintf("BenchmarkW1/nodes=%s/readers=%s", size, r)
-		fmt.Fprintf(&m, "| R=%s | %s | %s | %s | %s | %s |\n", r, fmtNS(d.value(w1, "upstream", unit)/100), fmtNS(d.value(w1, "schedcache", unit)),
-			fmtNS(d.value(floor("snapshot", r), "floor", unit)), fmtNS(d.value(floor("nodeinfo-slice", r), "floor", unit)),
-			fmtNS(d.value(floor("plain-slice", r), "floor", unit)))
+		fmt.Fprintf(&m, "| R=%s | %s | %s | %s | %s | %s |\n", r, fmtNS(d.Value(w1, "upstream", unit)/100), fmtNS(d.Value(w1, "schedcache", unit)),
+			fmtNS(d.Value(floor("snapshot", r), "floor", unit)), fmtNS(d.Value(floor("nodeinfo-slice", r), "floor", unit)),
+			fmtNS(d.Value(floor("plain-slice", r), "floor", unit)))
 	}
 	m.WriteString("\n")
 	return m.String()
@@ -453,11 +368,11 @@ func scaleTable(d data) string {
 			if impl == "floor" {
 				key = r.floorKey
 			}
-			a, b := d.value(fmt.Sprintf(key, "5k"), impl, "ns/op"), d.value(fmt.Sprintf(key, "50k"), impl, "ns/op")
+			a, b := d.Value(fmt.Sprintf(key, "5k"), impl, "ns/op"), d.Value(fmt.Sprintf(key, "50k"), impl, "ns/op")
 			ratio, diff := "n/a", "n/a"
 			if !math.IsNaN(a) && !math.IsNaN(b) && a != 0 {
 				ratio = fmt.Sprintf("%.2fx", b/a)
-				diff = fmtDur(math.Abs(b - a))
+				diff = rawbench.FmtDur(math.Abs(b - a))
 				if b < a {
 					diff = "-" + diff
 				}
@@ -474,7 +389,7 @@ func fmtNS(v float64) string {
 	if math.IsNaN(v) {
 		return "n/a"
 	}
-	return fmtDur(v)
+	return rawbench.FmtDur(v)
 }
 
 func cell(c chart, v float64) string {

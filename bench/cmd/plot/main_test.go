@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/schedcache/schedcache/bench/internal/rawbench"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -22,16 +24,16 @@ BenchmarkOther-2                          	 1000	 1 ns/op
 PASS
 `
 	d := data{}
-	if err := parse(strings.NewReader(raw), d); err != nil {
+	if err := rawbench.Parse(strings.NewReader(raw), d); err != nil {
 		t.Fatal(err)
 	}
 	if len(d) != 1 {
 		t.Fatalf("want one key, got %v", d)
 	}
-	if got := d.value("BenchmarkW2/nodes=5k", "schedcache", "events/s"); got != 300000 {
+	if got := d.Value("BenchmarkW2/nodes=5k", "schedcache", "events/s"); got != 300000 {
 		t.Fatalf("median events/s = %v, want 300000", got)
 	}
-	if got := d.value("BenchmarkW2/nodes=5k", "upstream", "ns/op"); got != 9000 {
+	if got := d.Value("BenchmarkW2/nodes=5k", "upstream", "ns/op"); got != 9000 {
 		t.Fatalf("upstream ns/op = %v, want 9000", got)
 	}
 }
@@ -46,7 +48,7 @@ BenchmarkW1/impl=upstream/nodes=5k/readers=0-2 	 100	 1 ns/op	 2000 writer-event
 BenchmarkW1/impl=upstream/nodes=5k/readers=4-2 	 100	 1 ns/op	 20 writer-events/s
 `
 	d := data{}
-	if err := parse(strings.NewReader(raw), d); err != nil {
+	if err := rawbench.Parse(strings.NewReader(raw), d); err != nil {
 		t.Fatal(err)
 	}
 	if got := shareTable(d, "5k"); got != "" {
@@ -55,7 +57,7 @@ BenchmarkW1/impl=upstream/nodes=5k/readers=4-2 	 100	 1 ns/op	 20 writer-events/
 	more := `BenchmarkW1CPUShare/impl=none/nodes=5k/readers=0-2 	 100	 1 ns/op	 400 writer-units/s
 BenchmarkW1CPUShare/impl=none/nodes=5k/readers=4-2 	 100	 1 ns/op	 180 writer-units/s
 `
-	if err := parse(strings.NewReader(more), d); err != nil {
+	if err := rawbench.Parse(strings.NewReader(more), d); err != nil {
 		t.Fatal(err)
 	}
 	got := shareTable(d, "5k")
@@ -73,7 +75,7 @@ func TestFloorTable(t *testing.T) {
 BenchmarkW1/impl=schedcache/nodes=5k/readers=4-2 	 100	 1 ns/op	 40000 reader-p99.9-ns
 `
 	d := data{}
-	if err := parse(strings.NewReader(raw), d); err != nil {
+	if err := rawbench.Parse(strings.NewReader(raw), d); err != nil {
 		t.Fatal(err)
 	}
 	if got := floorTable(d, "5k"); got != "" {
@@ -83,11 +85,11 @@ BenchmarkW1/impl=schedcache/nodes=5k/readers=4-2 	 100	 1 ns/op	 40000 reader-p9
 BenchmarkW1ReadFloor/impl=floor/nodes=5k/variant=nodeinfo-slice/readers=4-2 	 100	 1 ns/op	 1712 reader-p99.9-ns
 BenchmarkW1ReadFloor/impl=floor/nodes=5k/variant=snapshot/readers=4-2 	 100	 1 ns/op	 6464 reader-p99.9-ns
 `
-	if err := parse(strings.NewReader(more), d); err != nil {
+	if err := rawbench.Parse(strings.NewReader(more), d); err != nil {
 		t.Fatal(err)
 	}
 	got := floorTable(d, "5k")
-	want := "| R=4 | " + fmtDur(820) + " | " + fmtDur(40000) + " | " + fmtDur(6464) + " | " + fmtDur(1712) + " | " + fmtDur(536) + " |"
+	want := "| R=4 | " + rawbench.FmtDur(820) + " | " + rawbench.FmtDur(40000) + " | " + rawbench.FmtDur(6464) + " | " + rawbench.FmtDur(1712) + " | " + rawbench.FmtDur(536) + " |"
 	if !strings.Contains(got, want) {
 		t.Fatalf("R=4 row: want %q in\n%s", want, got)
 	}
@@ -105,7 +107,7 @@ BenchmarkW2/impl=upstream/nodes=5k-2 	 100	 9000 ns/op
 BenchmarkW2/impl=upstream/nodes=50k-2 	 100	 7500 ns/op
 `
 	d := data{}
-	if err := parse(strings.NewReader(raw), d); err != nil {
+	if err := rawbench.Parse(strings.NewReader(raw), d); err != nil {
 		t.Fatal(err)
 	}
 	if got := scaleTable(d); got != "" {
@@ -116,7 +118,7 @@ BenchmarkScaleFloor/impl=floor/workload=W1/nodes=5k-2 	 100	 1800 ns/op
 BenchmarkScaleFloor/impl=floor/workload=W1/nodes=5k-2 	 100	 9999 ns/op
 BenchmarkScaleFloor/impl=floor/workload=W1/nodes=50k-2 	 100	 2400 ns/op
 `
-	if err := parse(strings.NewReader(more), d); err != nil {
+	if err := rawbench.Parse(strings.NewReader(more), d); err != nil {
 		t.Fatal(err)
 	}
 	got := scaleTable(d)
