@@ -84,11 +84,11 @@ type realtimeRun struct {
 	// reading; a mid-run audit and a timed relist hold it for writing.
 	world sync.RWMutex
 
-	done     chan struct{} // immutable after newRealtimeRun; closed once, by stop: every goroutine of the run stops
-	haltOnce sync.Once     // guards the close of done
-	stopped  atomic.Bool   // atomic: set by stop before done is closed
-	schedErr atomic.Value  // atomic; error: the first failure (fail)
-	endNs    atomic.Int64  // atomic: when the pod count was reached, since t0
+	done     chan struct{}          // immutable after newRealtimeRun; closed once, by stop: every goroutine of the run stops
+	haltOnce sync.Once              // guards the close of done
+	stopped  atomic.Bool            // atomic: set by stop before done is closed
+	schedErr atomic.Pointer[runErr] // atomic: the first failure (fail)
+	endNs    atomic.Int64           // atomic: when the pod count was reached, since t0
 
 	scheduled, forgotten, failed, refused, conflicts, unsched atomic.Int64 // atomic
 
@@ -212,9 +212,14 @@ func (rt *realtimeRun) stop() {
 // fail records err as the run's failure, unless one came first, and stops
 // the run.
 func (rt *realtimeRun) fail(err error) {
-	rt.schedErr.CompareAndSwap(nil, err)
+	rt.schedErr.CompareAndSwap(nil, &runErr{err})
 	rt.stop()
 }
+
+// runErr holds a run's first failure: one concrete type for schedErr,
+// whatever the error's own type (an atomic.Value panics on a second
+// store of another type: context.Canceled, then a wrapped error).
+type runErr struct{ err error }
 
 // wait stops the run and joins every goroutine: the schedulers first,
 // then the dispatcher (its calls channel closed), the arrivals and the
@@ -231,8 +236,13 @@ func (rt *realtimeRun) wait() error {
 	rt.readWG.Wait()
 	close(rt.flush)
 	ierr := <-rt.apiDone
-	if err, _ := rt.schedErr.Load().(error); err != nil {
-		return err
+	if re := rt.schedErr.Load(); re != nil {
+		if cerr := rt.ctx.Err(); cerr != nil && errors.Is(re.err, cerr) {
+			// Interrupted: not a failure; the run's report is written.
+			rt.rep.Stopped = "interrupted"
+			return ierr
+		}
+		return re.err
 	}
 	return ierr
 }

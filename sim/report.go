@@ -53,7 +53,9 @@ type Report struct {
 	QueueDelay               Latency
 	PendingAtEnd, MaxPending int
 	// Stopped says why the run ended: "duration", "pods" (the pod count
-	// was reached) or "stalled" (no pod scheduled for stallLimit).
+	// was reached), "stalled" (no pod scheduled for stallLimit) or
+	// "interrupted" (its context was cancelled: a real-time run reports
+	// what it did until then).
 	Stopped string
 	Series  []SeriesRow // one row per 1 s window (-csv)
 	// Churn, bindings, the informer, readers.

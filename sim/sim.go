@@ -139,7 +139,9 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 	if clk != nil {
 		opts = append(opts, schedcache.WithClock(clk))
 	}
-	c, err := schedcache.New(ctx, opts...)
+	// The cache outlives an interrupt: cancelling ctx stops the run, whose
+	// report and final audit still need the cache; the run closes it.
+	c, err := schedcache.New(context.WithoutCancel(ctx), opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,67 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/nodeinfo"
+)
+
+// cancelPicker picks like LeastAllocated until its cancelAt-th pick (over
+// every scheduler), which cancels the run's context; from then on every
+// pick waits for the run's supervisor to see the cancellation and fails
+// with an error wrapping ctx.Err(): schedulers failing during an
+// interrupt.
+type cancelPicker struct {
+	cancel   context.CancelFunc // immutable
+	cancelAt int64              // immutable
+	picks    atomic.Int64
+}
+
+func (p *cancelPicker) Name() string      { return "cancel" }
+func (p *cancelPicker) Plugins() []string { return nil }
+func (p *cancelPicker) NewNodePicker(context.Context, PickerConfig) (NodePicker, error) {
+	return cancelNodePicker{p}, nil
+}
+
+type cancelNodePicker struct{ p *cancelPicker }
+
+func (np cancelNodePicker) Pick(ctx context.Context, snap *schedcache.Snapshot, pod *nodeinfo.PodInfo, r *rand.Rand, _ []int64) (string, error) {
+	if np.p.picks.Add(1) == np.p.cancelAt {
+		np.p.cancel()
+	}
+	if ctx.Err() != nil {
+		time.Sleep(200 * time.Millisecond) // the supervisor fails the run first
+		return "", fmt.Errorf("cancel picker: %w", ctx.Err())
+	}
+	return pick(r, snap, pod, 8), nil
+}
+
+func (cancelNodePicker) Close() error { return nil }
+
+// Cancelling a real-time run's context while its schedulers fail ends the
+// run with a report marked interrupted: no panic (issue 28: the first
+// failure, context.Canceled, and a later wrapped one were stored in one
+// atomic.Value, whose CompareAndSwap panics on differing types).
+func TestRealtimeInterruptWhileSchedulersFail(t *testing.T) {
+	for range 3 {
+		ctx, cancel := context.WithCancel(context.Background())
+		cfg := smallConfig()
+		cfg.Duration, cfg.Schedulers = 10*time.Second, 4
+		start := time.Now()
+		rep, err := run(ctx, cfg, nil, hooks{picker: &cancelPicker{cancel: cancel, cancelAt: 50}})
+		cancel()
+		require.NoError(t, err)
+		require.NotNil(t, rep)
+		require.Equal(t, "interrupted", rep.Stopped)
+		require.Less(t, time.Since(start), 5*time.Second, "the run stops at the interrupt")
+		require.True(t, rep.Consistent, "audit %+v", rep.Audit)
+	}
+}
