@@ -36,6 +36,8 @@ type Config struct {
 	JSON string
 	// Quiet turns progress off even on a terminal.
 	Quiet bool
+	// Progress turns progress on even when stderr is not a terminal.
+	Progress bool
 
 	// InitialPods, when positive, is the total of bound pods at start,
 	// spread evenly over the nodes; it replaces PodsPerNode (which then
@@ -410,6 +412,7 @@ func flagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.CSV, "csv", cfg.CSV, "write a time series, one row per 1 s window, to this path")
 	fs.StringVar(&cfg.SVG, "svg", cfg.SVG, "write an SVG plot of the 1 s windows (throughput, attempt latency p50/p99) to this path")
 	fs.BoolVar(&cfg.Quiet, "quiet", cfg.Quiet, "no progress lines, even on a terminal")
+	fs.BoolVar(&cfg.Progress, "progress", cfg.Progress, "progress lines on stderr even when it is not a terminal (a Job's log); -quiet wins")
 	fs.Float64Var(&cfg.PodUpdateRate, "pod-update-rate", cfg.PodUpdateRate, "churn: pod updates per second (UpdatePod with a new version)")
 	fs.Float64Var(&cfg.PodDeleteRate, "pod-delete-rate", cfg.PodDeleteRate, "churn: pod deletions per second, beyond one per confirmation")
 	fs.Float64Var(&cfg.NodeAddRate, "node-add-rate", cfg.NodeAddRate, "churn: nodes added per second")

@@ -131,7 +131,7 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		svgOut = f
 	}
 	var progressW io.Writer
-	if tty && !cfg.Quiet {
+	if (tty || cfg.Progress) && !cfg.Quiet {
 		progressW = stderr
 	}
 	rep, err := run(ctx, cfg, progressW, h)

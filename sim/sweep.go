@@ -355,7 +355,7 @@ func worseExit(a, b int) int {
 func sweepOne(ctx context.Context, i int, r sweepRun, out string, stderr io.Writer, tty bool, h hooks) SweepEntry {
 	e := SweepEntry{Index: i, Name: r.name, Seed: r.seed}
 	var progressW io.Writer
-	if tty && !r.cfg.Quiet {
+	if (tty || r.cfg.Progress) && !r.cfg.Quiet {
 		progressW = stderr
 	}
 	rep, err := run(ctx, r.cfg, progressW, h)

@@ -4,7 +4,10 @@
 // against the simulated API server and reports (text, JSON, CSV, SVG).
 //
 // With no flags it runs the standard 5,000-node cluster for 5 seconds.
-// SIGUSR1 makes a real-time run audit the cache at once.
+// SIGUSR1 makes a real-time run audit the cache at once. SIGINT (Ctrl-C)
+// and SIGTERM (what a Job's pod receives) stop the run: its report is
+// written, and a run that would have exited 0 exits 128 + the signal's
+// number (130, 143).
 // The simulator is package github.com/schedcache/schedcache/sim; its doc and
 // docs/loadgen.md describe every flag, scenario field and exit code.
 package main
@@ -19,7 +22,21 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, cancel := context.WithCancel(context.Background())
+	// SIGINT and SIGTERM cancel ctx: the run stops and reports.
+	stops := make(chan os.Signal, 1)
+	signal.Notify(stops, os.Interrupt, syscall.SIGTERM)
+	var first os.Signal // written by the goroutine below before stopped is closed
+	stopped := make(chan struct{})
+	go func() { // owned by main: ends when stops is closed below
+		defer close(stopped)
+		for s := range stops {
+			if first == nil {
+				first = s
+				cancel()
+			}
+		}
+	}()
 	// SIGUSR1 asks a real-time run for an audit now (see docs/loadgen.md).
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
@@ -35,8 +52,22 @@ func main() {
 	code := sim.MainWithAudits(ctx, os.Args[1:], os.Stdout, os.Stderr, isTerminal(os.Stderr), audits)
 	signal.Stop(usr1)
 	close(usr1)
-	stop()
-	os.Exit(code)
+	signal.Stop(stops)
+	close(stops)
+	<-stopped
+	cancel()
+	os.Exit(exitCode(code, first))
+}
+
+// exitCode is the process's exit code: code, except that a run stopped by
+// sig (nil: none) that would have exited 0 exits 128 + sig's number
+// (SIGINT 130, SIGTERM 143), the shell's convention; its report has been
+// written.
+func exitCode(code int, sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok && code == 0 {
+		return 128 + int(s)
+	}
+	return code
 }
 
 // isTerminal reports whether f is a character device (a terminal).

@@ -1,9 +1,15 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -25,5 +31,96 @@ func TestIsTerminalFalseForFile(t *testing.T) {
 	defer f.Close()
 	if isTerminal(f) {
 		t.Fatal("a regular file reported as a terminal")
+	}
+}
+
+// SIGTERM (what a Job's pod receives) stops a real-time run like SIGINT:
+// the report is written, the -json file complete and marked interrupted,
+// and the exit code is 143 (issue 28).
+func TestSIGTERMWritesReport(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "loadgen")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH:", err)
+	}
+	build := exec.Command(goBin, "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	stdout, err := os.Create(filepath.Join(dir, "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdout.Close()
+	errPath := filepath.Join(dir, "stderr")
+	stderr, err := os.Create(errPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	jsonPath := filepath.Join(dir, "out.json")
+	cmd := exec.Command(bin, "-nodes", "200", "-duration", "30s", "-progress", "-json", jsonPath)
+	cmd.Stdout, cmd.Stderr = stdout, stderr // files: no copying goroutines
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the first progress line of the scheduling phase.
+	for {
+		b, _ := os.ReadFile(errPath)
+		if strings.Contains(string(b), "scheduling for") {
+			break
+		}
+		if time.Since(start) > 20*time.Second {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("no progress line in 20 s; stderr:\n%s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	b, _ := os.ReadFile(errPath)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 143 {
+		t.Fatalf("exit: %v, want code 143; stderr:\n%s", err, b)
+	}
+	if time.Since(start) > 25*time.Second {
+		t.Fatalf("the run did not stop at SIGTERM (%v)", time.Since(start))
+	}
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Stopped    string `json:"stopped"`
+		Consistent bool   `json:"consistent"`
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatalf("out.json: %v (%d bytes)", err, len(raw))
+	}
+	if rep.Stopped != "interrupted" || !rep.Consistent {
+		t.Fatalf("out.json: stopped %q, consistent %v", rep.Stopped, rep.Consistent)
+	}
+	text, _ := os.ReadFile(filepath.Join(dir, "stdout"))
+	if !strings.Contains(string(text), "stopped by interrupted") {
+		t.Fatalf("text report:\n%s", text)
+	}
+}
+
+// A run stopped by a signal that would have exited 0 exits 128 + the
+// signal's number; a failure keeps its code.
+func TestExitCode(t *testing.T) {
+	for _, c := range []struct {
+		code int
+		sig  os.Signal
+		want int
+	}{{0, nil, 0}, {0, os.Interrupt, 130}, {0, syscall.SIGTERM, 143}, {1, syscall.SIGTERM, 1}, {3, os.Interrupt, 3}} {
+		if got := exitCode(c.code, c.sig); got != c.want {
+			t.Errorf("exitCode(%d, %v) = %d, want %d", c.code, c.sig, got, c.want)
+		}
 	}
 }
