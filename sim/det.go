@@ -320,8 +320,8 @@ func (d *detRun) loop() error {
 			}
 		}
 		if n%1024 == 0 {
-			if err := d.ctx.Err(); err != nil {
-				return err
+			if d.ctx.Err() != nil {
+				d.interrupt()
 			}
 			d.tick()
 		}
@@ -335,9 +335,33 @@ func (d *detRun) loop() error {
 		}
 		d.clk.set(ev.at)
 		if err := d.handle(ev); err != nil {
-			return err
+			if !d.interrupted(err) {
+				return err
+			}
+			d.interrupt()
 		}
 	}
+}
+
+// interrupt ends the scheduling phase once ctx is cancelled: decisions,
+// arrivals and churn are dropped from now on while the confirmations
+// drain, and the run reports what it did, stopped "interrupted".
+func (d *detRun) interrupt() {
+	if d.rep.Stopped == "interrupted" {
+		return
+	}
+	if !d.stopped {
+		d.stopped, d.endAt = true, min(d.clk.Now().Sub(virtualEpoch), d.limit)
+	}
+	d.rep.Stopped = "interrupted"
+}
+
+// interrupted says whether err is the interrupt's doing, not a failure:
+// ctx is cancelled and err is its error or the cache's ErrClosed (a call
+// made as the run was being stopped).
+func (d *detRun) interrupted(err error) bool {
+	cerr := d.ctx.Err()
+	return cerr != nil && (errors.Is(err, cerr) || errors.Is(err, schedcache.ErrClosed))
 }
 
 // tick draws the progress bar.

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
@@ -64,4 +65,37 @@ func TestRealtimeInterruptWhileSchedulersFail(t *testing.T) {
 		require.Less(t, time.Since(start), 5*time.Second, "the run stops at the interrupt")
 		require.True(t, rep.Consistent, "audit %+v", rep.Audit)
 	}
+}
+
+// Cancelling a deterministic run's context ends it with a report marked
+// interrupted, not with the error of the call it interrupted (issue 28:
+// `AssumePod …: cache is closed`).
+func TestDeterministicInterrupt(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := smallConfig()
+	cfg.Deterministic, cfg.Duration = true, time.Hour
+	start := time.Now()
+	rep, err := run(ctx, cfg, nil, hooks{picker: &cancelPicker{cancel: cancel, cancelAt: 500}})
+	require.NoError(t, err)
+	require.NotNil(t, rep)
+	require.Equal(t, "interrupted", rep.Stopped)
+	require.Less(t, time.Since(start), 10*time.Second, "the run stops at the interrupt")
+	require.Less(t, rep.Elapsed, time.Hour)
+	require.Positive(t, rep.Scheduled)
+	require.True(t, rep.Consistent, "audit %+v", rep.Audit)
+}
+
+// After an interrupt, the cancelled context's error and the cache's
+// ErrClosed (wrapped) are the interrupt's doing; other errors, and any
+// error before it, are failures.
+func TestDeterministicInterruptedErrors(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &detRun{ctx: ctx}
+	closed := fmt.Errorf("AssumePod p: %w", schedcache.ErrClosed)
+	require.False(t, d.interrupted(closed))
+	cancel()
+	require.True(t, d.interrupted(closed))
+	require.True(t, d.interrupted(fmt.Errorf("pick p: %w", context.Canceled)))
+	require.False(t, d.interrupted(errors.New("picker broke")))
 }
