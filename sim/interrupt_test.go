@@ -1,10 +1,14 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -98,4 +102,31 @@ func TestDeterministicInterruptedErrors(t *testing.T) {
 	require.True(t, d.interrupted(closed))
 	require.True(t, d.interrupted(fmt.Errorf("pick p: %w", context.Canceled)))
 	require.False(t, d.interrupted(errors.New("picker broke")))
+}
+
+// The per-window throughput counts every full window of the run, the
+// trailing empty ones too (issue 28: avg 367 over windows 774, 288, 38, 0),
+// in the text and JSON reports and as many windows as the CSV's rows.
+func TestWindowsCountTrailingEmpty(t *testing.T) {
+	require.Equal(t, []float64{774, 288, 38, 0}, windowsOf([]int64{774, 288, 38}, 4*time.Second, time.Second))
+	require.Equal(t, []float64{5, 0}, windowsOf([]int64{5}, 2500*time.Millisecond, time.Second))
+
+	dir := t.TempDir()
+	csvPath := filepath.Join(dir, "f.csv")
+	args := []string{"-nodes", "10", "-pods-per-node", "0", "-keep-pods", "-duration", "4s", "-deterministic", "-csv", csvPath}
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, exitOK, realMain(context.Background(), args, &stdout, &stderr, false, hooks{}), stderr.String())
+	raw, err := os.ReadFile(csvPath)
+	require.NoError(t, err)
+	rows := strings.Split(strings.TrimSpace(string(raw)), "\n")[1:]
+	require.Len(t, rows, 4)
+	sum := 0.0
+	for _, row := range rows {
+		var x float64
+		_, err := fmt.Sscan(strings.Split(row, ",")[2], &x)
+		require.NoError(t, err)
+		sum += x
+	}
+	require.True(t, strings.HasSuffix(rows[3], ",0.0,0,0,0.0000,0.0000"), "the last window is empty: %s", rows[3])
+	require.Contains(t, stdout.String(), fmt.Sprintf("per 1 s window avg %.0f ", sum/4))
 }

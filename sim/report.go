@@ -116,12 +116,17 @@ type MidAudits struct {
 }
 
 // windowsOf turns per-window counts into rates over the full windows: the
-// last window counts only if it is whole.
+// last window counts only if it is whole. Every full window of the run
+// counts, the trailing ones with no pod scheduled (beyond counts) as 0.
 func windowsOf(counts []int64, elapsed, width time.Duration) []float64 {
 	full := int(elapsed / width)
 	out := make([]float64, 0, full)
-	for i := 0; i < full && i < len(counts); i++ {
-		out = append(out, float64(counts[i])/width.Seconds())
+	for i := 0; i < full; i++ {
+		var n int64
+		if i < len(counts) {
+			n = counts[i]
+		}
+		out = append(out, float64(n)/width.Seconds())
 	}
 	return out
 }
