@@ -130,3 +130,44 @@ func TestWindowsCountTrailingEmpty(t *testing.T) {
 	require.True(t, strings.HasSuffix(rows[3], ",0.0,0,0,0.0000,0.0000"), "the last window is empty: %s", rows[3])
 	require.Contains(t, stdout.String(), fmt.Sprintf("per 1 s window avg %.0f ", sum/4))
 }
+
+// "-" means stdout for -csv (and -json), the text report then going to
+// stderr; two outputs with one destination are refused (exit 2, both
+// flags named) before any work; a failed run leaves no output file
+// (issue 28).
+func TestOutputDestinations(t *testing.T) {
+	base := []string{"-deterministic", "-nodes", "20", "-pods-per-node", "5", "-duration", "2s"}
+	var stdout, stderr bytes.Buffer
+	dir := t.TempDir()
+	t.Chdir(dir)
+	require.Equal(t, exitOK, realMain(context.Background(), append(base, "-csv", "-"), &stdout, &stderr, false, hooks{}), stderr.String())
+	require.True(t, strings.HasPrefix(stdout.String(), "time_s,scheduled,"), stdout.String())
+	require.Contains(t, stderr.String(), "schedcache loadgen:")
+	_, err := os.Stat(filepath.Join(dir, "-"))
+	require.True(t, os.IsNotExist(err), "a file named - was written")
+
+	for _, args := range [][]string{{"-json", "x", "-csv", "x"}, {"-json", "-", "-csv", "-"}, {"-csv", "x", "-svg", "./x"}} {
+		stdout.Reset()
+		stderr.Reset()
+		require.Equal(t, exitUsage, realMain(context.Background(), append(base, args...), &stdout, &stderr, false, hooks{}), args)
+		require.Contains(t, stderr.String(), args[0], args)
+		require.Contains(t, stderr.String(), args[2], args)
+		_, err := os.Stat(filepath.Join(dir, "x"))
+		require.True(t, os.IsNotExist(err), "%v created x", args)
+	}
+
+	// A failed run (its picker breaks) removes the files it created.
+	j, c, s := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.csv"), filepath.Join(dir, "r.svg")
+	args := append(base, "-json", j, "-csv", c, "-svg", s)
+	require.Equal(t, exitFailed, realMain(context.Background(), args, &stdout, &stderr, false, hooks{picker: &firstFit{failAt: 3}}))
+	for _, p := range []string{j, c, s} {
+		_, err := os.Stat(p)
+		require.True(t, os.IsNotExist(err), "%s left behind by a failed run", p)
+	}
+	require.Equal(t, exitOK, realMain(context.Background(), args, &stdout, &stderr, false, hooks{}), stderr.String())
+	for _, p := range []string{j, c, s} {
+		fi, err := os.Stat(p)
+		require.NoError(t, err)
+		require.Positive(t, fi.Size(), p)
+	}
+}

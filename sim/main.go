@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 )
 
 // Exit codes.
@@ -93,42 +94,33 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		fmt.Fprintln(stderr, "loadgen:", err)
 		return exitUsage
 	}
-	// Open the JSON destination before any work, so that a bad path is
-	// reported at once.
-	var jsonOut io.Writer
+	if err := checkOutputs(cfg); err != nil {
+		fmt.Fprintln(stderr, "loadgen:", err)
+		return exitUsage
+	}
+	// Create the output files before any work, so that a bad path is
+	// reported at once; a run that writes no report removes them.
 	text := stdout
-	switch cfg.JSON {
-	case "":
-	case "-":
-		jsonOut, text = stdout, stderr
-	default:
-		f, err := os.Create(cfg.JSON)
-		if err != nil {
-			fmt.Fprintln(stderr, "loadgen: -json:", err)
-			return exitUsage
-		}
-		defer f.Close()
-		jsonOut = f
+	if cfg.JSON == "-" || cfg.CSV == "-" || cfg.SVG == "-" {
+		text = stderr // stdout carries the JSON, CSV or SVG
 	}
-	var csvOut io.Writer
-	if cfg.CSV != "" {
-		f, err := os.Create(cfg.CSV)
-		if err != nil {
-			fmt.Fprintln(stderr, "loadgen: -csv:", err)
-			return exitUsage
-		}
-		defer f.Close()
-		csvOut = f
+	outs := &outputs{stdout: stdout}
+	reported := false
+	defer func() { outs.close(!reported) }()
+	jsonOut, err := outs.open(cfg.JSON)
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen: -json:", err)
+		return exitUsage
 	}
-	var svgOut io.Writer
-	if cfg.SVG != "" {
-		f, err := os.Create(cfg.SVG)
-		if err != nil {
-			fmt.Fprintln(stderr, "loadgen: -svg:", err)
-			return exitUsage
-		}
-		defer f.Close()
-		svgOut = f
+	csvOut, err := outs.open(cfg.CSV)
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen: -csv:", err)
+		return exitUsage
+	}
+	svgOut, err := outs.open(cfg.SVG)
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen: -svg:", err)
+		return exitUsage
 	}
 	var progressW io.Writer
 	if (tty || cfg.Progress) && !cfg.Quiet {
@@ -142,6 +134,7 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		}
 		return exitFailed
 	}
+	reported = true
 	rep.Print(text)
 	if csvOut != nil {
 		if err := rep.WriteCSV(csvOut); err != nil {
@@ -166,4 +159,52 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		return exitDivergence
 	}
 	return exitOK
+}
+
+// checkOutputs refuses two outputs with one destination: -json, -csv and
+// -svg each need their own file, and "-" (stdout) takes one of them.
+func checkOutputs(cfg Config) error {
+	outs := []struct{ flag, path string }{{"-json", cfg.JSON}, {"-csv", cfg.CSV}, {"-svg", cfg.SVG}}
+	for i, a := range outs {
+		for _, b := range outs[i+1:] {
+			if a.path != "" && filepath.Clean(a.path) == filepath.Clean(b.path) {
+				return fmt.Errorf("%s and %s both write to %q: give each its own file", a.flag, b.flag, a.path)
+			}
+		}
+	}
+	return nil
+}
+
+// outputs holds the output files a run creates, owned by realMain.
+type outputs struct {
+	stdout io.Writer
+	files  []*os.File
+}
+
+// open returns where the output path goes: nil for "", stdout for "-",
+// else the file it creates.
+func (o *outputs) open(path string) (io.Writer, error) {
+	switch path {
+	case "":
+		return nil, nil
+	case "-":
+		return o.stdout, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	o.files = append(o.files, f)
+	return f, nil
+}
+
+// close closes the files, and removes them when remove is set (the run
+// wrote no report: no empty output file is left behind).
+func (o *outputs) close(remove bool) {
+	for _, f := range o.files {
+		f.Close()
+		if remove {
+			os.Remove(f.Name())
+		}
+	}
 }
