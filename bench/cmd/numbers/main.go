@@ -120,6 +120,11 @@ func headline(run, big source) []row {
 	w := func(name string) string { return "Benchmark" + name }
 	up, sc := "upstream", "schedcache"
 	v := func(s source, key, impl, unit string) float64 { return s.d.Value(w(key), impl, unit) }
+	// vs is a row's usual figure: "ratio[ the cost] (ours vs upstream)".
+	vs := func(s source, key, unit, what string, format func(float64) string) string {
+		ours, theirs := v(s, key, sc, unit), v(s, key, up, unit)
+		return fmt.Sprintf("%s%s (%s vs %s)", ratio(ours, theirs), what, format(ours), format(theirs))
+	}
 	var rows []row
 	add := func(s source, measure, figure string) {
 		if s.link == "" {
@@ -134,25 +139,21 @@ func headline(run, big source) []row {
 			rawbench.FmtDur(v(run, list, sc, "ns/op")), rawbench.FmtDur(v(run, list, up, "ns/op"))))
 	w3 := "W3/" + k5 + "/schedulers=4"
 	add(run, "scheduled pods/s, 4 schedulers on snapshots (W3)",
-		fmt.Sprintf("%s (%s vs %s)", ratio(v(run, w3, sc, "pods/s"), v(run, w3, up, "pods/s")),
-			rawbench.FmtRate(v(run, w3, sc, "pods/s")), rawbench.FmtRate(v(run, w3, up, "pods/s"))))
+		vs(run, w3, "pods/s", "", rawbench.FmtRate))
 	w4 := "W4/" + k5
 	add(run, "node add/remove including list maintenance (W4)",
-		fmt.Sprintf("%s the cost (%s vs %s)", ratio(v(run, w4, sc, "nodeop-ns"), v(run, w4, up, "nodeop-ns")),
-			rawbench.FmtDur(v(run, w4, sc, "nodeop-ns")), rawbench.FmtDur(v(run, w4, up, "nodeop-ns"))))
+		vs(run, w4, "nodeop-ns", " the cost", rawbench.FmtDur))
 	for _, r := range []string{"1", "4", "16"} {
 		key := "W1/" + k5 + "/readers=" + r
 		measure := "snapshot reader p99.9 while a writer churns, " + r + " readers (W1)"
 		if r == "1" {
 			measure = "snapshot reader p99.9 while a writer churns, 1 reader (W1)"
 		}
-		add(run, measure, fmt.Sprintf("%s (%s vs %s)", ratio(v(run, key, sc, "reader-p99.9-ns"), v(run, key, up, "reader-p99.9-ns")),
-			rawbench.FmtDur(v(run, key, sc, "reader-p99.9-ns")), rawbench.FmtDur(v(run, key, up, "reader-p99.9-ns"))))
+		add(run, measure, vs(run, key, "reader-p99.9-ns", "", rawbench.FmtDur))
 	}
 	r4, r0 := "W1/"+k5+"/readers=4", "W1/"+k5+"/readers=0"
 	add(run, "writer events/s with 4 snapshot readers (W1)",
-		fmt.Sprintf("%s (%s vs %s)", ratio(v(run, r4, sc, "writer-events/s"), v(run, r4, up, "writer-events/s")),
-			rawbench.FmtRate(v(run, r4, sc, "writer-events/s")), rawbench.FmtRate(v(run, r4, up, "writer-events/s"))))
+		vs(run, r4, "writer-events/s", "", rawbench.FmtRate))
 	cpu4, cpu0 := "W1CPUShare/"+k5+"/readers=4", "W1CPUShare/"+k5+"/readers=0"
 	add(run, "W1 writer's rate with 4 readers, as a share of its rate with none",
 		fmt.Sprintf("%s (upstream %s; a writer that uses no cache %s)",
@@ -166,16 +167,13 @@ func headline(run, big source) []row {
 			ratio(v(run, on, up, "w2-batch-p99-ns"), v(run, off, up, "w2-batch-p99-ns"))))
 	mem := "Memory/" + k5
 	add(run, "live heap of the loaded cache plus one snapshot",
-		fmt.Sprintf("%s (%s vs %s)", ratio(v(run, mem, sc, "live-MiB"), v(run, mem, up, "live-MiB")),
-			rawbench.FmtMiB(v(run, mem, sc, "live-MiB")), rawbench.FmtMiB(v(run, mem, up, "live-MiB"))))
+		vs(run, mem, "live-MiB", "", rawbench.FmtMiB))
 	w2 := "W2/" + k5
 	add(run, "informer events/s (W2)",
-		fmt.Sprintf("%s (%s vs %s)", ratio(v(run, w2, sc, "events/s"), v(run, w2, up, "events/s")),
-			rawbench.FmtRate(v(run, w2, sc, "events/s")), rawbench.FmtRate(v(run, w2, up, "events/s"))))
+		vs(run, w2, "events/s", "", rawbench.FmtRate))
 	cyc := "Cycle/" + k5
 	add(run, "one synchronous Assume+FinishBinding+Add+Remove cycle, each call publishing a snapshot",
-		fmt.Sprintf("%s (%s vs %s)", ratio(v(run, cyc, sc, "ns/op"), v(run, cyc, up, "ns/op")),
-			rawbench.FmtDur(v(run, cyc, sc, "ns/op")), rawbench.FmtDur(v(run, cyc, up, "ns/op"))))
+		vs(run, cyc, "ns/op", "", rawbench.FmtDur))
 
 	// 50,000 nodes: from the run when it has them, else from big.
 	const k50 = "nodes=50k"
@@ -185,16 +183,13 @@ func headline(run, big source) []row {
 	}
 	w2b := "W2/" + k50
 	add(b, "50,000 nodes (1.5 million pods): informer events/s (W2)",
-		fmt.Sprintf("%s (%s vs %s)", ratio(v(b, w2b, sc, "events/s"), v(b, w2b, up, "events/s")),
-			rawbench.FmtRate(v(b, w2b, sc, "events/s")), rawbench.FmtRate(v(b, w2b, up, "events/s"))))
+		vs(b, w2b, "events/s", "", rawbench.FmtRate))
 	w4b := "W4/" + k50
 	add(b, "50,000 nodes: node add/remove including list maintenance (W4)",
-		fmt.Sprintf("%s the cost (%s vs %s)", ratio(v(b, w4b, sc, "nodeop-ns"), v(b, w4b, up, "nodeop-ns")),
-			rawbench.FmtDur(v(b, w4b, sc, "nodeop-ns")), rawbench.FmtDur(v(b, w4b, up, "nodeop-ns"))))
+		vs(b, w4b, "nodeop-ns", " the cost", rawbench.FmtDur))
 	r4b := "W1/" + k50 + "/readers=4"
 	add(b, "50,000 nodes: writer events/s with 4 snapshot readers (W1)",
-		fmt.Sprintf("%s (%s vs %s)", ratio(v(b, r4b, sc, "writer-events/s"), v(b, r4b, up, "writer-events/s")),
-			rawbench.FmtRate(v(b, r4b, sc, "writer-events/s")), rawbench.FmtRate(v(b, r4b, up, "writer-events/s"))))
+		vs(b, r4b, "writer-events/s", "", rawbench.FmtRate))
 	for _, s := range []struct{ label, key, floor string }{
 		{"W1 writer, no readers", "W1/nodes=%s/readers=0", "ScaleFloor/workload=W1/nodes=%s"},
 		{"W2", "W2/nodes=%s", "ScaleFloor/workload=W2/nodes=%s"},
