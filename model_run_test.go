@@ -374,6 +374,7 @@ type llModel struct {
 	entries map[string]llEntry
 	order   []string
 	since   map[string]bool // entries changed since the last refresh
+	pvcRefs map[string]int  // usedPVCRefCounts (v1.37): summed at a list rebuild, moved by the pending delta otherwise
 }
 
 type llEntry struct {
@@ -382,7 +383,7 @@ type llEntry struct {
 }
 
 func newLLModel() *llModel {
-	return &llModel{entries: map[string]llEntry{}, since: map[string]bool{}}
+	return &llModel{entries: map[string]llEntry{}, since: map[string]bool{}, pvcRefs: map[string]int{}}
 }
 
 // refresh refreshes s (the long-lived snapshot) and a new snapshot from the
@@ -460,6 +461,19 @@ func (ll *llModel) refresh(t *testing.T, c *schedcache.Cache, m *model, s, pub *
 			}
 			all = true
 		}
+		if !all {
+			// v1.37: the pending delta moves the counts; a count below
+			// zero rebuilds every list, as a new node would.
+			for k, d := range m.pvcDelta {
+				ll.pvcRefs[k] += d
+				if ll.pvcRefs[k] < 0 {
+					all = true
+				}
+				if ll.pvcRefs[k] <= 0 {
+					delete(ll.pvcRefs, k)
+				}
+			}
+		}
 		rebuilt = all
 		if all {
 			ll.order = treeList()
@@ -471,6 +485,15 @@ func (ll *llModel) refresh(t *testing.T, c *schedcache.Cache, m *model, s, pub *
 		}
 	}
 	clear(ll.since)
+	clear(m.pvcDelta)
+	if rebuilt {
+		ll.pvcRefs = map[string]int{}
+		for _, name := range ll.order {
+			for k, c := range ll.entries[name].ni.PVCRefCounts() {
+				ll.pvcRefs[k] += c
+			}
+		}
+	}
 	if wantErr != nil {
 		var ie *schedcache.InconsistentListError
 		require.ErrorAs(t, err, &ie, "%s", at)
@@ -514,9 +537,10 @@ func (ll *llModel) refresh(t *testing.T, c *schedcache.Cache, m *model, s, pub *
 		if ni.NumPodsWithRequiredAntiAffinity() > 0 {
 			wantAnti = append(wantAnti, name)
 		}
-		for k := range ni.PVCRefCounts() {
-			wantPVC[k] = true
-		}
+	}
+	for k, c := range ll.pvcRefs {
+		wantPVC[k] = true
+		require.Equal(t, c, s.PVCRefCount(k), "%s: PVCRefCount(%s)", at, k)
 	}
 	aff, _ := s.HavePodsWithAffinityList()
 	anti, _ := s.HavePodsWithRequiredAntiAffinityList()

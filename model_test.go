@@ -30,6 +30,10 @@ type model struct {
 	tree    *zonemodel.Model // the zone tree, naive
 	images  map[string]*mImage
 	touched map[string]bool // entries changed by the current op
+	// pvcDelta is upstream v1.37's pending PVC delta as the long-lived
+	// snapshot sees it: every change of any entry's PVC counts (nodeless
+	// entries' included) and RemoveNode's subtraction since its last refresh.
+	pvcDelta map[string]int
 }
 
 type mPod struct {
@@ -56,12 +60,13 @@ type mImage struct {
 
 func newModel(ttl time.Duration) *model {
 	return &model{
-		ttl:     ttl,
-		pods:    map[string]*mPod{},
-		entries: map[string]*mEntry{},
-		tree:    zonemodel.New(),
-		images:  map[string]*mImage{},
-		touched: map[string]bool{},
+		ttl:      ttl,
+		pods:     map[string]*mPod{},
+		entries:  map[string]*mEntry{},
+		tree:     zonemodel.New(),
+		images:   map[string]*mImage{},
+		touched:  map[string]bool{},
+		pvcDelta: map[string]int{},
 	}
 }
 
@@ -86,6 +91,9 @@ func (m *model) agg(info *nodeinfo.PodInfo, assumed bool) {
 	}
 	if info.HasRequiredAntiAffinity() {
 		e.anti = append(e.anti, info)
+	}
+	for _, k := range info.PVCKeys() {
+		m.pvcDelta[k]++
 	}
 	for _, hp := range info.HostPorts() {
 		if e.ports[hp.IP] == nil {
@@ -121,6 +129,9 @@ func (m *model) sub(p *mPod, aff, anti bool) {
 		e.anti = swapRemove(e.anti, key)
 	}
 	e.pods = swapRemove(e.pods, key)
+	for _, k := range p.info.PVCKeys() {
+		m.pvcDelta[k]--
+	}
 	for _, hp := range p.info.HostPorts() {
 		delete(e.ports[hp.IP], nodeinfo.ProtocolPort{Protocol: string(hp.Protocol), Port: hp.Port})
 		if len(e.ports[hp.IP]) == 0 {
@@ -302,6 +313,9 @@ func (m *model) removeNode(n *v1.Node) error {
 		return schedcache.ErrNodeNotFound
 	}
 	m.touched[n.Name] = true
+	for k, c := range e.aggregate().pvc {
+		m.pvcDelta[k] -= c
+	}
 	e.node = nil
 	if len(e.pods) == 0 {
 		delete(m.entries, n.Name)

@@ -95,6 +95,8 @@ type core struct {
 	dirtyPods     []dirtyPod                            // pod changes of the current epoch, in order (a key may repeat: the last wins)
 	dirtyPVC      []string                              // used-PVC keys whose membership may have changed
 	pvcUsed       nodelists.MapCounts                   // PVC key -> listed entries with a node that reference it (nodelists.UsePVC)
+	pvcCum        map[string]int64                      // PVC key -> cumulative change of every entry's PVC reference counts, listed or not (upstream's pvcRefCountsDelta, never reset); 0 entries deleted
+	dirtyCum      []string                              // pvcCum keys changed this epoch
 	listsDirty    bool                                  // node list (and so the affinity lists) must be rebuilt
 	affFlips      []*entry                              // entries whose aff or anti count crossed zero this epoch (duplicates allowed)
 	listPos       []int32                               // slot -> index in the node list of the last buildLists; -1: not listed
@@ -141,6 +143,7 @@ func newCore(nshards int, ttl time.Duration) *core {
 		imgChangedSet: make(map[string]struct{}),
 		muts:          make([][]shard.Mutation, nshards),
 		pvcUsed:       make(nodelists.MapCounts),
+		pvcCum:        make(map[string]int64),
 		builder:       snapbuild.New[*snapshot.Snapshot](),
 	}
 	c.treeVersion = c.tree.Version()
@@ -157,7 +160,7 @@ func (c *core) Last() *snapshot.Snapshot { return c.builder.Last() }
 // Dirty reports whether operations since the last publication changed anything
 // a snapshot shows.
 func (c *core) Dirty() bool {
-	return len(c.dirtyEntries) > 0 || len(c.dirtyPods) > 0 || len(c.dirtyPVC) > 0 || c.listsDirty || len(c.affFlips) > 0
+	return len(c.dirtyEntries) > 0 || len(c.dirtyPods) > 0 || len(c.dirtyPVC) > 0 || len(c.dirtyCum) > 0 || c.listsDirty || len(c.affFlips) > 0
 }
 
 func (c *core) shardOf(name string) int {

@@ -140,6 +140,9 @@ func (c *core) buildMeta() {
 	for _, k := range c.dirtyPVC {
 		b.SetPVC(k, c.pvcUsed[k] > 0)
 	}
+	for _, k := range c.dirtyCum {
+		b.SetPVCCum(k, c.pvcCum[k])
+	}
 	c.refreshListError()
 	c.listsDirty = false
 	clear(c.affFlips)
@@ -178,6 +181,7 @@ func (c *core) commit() *snapshot.Snapshot {
 	clear(c.dirtyPods)
 	c.dirtyPods = c.dirtyPods[:0]
 	c.dirtyPVC = c.dirtyPVC[:0]
+	c.dirtyCum = c.dirtyCum[:0]
 	c.freeSlots = append(c.freeSlots, c.freedEpoch...)
 	c.freedEpoch = c.freedEpoch[:0]
 	return s

@@ -52,6 +52,21 @@ func (c *core) reconcilePVC(e *entry) {
 	}
 }
 
+// cumPVC adds delta to claim k's cumulative reference change: what
+// upstream v1.37 adds to its pending delta (pvcRefCountsDelta) on every
+// change of any entry's PVC counts, a nodeless entry's included, and on
+// RemoveNode. Snapshots refreshed with UpdateFrom apply the difference
+// since their last refresh (snapshot/pvcref.go).
+func (c *core) cumPVC(k string, delta int) {
+	v := c.pvcCum[k] + int64(delta)
+	if v == 0 {
+		delete(c.pvcCum, k)
+	} else {
+		c.pvcCum[k] = v
+	}
+	c.dirtyCum = append(c.dirtyCum, k)
+}
+
 func (c *core) bumpPVC(k string, sign int) {
 	if entered, left := nodelists.UsePVC(c.pvcUsed, k, int32(sign)); entered || left {
 		c.dirtyPVC = append(c.dirtyPVC, k)

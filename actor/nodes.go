@@ -92,6 +92,9 @@ func (c *core) RemoveNode(node *v1.Node) error {
 	if e == nil {
 		return errs.NodeNotFound("RemoveNode", node.Name)
 	}
+	for k, n := range e.pvc { // upstream subtracts the entry's claims from its pending delta
+		c.cumPVC(k, -n)
+	}
 	if e.node != nil {
 		c.withNode--
 		// Upstream's ghost keeps the summaries of its last registration

@@ -67,6 +67,7 @@ func (c *core) attach(info *nodeinfo.PodInfo) *entry {
 			e.pvc = make(map[string]int)
 		}
 		e.pvc[k]++
+		c.cumPVC(k, +1)
 		if e.pvc[k] == 1 && e.pvcOn {
 			c.bumpPVC(k, +1)
 		}
@@ -121,6 +122,7 @@ func (c *core) detach(r *podRecord, aff, anti bool) {
 	}
 	for _, k := range r.info.PVCKeys() {
 		e.pvc[k]--
+		c.cumPVC(k, -1)
 		if e.pvc[k] <= 0 {
 			delete(e.pvc, k)
 			if e.pvcOn {

@@ -20,10 +20,12 @@ type builder struct {
 	nodes *immutable.VectorEditor[*nodeinfo.NodeInfo] // open editors of the current transaction, nil when untouched
 	index *immutable.MapEditor[int32]
 	pvc   *immutable.MapEditor[struct{}]
+	cum   *immutable.MapEditor[int64]
 	eds   struct { // the editors' memory, reused by every transaction
 		nodes immutable.VectorEditor[*nodeinfo.NodeInfo]
 		index immutable.MapEditor[int32]
 		pvc   immutable.MapEditor[struct{}]
+		cum   immutable.MapEditor[int64]
 	}
 	pods      immutable.Map[PodEntry] // the pod trie of the transaction: the last snapshot's, or the fold of its log
 	podLog    []podChange             // pod changes after pods: the last snapshot's log extended in place past its length, or a new log after a fold
@@ -127,6 +129,19 @@ func (b *builder) DeletePod(key string) {
 	b.podSum = append(b.podSum, podHash(key))
 }
 
+// SetPVCCum sets claim key's cumulative reference change; 0 removes it.
+func (b *builder) SetPVCCum(key string, v int64) {
+	if b.cum == nil {
+		cumOf(b.last).EditInto(&b.eds.cum)
+		b.cum = &b.eds.cum
+	}
+	if v != 0 {
+		b.cum.Set(key, v)
+	} else {
+		b.cum.Delete(key)
+	}
+}
+
 // SetPVC adds (used=true) or removes a key of the used-PVC set.
 func (b *builder) SetPVC(key string, used bool) {
 	if b.pvc == nil {
@@ -197,6 +212,11 @@ func (b *builder) Commit(epoch uint64, nodeCount, podCount int) *Snapshot {
 	if b.pvc != nil {
 		s.pvc = b.pvc.Done()
 		b.pvc = nil
+	}
+	if b.cum != nil {
+		m := b.cum.Done()
+		s.pvcCum = &m
+		b.cum = nil
 	}
 	s.images = b.images
 	if b.tree || b.lists {

@@ -15,6 +15,7 @@ type longLived struct {
 	base     immutable.Vector[*nodeinfo.NodeInfo] // nodes of the published snapshot the last refresh read
 	nextSlot int32                                // first slot never used by this snapshot
 	free     []int32                              // slots freed by removals
+	pvc      *refLive                             // PVC reference counts (pvcref.go); nil until the first refresh
 }
 
 func (l *longLived) clone() *longLived {
@@ -71,6 +72,7 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 		s.published, s.li, s.pc, s.logIx = false, nil, nil, nil
 		s.ll = &longLived{base: p.nodes, nextSlot: int32(p.nodes.Len())}
 		s.nodes = p.clonesNow(p.nodes)
+		s.ll.pvc = &refLive{counts: sumListed(s.order, func(slot int32) *nodeinfo.NodeInfo { return s.nodes.Get(int(slot)) })}
 		return s.lists().err
 	}
 	ll := s.ll
@@ -113,18 +115,45 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 		})
 		all = true
 	}
-	order, affList, antiList, used := s.order, s.lists().aff, s.lists().anti, s.pvc
-	if all || aff || anti || pvc {
+	// PVC counts (pvcref.go): the pending delta unless the lists are
+	// rebuilt; a count below zero forces the rebuild, as upstream's.
+	refs, used := s.ll.pvc.counts, s.pvc
+	if !all {
+		ue := used.Edit()
+		var ok bool
+		refs, ok = applyPVCDelta(refs, cumOf(s), cumOf(p), func(k string, in bool) {
+			if in {
+				ue.Set(k, struct{}{})
+			} else {
+				ue.Delete(k)
+			}
+		})
+		if ok {
+			used = ue.Done()
+		} else {
+			all = true
+		}
+	}
+	_ = pvc // PVC changes no longer rebuild the lists (v1.37: counts move by delta)
+	order, affList, antiList := s.order, s.lists().aff, s.lists().anti
+	if all || aff || anti {
 		if all {
 			order = p.treeOrder(index)
 		}
-		affList, antiList, used = derivedLists(order, nodes)
+		affList, antiList, _ = derivedLists(order, nodes)
 	}
 	err := nodelists.Check(len(order), p.lists().treeNodes, index.Len(), int(p.nodeCount))
 	if err != nil {
 		order = p.treeOrder(index)
-		affList, antiList, used = derivedLists(order, nodes)
+		affList, antiList, _ = derivedLists(order, nodes)
+		all = true
 	}
+	if all {
+		refs = sumListed(order, func(slot int32) *nodeinfo.NodeInfo { return nodes.Get(int(slot)) })
+		used = usedFrom(refs)
+	}
+	s.ll.pvc = &refLive{counts: refs}
+	s.pvcCum = p.pvcCum
 	s.nodes, s.index = nodes.Done(), index.Done()
 	pl := p.lists()
 	s.order = order

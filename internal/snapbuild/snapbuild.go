@@ -38,6 +38,9 @@ type Builder[S any] interface {
 	DeletePod(key string)
 	// SetPVC adds (used) or removes a key of the used-PVC set.
 	SetPVC(key string, used bool)
+	// SetPVCCum sets claim key's cumulative reference change (0 removes
+	// it): the core's running sum of upstream's pending PVC delta.
+	SetPVCCum(key string, v int64)
 	// SetLists replaces the node list and the two affinity lists; the
 	// order slice is handed over (never written again by the caller).
 	SetLists(order []int32, aff, anti immutable.Seq[int32], err error)

@@ -104,6 +104,12 @@ type Options struct {
 	// only the pods of every RecomputeSample-th listed node (starting at an
 	// offset taken from the epoch, so successive snapshots cover all nodes).
 	RecomputeSample int
+	// PVCDelta accepts PVC reference counts that differ from the sum over
+	// listed nodes, as a snapshot refreshed with UpdateSnapshot may hold
+	// (upstream v1.37 moves them by a pending delta that counts nodeless
+	// entries' pods too); the used set must still be the counts above 0.
+	// Published and new snapshots must hold the sum exactly.
+	PVCDelta bool
 	// AllowListErr accepts a snapshot whose Err() is non-nil (hand-written
 	// inconsistent node streams); by default Err() must be nil.
 	AllowListErr bool
@@ -333,6 +339,7 @@ func CheckSnapshot(s *schedcache.Snapshot, o Options) (Stats, error) {
 	where := make(map[string]string) // pod key -> listed node holding it
 	listed := make(map[string]int, len(list))
 	pvcUnion := make(map[string]struct{})
+	pvcSum := make(map[string]int)
 	var wantAff, wantAnti []*nodeinfo.NodeInfo
 	var scratch sums
 	for i, ni := range list {
@@ -376,7 +383,7 @@ func CheckSnapshot(s *schedcache.Snapshot, o Options) (Stats, error) {
 				return st, fmt.Errorf("epoch %d: pod %q: the pod map holds another object than node %q", s.Epoch(), key, name)
 			}
 		}
-		ni.RangePVCRefCounts(func(k string, _ int) bool { pvcUnion[k] = struct{}{}; return true })
+		ni.RangePVCRefCounts(func(k string, n int) bool { pvcUnion[k] = struct{}{}; pvcSum[k] += n; return true })
 		if ni.NumPodsWithAffinity() > 0 {
 			wantAff = append(wantAff, ni)
 		}
@@ -460,7 +467,24 @@ func CheckSnapshot(s *schedcache.Snapshot, o Options) (Stats, error) {
 			return st, err
 		}
 	}
-	// Used PVC set.
+	// Used PVC set and reference counts.
+	used := 0
+	s.RangeUsedPVCs(func(k string) bool {
+		used++
+		if s.PVCRefCount(k) <= 0 {
+			podErr = fmt.Errorf("epoch %d: PVC %q marked used with reference count %d", s.Epoch(), k, s.PVCRefCount(k))
+			return false
+		}
+		return true
+	})
+	if podErr != nil || o.PVCDelta {
+		return st, podErr
+	}
+	for k, n := range pvcSum {
+		if got := s.PVCRefCount(k); got != n {
+			return st, fmt.Errorf("epoch %d: PVC %q: reference count %d, listed nodes' pods reference it %d times", s.Epoch(), k, got, n)
+		}
+	}
 	if s.NumUsedPVCs() != len(pvcUnion) {
 		return st, fmt.Errorf("epoch %d: %d used PVCs, listed nodes reference %d", s.Epoch(), s.NumUsedPVCs(), len(pvcUnion))
 	}

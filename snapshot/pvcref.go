@@ -1,0 +1,110 @@
+package snapshot
+
+import (
+	"github.com/schedcache/schedcache/internal/immutable"
+	"github.com/schedcache/schedcache/nodeinfo"
+)
+
+// PVC reference counts, as upstream v1.37.2 keeps them.
+//
+// Upstream's snapshot holds usedPVCRefCounts: for each claim, the number of
+// pods on listed nodes that reference it, summed when it rebuilds its lists
+// from the zone tree. Between two such rebuilds it does not recount: the
+// cache accumulates one pending delta, every change of any entry's counts
+// (a nodeless entry's included, and RemoveNode's subtraction of the
+// entry's counts), and the next UpdateSnapshot adds it to the snapshot's
+// counts and clears it. A count below zero makes that refresh rebuild
+// every list from the tree; a count of zero removes the claim.
+//
+// The pending delta is one per cache: with several snapshots, the first
+// refresh consumes it. schedcache gives every snapshot what it would see
+// were it the only one: the core keeps the running sum of the delta
+// (pvcCum, never cleared), and a refreshed snapshot adds the difference
+// between the sum now and the sum at its own last refresh. With one
+// snapshot, as upstream's scheduler has, the counts are upstream's.
+
+// refLive is the long-lived part of a refreshed snapshot's PVC state.
+// Owned with the snapshot.
+type refLive struct {
+	counts immutable.Map[int32] // claim -> references counted (> 0 only)
+}
+
+// sumListed returns the claims referenced by the pods of the nodes of
+// order, each counted once per referencing pod volume and once per
+// occurrence of its node in order: upstream's rebuild.
+func sumListed(order []int32, node func(slot int32) *nodeinfo.NodeInfo) immutable.Map[int32] {
+	e := immutable.Map[int32]{}.Edit()
+	for _, slot := range order {
+		ni := node(slot)
+		if ni == nil {
+			continue
+		}
+		ni.RangePVCRefCounts(func(k string, n int) bool {
+			c, _ := e.Get(k)
+			e.Set(k, c+int32(n))
+			return true
+		})
+	}
+	return e.Done()
+}
+
+// applyPVCDelta adds to counts the change of the running sum from was to
+// now. ok is false if some count went below zero: upstream then rebuilds
+// its lists (and counts) from the tree. changed receives each claim whose
+// count changed.
+func applyPVCDelta(counts immutable.Map[int32], was, now immutable.Map[int64], changed func(k string, used bool)) (out immutable.Map[int32], ok bool) {
+	e := counts.Edit()
+	ok = true
+	immutable.DiffMaps(was, now, func(k string, x, y int64) {
+		if !ok || x == y {
+			return
+		}
+		c, _ := e.Get(k)
+		v := int64(c) + (y - x)
+		switch {
+		case v < 0:
+			ok = false
+		case v == 0:
+			e.Delete(k)
+			changed(k, false)
+		default:
+			e.Set(k, int32(v))
+			changed(k, true)
+		}
+	})
+	return e.Done(), ok
+}
+
+// cumOf returns s's running sum of the pending PVC delta.
+func cumOf(s *Snapshot) immutable.Map[int64] {
+	if s.pvcCum == nil {
+		return immutable.Map[int64]{}
+	}
+	return *s.pvcCum
+}
+
+// usedFrom returns the used-PVC set of counts: the claims counted above 0.
+func usedFrom(counts immutable.Map[int32]) immutable.Map[struct{}] {
+	e := immutable.Map[struct{}]{}.Edit()
+	counts.Range(func(k string, n int32) bool {
+		if n > 0 {
+			e.Set(k, struct{}{})
+		}
+		return true
+	})
+	return e.Done()
+}
+
+// PVCRefCount returns the number of references to claim key the snapshot
+// counts (upstream's usedPVCRefCounts[key]); IsPVCUsedByPods is
+// PVCRefCount > 0. For a snapshot refreshed with UpdateFrom it includes
+// what upstream's pending delta added since its last list rebuild; for
+// the others it is the sum over listed nodes.
+func (s *Snapshot) PVCRefCount(key string) int {
+	if s.ll != nil && s.ll.pvc != nil {
+		n, _ := s.ll.pvc.counts.Get(key)
+		return int(n)
+	}
+	n, _ := sumListed(s.order, func(slot int32) *nodeinfo.NodeInfo { return s.nodes.Get(int(slot)) }).Get(key)
+	return int(n)
+}
