@@ -444,7 +444,7 @@ func (c *Cache) barrierOp(kind actor.OpKind, name string) (*actor.Op, error) {
 // NodeCount and Dump, never in snapshots, removed with its last pod), as
 // upstream.
 func (c *Cache) AssumePod(logger klog.Logger, pod *v1.Pod) error {
-	return c.call(c.infoOp(actor.OpAssumePod, pod)).Err
+	return errs.Named(c.call(c.infoOp(actor.OpAssumePod, pod)).Err, pod)
 }
 
 // FinishBinding starts the TTL of an assumed pod; for other pods it does
@@ -455,13 +455,13 @@ func (c *Cache) FinishBinding(logger klog.Logger, pod *v1.Pod) error {
 
 // ForgetPod removes an assumed pod (binding failed).
 func (c *Cache) ForgetPod(logger klog.Logger, pod *v1.Pod) error {
-	return c.call(c.podOp(actor.OpForgetPod, pod)).Err
+	return errs.Named(c.call(c.podOp(actor.OpForgetPod, pod)).Err, pod)
 }
 
 // AddPod confirms an assumed pod (on its node or another), or adds a pod
 // that is not cached (new, or expired).
 func (c *Cache) AddPod(logger klog.Logger, pod *v1.Pod) error {
-	return c.call(c.infoOp(actor.OpAddPod, pod)).Err
+	return errs.Named(c.call(c.infoOp(actor.OpAddPod, pod)).Err, pod)
 }
 
 // UpdatePod replaces an added pod with newPod, found by oldPod's UID. A
@@ -472,12 +472,12 @@ func (c *Cache) AddPod(logger klog.Logger, pod *v1.Pod) error {
 // pod (ErrUIDMismatch), nil pods and empty UIDs (upstream panics on a nil
 // pod; with an empty new UID it removes the pod and then fails).
 func (c *Cache) UpdatePod(logger klog.Logger, oldPod, newPod *v1.Pod) error {
-	return c.call(c.updatePodOp(oldPod, newPod)).Err
+	return errs.Named(c.call(c.updatePodOp(oldPod, newPod)).Err, oldPod)
 }
 
 // RemovePod removes a cached pod, assumed or added.
 func (c *Cache) RemovePod(logger klog.Logger, pod *v1.Pod) error {
-	return c.call(c.podOp(actor.OpRemovePod, pod)).Err
+	return errs.Named(c.call(c.podOp(actor.OpRemovePod, pod)).Err, pod)
 }
 
 // GetPod returns the cached object of pod (matched by UID). The returned
@@ -492,7 +492,7 @@ func (c *Cache) GetPod(pod *v1.Pod) (*v1.Pod, error) {
 	}
 	e, ok := c.a.Snapshot().Pod(key)
 	if !ok {
-		return nil, &PodError{Op: "GetPod", Key: key, Err: ErrPodNotFound}
+		return nil, &PodError{Op: "GetPod", Key: key, Err: ErrPodNotFound, Obj: errs.KObj(pod.Namespace, pod.Name)}
 	}
 	return e.Pod, nil
 }

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/schedcache/schedcache/internal/errs"
+
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedcache/schedcache/nodeinfo"
@@ -463,7 +465,11 @@ func (a *Coordinator) finish(op *Op, r Result) {
 	if op.async {
 		if r.Err != nil && a.opts.OnAsyncError != nil {
 			a.stats.asyncErrs.Add(1)
-			a.asyncErrs = append(a.asyncErrs, AsyncError{Kind: op.Kind, Pod: asyncPod(op), OldPod: asyncOldPod(op), Node: op.Node, OldNode: op.OldNode, Err: r.Err})
+			named := asyncPod(op)
+			if op.Kind == OpUpdatePod {
+				named = op.Pod
+			}
+			a.asyncErrs = append(a.asyncErrs, AsyncError{Kind: op.Kind, Pod: asyncPod(op), OldPod: asyncOldPod(op), Node: op.Node, OldNode: op.OldNode, Err: errs.Named(r.Err, named)})
 			a.backlog.add()
 		}
 		a.PutOp(op)

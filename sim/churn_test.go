@@ -395,7 +395,7 @@ func TestRecordFailedCall(t *testing.T) {
 		"-audit-every", "10ms", "-pod-update-rate", "2000", "-record", path}
 	code := realMain(context.Background(), args, &stdout, &stderr, false, h)
 	require.Equal(t, exitFailed, code, stderr.String())
-	require.Contains(t, stderr.String(), "is not in the cache")
+	require.Contains(t, stderr.String(), "is not added to scheduler cache, so cannot be updated")
 	lines := readLines(t, path)
 	require.Contains(t, lines[len(lines)-2], `"err":`, "the failed call, with its error")
 	require.Contains(t, lines[len(lines)-1], `"op":"End"`)

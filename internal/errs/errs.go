@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 
+	v1 "k8s.io/api/core/v1"
+
 	"github.com/schedcache/schedcache/nodeinfo"
 )
 
@@ -42,20 +44,76 @@ var (
 )
 
 // PodError is returned by pod operations. It wraps one of the sentinels.
+//
+// Where upstream v1.37.2's cache returns an error for the same refusal,
+// Error() is upstream's text, word for word (Obj set: the cache's calls
+// set it); otherwise it names the operation, pod, node and cause.
 type PodError struct {
-	Op   string // "AssumePod", "AddPod", ...
-	Key  string // pod UID
-	Node string // node name involved, if any
-	Err  error
+	Op     string // "AssumePod", "AddPod", ...
+	Key    string // pod UID
+	Node   string // node name involved, if any
+	Err    error
+	Obj    string // the caller's pod as upstream prints it (klog.KObj: "namespace/name", or "name"); "" when unknown
+	Stored string // ErrPodNodeMismatch: the cached pod's node
 }
 
 func (e *PodError) Error() string {
+	if s, ok := e.upstream(); ok {
+		return s
+	}
 	if e.Node != "" {
 		return fmt.Sprintf("%s pod %s (node %q): %v", e.Op, e.Key, e.Node, e.Err)
 	}
 	return fmt.Sprintf("%s pod %s: %v", e.Op, e.Key, e.Err)
 }
 func (e *PodError) Unwrap() error { return e.Err }
+
+// upstream returns upstream v1.37.2's text for e, if upstream has one.
+func (e *PodError) upstream() (string, bool) {
+	if e.Obj == "" {
+		return "", false
+	}
+	var f string
+	switch {
+	case e.Op == "AssumePod" && e.Err == ErrPodAlreadyCached:
+		f = "pod %v(%v) is in the cache, so can't be assumed"
+	case (e.Op == "ForgetPod" || e.Op == "RemoveAssumedPod") && e.Err == ErrPodNodeMismatch:
+		return fmt.Sprintf("pod %v(%v) was assumed on %v but assigned to %v", e.Key, e.Obj, e.Node, e.Stored), true
+	case (e.Op == "ForgetPod" || e.Op == "RemoveAssumedPod") && e.Err == ErrPodNotAssumed:
+		f = "pod %v(%v) is not assumed, so it cannot be removed or forgotten"
+	case e.Op == "AddPod" && e.Err == ErrPodAlreadyAdded:
+		f = "pod %v(%v) was already in added state"
+	case e.Op == "UpdatePod" && e.Err == ErrPodNotFound:
+		f = "pod %v(%v) is not added to scheduler cache, so cannot be updated"
+	case e.Op == "UpdatePod" && e.Err == ErrPodAssumed:
+		f = "assumed pod %v(%v) should not be updated"
+	case e.Op == "RemovePod" && e.Err == ErrPodNotFound:
+		f = "pod %v(%v) is not found in scheduler cache, so cannot be removed from it"
+	case e.Op == "GetPod" && e.Err == ErrPodNotFound:
+		f = "pod %v(%v) does not exist in scheduler cache"
+	default:
+		return "", false
+	}
+	return fmt.Sprintf(f, e.Key, e.Obj), true
+}
+
+// Named sets the Obj of a *PodError err (the caller's pod, as upstream
+// names it) if it has none, and returns err.
+func Named(err error, pod *v1.Pod) error {
+	if pe, ok := err.(*PodError); ok && pe.Obj == "" && pod != nil {
+		pe.Obj = KObj(pod.Namespace, pod.Name)
+	}
+	return err
+}
+
+// KObj returns pod's name as upstream's klog.KObj prints it:
+// "namespace/name", or "name" without a namespace; "" for nil.
+func KObj(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
 
 // CorruptionError is returned where upstream exits the process: the call
 // names another node than the cached pod's. The cache state is unchanged.
@@ -80,5 +138,18 @@ type NodeError struct {
 	Err  error
 }
 
-func (e *NodeError) Error() string { return fmt.Sprintf("%s node %q: %v", e.Op, e.Name, e.Err) }
+// Error is upstream v1.37.2's text where upstream's cache refuses the same
+// call (RemoveNode and GetNode of an unknown node), else it names the
+// operation, node and cause.
+func (e *NodeError) Error() string {
+	if e.Err == ErrNodeNotFound {
+		switch e.Op {
+		case "RemoveNode":
+			return fmt.Sprintf("node %v is not found", e.Name)
+		case "GetNode":
+			return fmt.Sprintf("node %v does not exist in scheduler cache", e.Name)
+		}
+	}
+	return fmt.Sprintf("%s node %q: %v", e.Op, e.Name, e.Err)
+}
 func (e *NodeError) Unwrap() error { return e.Err }

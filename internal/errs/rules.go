@@ -43,7 +43,7 @@ func CheckForget(key string, pod *v1.Pod, cur Cached) (apply bool, err error) {
 		return false, nil
 	}
 	if pod.Spec.NodeName != cur.Node {
-		return false, &PodError{Op: "ForgetPod", Key: key, Node: pod.Spec.NodeName, Err: ErrPodNodeMismatch}
+		return false, &PodError{Op: "ForgetPod", Key: key, Node: pod.Spec.NodeName, Err: ErrPodNodeMismatch, Stored: cur.Node}
 	}
 	if !cur.Assumed {
 		return false, &PodError{Op: "ForgetPod", Key: key, Node: pod.Spec.NodeName, Err: ErrPodNotAssumed}
