@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/schedcache/schedcache"
 	"github.com/schedcache/schedcache/internal/watchdog"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/snapshot"
 )
 
@@ -45,7 +47,7 @@ func TestRunSmall(t *testing.T) {
 	require.Equal(t, rep.InitialPods, rep.FinalPods, "one removal per confirmation keeps the size steady")
 	require.Equal(t, 60, rep.Audit.NodesChecked)
 	require.Equal(t, rep.FinalPods, rep.Audit.CachePods)
-	require.Equal(t, int64(rep.Audit.PodsChecked), int64(rep.FinalPods)+rep.FailedBindings, "the API server also holds the pods whose binding failed, pending")
+	requirePendingForgotten(t, rep)
 	require.Positive(t, rep.Assume.P50)
 	require.Positive(t, rep.HeapInUse)
 	var out bytes.Buffer
@@ -53,6 +55,56 @@ func TestRunSmall(t *testing.T) {
 	for _, want := range []string{"pods/s", "events/s", "assume latency", "snapshot read latency", "consistent: true", "GOMAXPROCS=", "audit:", "0 divergences"} {
 		require.Contains(t, out.String(), want)
 	}
+}
+
+// requirePendingForgotten checks a closed-loop run's pod accounting: every
+// pod a scheduler forgot (its binding failed or was refused, or a fresh
+// snapshot after AssumePod showed another scheduler had filled the node:
+// a conflict) stays pending in the API server, so the truth holds the
+// cache's pods and the forgotten ones, and nothing else.
+func requirePendingForgotten(t *testing.T, rep *Report) {
+	t.Helper()
+	require.Equal(t, rep.Forgotten, rep.FailedBindings+rep.RefusedBindings+rep.Conflicts, "a pod is forgotten for a failed or refused binding or a conflict")
+	require.Equal(t, int64(rep.Audit.PodsChecked), int64(rep.FinalPods)+rep.Forgotten,
+		"the API server also holds the forgotten pods, pending: %d failed bindings, %d refused, %d conflicts", rep.FailedBindings, rep.RefusedBindings, rep.Conflicts)
+}
+
+// fullestPicker is a test picker: the node with the most CPU requested,
+// whether the pod fits or not. Once that node is full, every decision
+// overfills it and is caught as a conflict.
+type fullestPicker struct{}
+
+func (fullestPicker) Name() string      { return "fullest" }
+func (fullestPicker) Plugins() []string { return nil }
+func (fullestPicker) NewNodePicker(context.Context, PickerConfig) (NodePicker, error) {
+	return fullestPicker{}, nil
+}
+func (fullestPicker) Pick(_ context.Context, snap *schedcache.Snapshot, _ *nodeinfo.PodInfo, _ *rand.Rand, _ []int64) (string, error) {
+	best, most := "", int64(-1)
+	for i := 0; i < snap.NumNodes(); i++ {
+		if ni := snap.At(i); ni.Requested().MilliCPU > most {
+			best, most = ni.Node().Name, ni.Requested().MilliCPU
+		}
+	}
+	return best, nil
+}
+func (fullestPicker) Close() error { return nil }
+
+// A conflict (a pod assumed on a node another scheduler filled since the
+// snapshot) is forgotten and stays pending in the API server, as a failed
+// binding does: the run's figures account for every pod the truth holds.
+// TestRunSmall met a conflict only now and then (a nearly full node that
+// both schedulers chose at once); here every decision after the first
+// node fills is one.
+func TestConflictsStayPending(t *testing.T) {
+	cfg := smallConfig()
+	cfg.KeepPods = true // no confirmation deletes: the node stays full
+	rep, err := run(context.Background(), cfg, nil, hooks{picker: fullestPicker{}})
+	require.NoError(t, err)
+	require.True(t, rep.Consistent, "final %d pods, expected %d, audit %+v", rep.FinalPods, rep.ExpectedPods, rep.Audit)
+	require.Positive(t, rep.Conflicts)
+	require.Equal(t, int64(rep.InitialPods)+rep.Scheduled, int64(rep.FinalPods))
+	requirePendingForgotten(t, rep)
 }
 
 // Every bad flag is refused before any work with exit code 2 and a message
