@@ -240,7 +240,9 @@ func init() {
 // After Close (or cancellation of New's context) every method returns
 // ErrClosed; reads keep answering from the last snapshot.
 type Cache struct {
-	a *actor.Coordinator // owns every goroutine of the cache
+	a         *actor.Coordinator // owns every goroutine of the cache
+	groups    bool               // the GenericWorkload gate (WithPodGroups); immutable
+	composite bool               // the CompositePodGroup gate; immutable
 }
 
 // OptionError is New's error for an option given an invalid value; it
@@ -291,7 +293,7 @@ func New(ctx context.Context, opts ...Option) (*Cache, error) {
 	if o.OnAsyncError == nil {
 		o.OnAsyncError = logAsyncError
 	}
-	return &Cache{a: actor.Start(ctx, o)}, nil
+	return &Cache{a: actor.Start(ctx, o), groups: o.GenericWorkload, composite: o.CompositePodGroup}, nil
 }
 
 // Close stops every goroutine of the cache and waits for them. Operations
@@ -373,6 +375,9 @@ func (c *Cache) podOp(kind actor.OpKind, pod *v1.Pod) (*actor.Op, error) {
 	if err != nil {
 		return nil, errs.PodArg(kind.String(), pod, err)
 	}
+	if err := c.checkMember(kind, pod); err != nil {
+		return nil, err
+	}
 	op := c.a.NewOp()
 	op.Kind, op.Pod, op.Key = kind, pod, key
 	return op, nil
@@ -388,6 +393,9 @@ func (c *Cache) infoOp(kind actor.OpKind, pod *v1.Pod) (*actor.Op, error) {
 	if err != nil {
 		return nil, errs.PodArg(kind.String(), pod, err)
 	}
+	if err := c.checkMember(kind, pod); err != nil {
+		return nil, err
+	}
 	op := c.a.NewOp()
 	op.Kind, op.Info, op.Key = kind, info, info.Key()
 	return op, nil
@@ -401,6 +409,9 @@ func (c *Cache) updatePodOp(oldPod, newPod *v1.Pod) (*actor.Op, error) {
 	}
 	if _, err := nodeinfo.PodKey(oldPod); err != nil {
 		return nil, errs.PodArg(actor.OpUpdatePod.String(), oldPod, err)
+	}
+	if err := c.checkMember(actor.OpUpdatePod, oldPod); err != nil {
+		return nil, err
 	}
 	op, err := c.infoOp(actor.OpUpdatePod, newPod)
 	if err != nil {

@@ -84,7 +84,7 @@ func Start(ctx context.Context, o Options) *Coordinator {
 		o.Period = time.Second
 	}
 	a := &Coordinator{
-		core:    newCore(o.Shards, o.TTL),
+		core:    newCore(o.Shards, o.TTL).withGroups(o.GenericWorkload, o.CompositePodGroup),
 		opts:    o,
 		clock:   o.Clock,
 		mailbox: make(chan *Op, o.MailboxSize),

@@ -20,6 +20,7 @@ import (
 	"github.com/schedcache/schedcache/internal/snapbuild"
 	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/nodetree"
+	"github.com/schedcache/schedcache/podgroup"
 	"github.com/schedcache/schedcache/shard"
 	"github.com/schedcache/schedcache/snapshot"
 )
@@ -110,6 +111,9 @@ type core struct {
 	unlisted      bool                                  // the last buildLists left out some entry with a node object (see reconcilePVC)
 	builder       snapbuild.Builder[*snapshot.Snapshot] // the next snapshot; the last committed one is published
 	assumed       int                                   // pods in the assumed state (kept by aggregate, replace and subtract)
+	groups        *podgroup.Editor                      // the pod groups (groups.go): the open edit of the published table
+	groupsOn      bool                                  // the GenericWorkload gate: members are tracked
+	groupsDirty   bool                                  // groups changed since the last publication
 	scratch       scratch                               // reused buffers; no state survives a call
 }
 
@@ -160,7 +164,7 @@ func (c *core) Last() *snapshot.Snapshot { return c.builder.Last() }
 // Dirty reports whether operations since the last publication changed anything
 // a snapshot shows.
 func (c *core) Dirty() bool {
-	return len(c.dirtyEntries) > 0 || len(c.dirtyPods) > 0 || len(c.dirtyPVC) > 0 || len(c.dirtyCum) > 0 || c.listsDirty || len(c.affFlips) > 0
+	return len(c.dirtyEntries) > 0 || len(c.dirtyPods) > 0 || len(c.dirtyPVC) > 0 || len(c.dirtyCum) > 0 || c.groupsDirty || c.listsDirty || len(c.affFlips) > 0
 }
 
 func (c *core) shardOf(name string) int {

@@ -143,6 +143,10 @@ func (c *core) buildMeta() {
 	for _, k := range c.dirtyCum {
 		b.SetPVCCum(k, c.pvcCum[k])
 	}
+	if c.groupsDirty {
+		b.SetGroups(c.groups.Table())
+		c.groupsDirty = false
+	}
 	c.refreshListError()
 	c.listsDirty = false
 	clear(c.affFlips)

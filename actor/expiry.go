@@ -64,6 +64,7 @@ func (c *core) Expire(now time.Time, limit int) (expired int, more bool) {
 		}
 		c.seq++
 		c.subtract(r, r.info.HasAffinity(), r.info.HasRequiredAntiAffinity())
+		c.group(memberRemove, r.info.Pod()) // v1.35's removePod of the cached pod
 		expired++
 	}
 	return expired, false

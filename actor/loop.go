@@ -341,6 +341,10 @@ func (a *Coordinator) apply(op *Op) (res, fault error) {
 			res = c.ApplyCommit(op.Batch)
 		case OpAssumeIfGen:
 			res = c.AssumePodIfGeneration(op.Info, op.Gen)
+		case OpRemoveAssumedPod:
+			res = c.RemoveAssumedPod(op.Key, op.Pod)
+		case OpPodGroupMember, OpPodGroup, OpCompositePodGroup:
+			res = c.ApplyGroupOp(op.Kind, op.Pod, op.Group)
 		default:
 			res = fmt.Errorf("schedcache: unknown operation %v", op.Kind)
 		}

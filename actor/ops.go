@@ -5,6 +5,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 
 	"github.com/schedcache/schedcache/internal/hooks"
 	"github.com/schedcache/schedcache/nodeinfo"
@@ -48,10 +50,40 @@ const (
 	OpCommit
 	// OpAssumeIfGen is AssumePod if the node's generation is Gen.
 	OpAssumeIfGen
+	// OpRemoveAssumedPod is ForgetPod of an assumed pod deleted from the
+	// cluster: a pod-group member leaves its group instead of returning
+	// to its unscheduled pods (upstream v1.37's RemoveAssumedPod).
+	OpRemoveAssumedPod
+	// OpPodGroupMember adds, updates or removes an unscheduled pod in its
+	// pod group (Group.Action; Pod, and Group.OldPod for updates).
+	OpPodGroupMember
+	// OpPodGroup adds, updates or removes a PodGroup object.
+	OpPodGroup
+	// OpCompositePodGroup adds, updates or removes a CompositePodGroup.
+	OpCompositePodGroup
 )
 
+// GroupAction is what a pod-group operation does.
+type GroupAction uint8
+
+// The pod-group actions.
+const (
+	GroupAdd GroupAction = iota + 1
+	GroupUpdate
+	GroupRemove
+)
+
+// GroupArgs are the arguments of the pod-group operations.
+type GroupArgs struct {
+	Action      GroupAction
+	OldPod      *v1.Pod // OpPodGroupMember, GroupUpdate
+	OldPG, PG   *schedulingv1beta1.PodGroup
+	OldCPG, CPG *schedulingv1alpha3.CompositePodGroup
+}
+
 var opNames = [...]string{"", "AssumePod", "FinishBinding", "ForgetPod", "AddPod", "UpdatePod", "RemovePod",
-	"AddNode", "UpdateNode", "RemoveNode", "GetNode", "Dump", "Sync", "Commit", "AssumePodIfGeneration"}
+	"AddNode", "UpdateNode", "RemoveNode", "GetNode", "Dump", "Sync", "Commit", "AssumePodIfGeneration",
+	"RemoveAssumedPod", "PodGroupMember", "PodGroup", "CompositePodGroup"}
 
 // barrier reports whether k is served after the pending epoch is
 // published, from the run goroutine only (GetNode, Dump, Sync).
@@ -77,6 +109,7 @@ type Op struct {
 	Name    string            // GetNode
 	Batch   *CommitBatch      // Commit
 	Gen     int64             // AssumeIfGen: the node generation the caller saw
+	Group   *GroupArgs        // the pod-group operations
 
 	async bool
 	res   Result
@@ -130,6 +163,10 @@ type Options struct {
 	OnAsyncError func(AsyncError)
 	// Dispatcher queues the API calls of BindPod (nil: BindPod refuses).
 	Dispatcher Dispatcher
+	// GenericWorkload and CompositePodGroup are upstream's feature gates
+	// of the same names: pod groups and composite pod groups are kept
+	// only while they are on (upstream's cache.New arguments).
+	GenericWorkload, CompositePodGroup bool
 
 	faults faultHooks // fault injection for the module's tests; set through internal/hooks only
 }

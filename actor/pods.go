@@ -161,6 +161,7 @@ func (c *core) AssumePod(info *nodeinfo.PodInfo) error {
 		return err
 	}
 	c.aggregate(info, true)
+	c.group(memberAssume, info.Pod())
 	return nil
 }
 
@@ -177,10 +178,25 @@ func cached(r *podRecord) errs.Cached {
 func (c *core) ForgetPod(key string, pod *v1.Pod) error {
 	c.seq++
 	r := c.pods[key]
-	if apply, err := errs.CheckForget(key, pod, cached(r)); !apply {
+	if apply, err := errs.CheckForget("ForgetPod", key, pod, cached(r)); !apply {
 		return err
 	}
 	c.subtract(r, nodeinfo.PodHasAffinity(pod), nodeinfo.PodHasRequiredAntiAffinity(pod))
+	c.group(memberForget, pod)
+	return nil
+}
+
+// RemoveAssumedPod is ForgetPod of an assumed pod deleted from the
+// cluster (upstream v1.37): the same checks and change, but a pod-group
+// member leaves its group instead of returning to its unscheduled pods.
+func (c *core) RemoveAssumedPod(key string, pod *v1.Pod) error {
+	c.seq++
+	r := c.pods[key]
+	if apply, err := errs.CheckForget("RemoveAssumedPod", key, pod, cached(r)); !apply {
+		return err
+	}
+	c.subtract(r, nodeinfo.PodHasAffinity(pod), nodeinfo.PodHasRequiredAntiAffinity(pod))
+	c.group(memberRemove, pod)
 	return nil
 }
 
@@ -196,8 +212,11 @@ func (c *core) AddPod(info *nodeinfo.PodInfo) error {
 	if r == nil {
 		c.aggregate(info, false)
 	} else {
+		old := r.info.Pod()
 		c.replace(r, r.info.HasAffinity(), r.info.HasRequiredAntiAffinity(), info)
+		c.group(memberRemove, old) // upstream's updatePod: removePod, then addPod
 	}
+	c.group(memberConfirm, info.Pod())
 	return nil
 }
 
@@ -227,9 +246,11 @@ func (c *core) UpdatePod(oldPod *v1.Pod, info *nodeinfo.PodInfo) error {
 	if info.Key() != key {
 		c.subtract(r, aff, anti)
 		c.aggregate(info, false)
-		return nil
+	} else {
+		c.replace(r, aff, anti, info)
 	}
-	c.replace(r, aff, anti, info)
+	c.group(memberRemove, oldPod)
+	c.group(memberConfirm, info.Pod())
 	return nil
 }
 
@@ -241,6 +262,8 @@ func (c *core) RemovePod(key string, pod *v1.Pod) error {
 	if err := errs.CheckRemove(key, pod, cached(r)); err != nil {
 		return err
 	}
+	stored := r.info.Pod()
 	c.subtract(r, r.info.HasAffinity(), r.info.HasRequiredAntiAffinity())
+	c.group(memberRemove, stored) // upstream removes the cached pod
 	return nil
 }

@@ -26,7 +26,7 @@ func (c *core) prefetch(ops []*Op) {
 	// Stage 1: the pod map (its group and slot).
 	for i, op := range ops {
 		switch op.Kind {
-		case OpAssumePod, OpAddPod, OpUpdatePod, OpRemovePod, OpForgetPod, OpFinishBinding:
+		case OpAssumePod, OpAddPod, OpUpdatePod, OpRemovePod, OpForgetPod, OpFinishBinding, OpRemoveAssumedPod:
 			recs[i] = c.pods[op.Key]
 		}
 	}

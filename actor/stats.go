@@ -8,7 +8,7 @@ import (
 )
 
 // NumOpKinds bounds OpKind values: Stats arrays are indexed by OpKind.
-const NumOpKinds = int(OpAssumeIfGen) + 1
+const NumOpKinds = int(OpCompositePodGroup) + 1
 
 // BatchBuckets are the upper bounds of Stats.BatchSizes' buckets (a batch
 // of n ops falls in the first bucket whose bound is >= n; the last bucket

@@ -8,6 +8,7 @@ import (
 	"github.com/schedcache/schedcache/internal/immutable"
 	"github.com/schedcache/schedcache/internal/snapbuild"
 	"github.com/schedcache/schedcache/nodeinfo"
+	"github.com/schedcache/schedcache/podgroup"
 )
 
 // builder is the snapbuild.Builder of *Snapshot: it assembles the next
@@ -39,6 +40,8 @@ type builder struct {
 	anti      immutable.Seq[int32]
 	err       error
 	images    *nodeinfo.ImageTable
+	groups    podgroup.Table // SetGroups' table, valid when groupsSet
+	groupsSet bool
 	tree      bool // SetTree was called in this transaction
 	treeN     int
 	treeNms   []string
@@ -129,6 +132,9 @@ func (b *builder) DeletePod(key string) {
 	b.podSum = append(b.podSum, podHash(key))
 }
 
+// SetGroups sets the pod-group table of the transaction.
+func (b *builder) SetGroups(t podgroup.Table) { b.groups, b.groupsSet = t, true }
+
 // SetPVCCum sets claim key's cumulative reference change; 0 removes it.
 func (b *builder) SetPVCCum(key string, v int64) {
 	if b.cum == nil {
@@ -214,9 +220,16 @@ func (b *builder) Commit(epoch uint64, nodeCount, podCount int) *Snapshot {
 		b.pvc = nil
 	}
 	if b.cum != nil {
-		m := b.cum.Done()
-		s.pvcCum = &m
+		a := auxOf(b.last)
+		a.pvcCum = b.cum.Done()
+		s.aux = &a
 		b.cum = nil
+	}
+	if b.groupsSet {
+		a := auxOf(s)
+		a.groups = b.groups
+		s.aux = &a
+		b.groups, b.groupsSet = podgroup.Table{}, false
 	}
 	s.images = b.images
 	if b.tree || b.lists {

@@ -210,7 +210,7 @@ func (f *Fork) ForgetPod(pod *v1.Pod) error {
 	}
 	e := f.begin()
 	_, cur := e.cached(key)
-	if apply, err := errs.CheckForget(key, pod, cur); !apply {
+	if apply, err := errs.CheckForget(op, key, pod, cur); !apply {
 		return err
 	}
 	stored := cur.Node

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"github.com/schedcache/schedcache/internal/immutable"
 	"github.com/schedcache/schedcache/nodeinfo"
+	"github.com/schedcache/schedcache/podgroup"
 )
 
 // PVC reference counts, as upstream v1.37.2 keeps them.
@@ -75,12 +76,48 @@ func applyPVCDelta(counts immutable.Map[int32], was, now immutable.Map[int64], c
 	return e.Done(), ok
 }
 
+// aux holds what a snapshot carries beside its nodes and pods and changes
+// rarely: the running sum of the pending PVC delta and the pod-group
+// table. Immutable; shared by every snapshot until one of them changes.
+type aux struct {
+	// pvcCum: published snapshots: claim -> cumulative change of the
+	// cache's PVC reference counts (upstream's pending delta, never
+	// cleared); a refreshed snapshot: the value at its last refresh.
+	pvcCum immutable.Map[int64]
+	groups podgroup.Table // the pod groups (podgroup.Table: structurally shared)
+}
+
 // cumOf returns s's running sum of the pending PVC delta.
 func cumOf(s *Snapshot) immutable.Map[int64] {
-	if s.pvcCum == nil {
+	if s.aux == nil {
 		return immutable.Map[int64]{}
 	}
-	return *s.pvcCum
+	return s.aux.pvcCum
+}
+
+// auxOf returns a copy of s's extras to change (zero without any).
+func auxOf(s *Snapshot) aux {
+	if s.aux == nil {
+		return aux{}
+	}
+	return *s.aux
+}
+
+// PodGroups returns the snapshot's pod groups and composite pod groups:
+// an immutable table (its gates are the cache's; empty when they are
+// off), shared with the cache's later snapshots wherever unchanged.
+func (s *Snapshot) PodGroups() podgroup.Table {
+	return s.CacheGroups().AsSnapshot()
+}
+
+// CacheGroups is PodGroups in the cache's flavour: what upstream's
+// cache-level listers answer (their error texts), every group whatever
+// the gates.
+func (s *Snapshot) CacheGroups() podgroup.Table {
+	if s.aux == nil {
+		return podgroup.Table{}
+	}
+	return s.aux.groups
 }
 
 // usedFrom returns the used-PVC set of counts: the claims counted above 0.

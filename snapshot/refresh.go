@@ -153,7 +153,7 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 		used = usedFrom(refs)
 	}
 	s.ll.pvc = &refLive{counts: refs}
-	s.pvcCum = p.pvcCum
+	s.aux = p.aux // the running PVC sum read now, and the pod groups now
 	s.nodes, s.index = nodes.Done(), index.Done()
 	pl := p.lists()
 	s.order = order

@@ -70,7 +70,7 @@ type Snapshot struct {
 	order     []int32                              // slots in zone-tree order; shared, never written (here, not in ls: every At reads it)
 	ls        *nodeLists                           // the affinity lists, list error and tree count; nil: none (lists); immutable, shared by the snapshots with these lists
 	pvc       immutable.Map[struct{}]              // used PVC keys "namespace/name"
-	pvcCum    *immutable.Map[int64]                // nil: empty; a pointer keeps the snapshot in its size class; published: claim -> cumulative change of the cache's PVC reference counts (pvcref.go); a refreshed snapshot: the value at its last refresh
+	aux       *aux                                 // rarely changing extras (pvcref.go); nil: none. One pointer keeps the snapshot in its size class
 	pods      immutable.Map[PodEntry]              // pod key (UID) -> entry, up to the changes in podLog
 	podLog    []podChange                          // pod changes after pods, oldest first; a prefix of a log shared with later snapshots, never written below its length
 	podSum    []uint64                             // podHash of each podLog key; shared and written like podLog

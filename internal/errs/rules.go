@@ -38,15 +38,15 @@ func CheckAssume(key, node string, cur Cached, full func(node string) bool) erro
 // CheckForget returns ForgetPod's refusal of pod (the caller's object,
 // key its UID), or nil; apply is false when there is nothing to do (the
 // pod is not cached: a no-op, as upstream).
-func CheckForget(key string, pod *v1.Pod, cur Cached) (apply bool, err error) {
+func CheckForget(op, key string, pod *v1.Pod, cur Cached) (apply bool, err error) {
 	if !cur.OK {
 		return false, nil
 	}
 	if pod.Spec.NodeName != cur.Node {
-		return false, &PodError{Op: "ForgetPod", Key: key, Node: pod.Spec.NodeName, Err: ErrPodNodeMismatch, Stored: cur.Node}
+		return false, &PodError{Op: op, Key: key, Node: pod.Spec.NodeName, Err: ErrPodNodeMismatch, Stored: cur.Node}
 	}
 	if !cur.Assumed {
-		return false, &PodError{Op: "ForgetPod", Key: key, Node: pod.Spec.NodeName, Err: ErrPodNotAssumed}
+		return false, &PodError{Op: op, Key: key, Node: pod.Spec.NodeName, Err: ErrPodNotAssumed}
 	}
 	return true, nil
 }

@@ -26,16 +26,16 @@ func TestRules(t *testing.T) {
 	check("assume new", CheckAssume("k", "a", none, no), nil)
 	check("assume cached", CheckAssume("k", "a", addedA, no), ErrPodAlreadyCached)
 	check("assume full", CheckAssume("k", "a", none, yes), ErrTooManyPods)
-	apply, err := CheckForget("k", on("a"), none)
+	apply, err := CheckForget("ForgetPod", "k", on("a"), none)
 	check("forget absent", err, nil)
 	if apply {
 		t.Error("forget absent applies")
 	}
-	_, err = CheckForget("k", on("b"), assumedA)
+	_, err = CheckForget("ForgetPod", "k", on("b"), assumedA)
 	check("forget other node", err, ErrPodNodeMismatch)
-	_, err = CheckForget("k", on("a"), addedA)
+	_, err = CheckForget("ForgetPod", "k", on("a"), addedA)
 	check("forget added", err, ErrPodNotAssumed)
-	if apply, err := CheckForget("k", on("a"), assumedA); !apply || err != nil {
+	if apply, err := CheckForget("ForgetPod", "k", on("a"), assumedA); !apply || err != nil {
 		t.Errorf("forget assumed: %v %v", apply, err)
 	}
 	check("add added", CheckAdd("k", "a", addedA, no), ErrPodAlreadyAdded)

@@ -8,6 +8,7 @@
 package snapbuild
 
 import (
+	"github.com/schedcache/schedcache/podgroup"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedcache/schedcache/internal/immutable"
@@ -41,6 +42,8 @@ type Builder[S any] interface {
 	// SetPVCCum sets claim key's cumulative reference change (0 removes
 	// it): the core's running sum of upstream's pending PVC delta.
 	SetPVCCum(key string, v int64)
+	// SetGroups sets the pod-group table of the next snapshot.
+	SetGroups(t podgroup.Table)
 	// SetLists replaces the node list and the two affinity lists; the
 	// order slice is handed over (never written again by the caller).
 	SetLists(order []int32, aff, anti immutable.Seq[int32], err error)
