@@ -110,6 +110,17 @@ func (s *Snapshot) PodGroups() podgroup.Table {
 	return s.CacheGroups().AsSnapshot()
 }
 
+// WithPodGroups returns a copy of s (O(1)) carrying the pod groups t, as
+// upstream's NewTestSnapshotWithPodGroups builds a snapshot with groups;
+// for snapshots built with NewSnapshot. s is not changed.
+func (s *Snapshot) WithPodGroups(t podgroup.Table) *Snapshot {
+	c := *s
+	a := auxOf(s)
+	a.groups = t
+	c.aux = &a
+	return &c
+}
+
 // CacheGroups is PodGroups in the cache's flavour: what upstream's
 // cache-level listers answer (their error texts), every group whatever
 // the gates.
