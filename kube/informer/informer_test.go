@@ -272,7 +272,7 @@ func TestNilArguments(t *testing.T) {
 	require.ErrorIs(t, err, informer.ErrNilCache)
 }
 
-// droppingWatches makes the fake clientset's pod and node watches lose
+// droppingWatches makes the fake clientset's watches lose
 // the events drop selects, and lets the test expire them (a 410 Gone
 // error event), which makes the reflectors relist.
 type droppingWatches struct {
@@ -291,8 +291,12 @@ type droppingWatch struct {
 	done   chan struct{} // closed when the forwarding goroutine exits
 }
 
-func (d *droppingWatches) install(cs *fake.Clientset) {
-	for _, res := range []string{"pods", "nodes"} {
+// install wraps the watches of resources (default: pods and nodes).
+func (d *droppingWatches) install(cs *fake.Clientset, resources ...string) {
+	if len(resources) == 0 {
+		resources = []string{"pods", "nodes"}
+	}
+	for _, res := range resources {
 		cs.PrependWatchReactor(res, func(action k8stesting.Action) (bool, watch.Interface, error) {
 			gvr := action.GetResource()
 			inner, err := cs.Tracker().Watch(gvr, action.GetNamespace())
