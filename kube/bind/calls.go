@@ -5,17 +5,25 @@
 // dispatcher with upstream's queueing semantics plus configurable latency
 // and failure rate (Sim), and an example binder loop that assumes, binds,
 // and finishes or forgets pods as upstream's scheduler does (Binder).
+// Semantics are those of k8s.io/kube-scheduler v0.37.2 and
+// k8s.io/kubernetes v1.37.2. The package wraps no fwk.APICacher: it makes
+// only bindings, so the status patches of APICacher.PatchPodStatus (a
+// slice of conditions since v0.37) are not its business.
 package bind
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -33,8 +41,9 @@ const (
 // Relevances are upstream's apicalls.Relevances.
 var Relevances = fwk.APICallRelevances{PodStatusPatch: 1, PodBinding: 2}
 
-// PodBindingCall binds a pod (upstream's apicalls.PodBindingCall): it is
-// never a no-op, merges nothing and syncs nothing. Contract: immutable
+// PodBindingCall binds a pod (upstream v1.37.2's apicalls.PodBindingCall):
+// it is never a no-op, merges nothing and syncs nothing, and its Execute
+// retries retriable errors (BindPod). Contract: immutable
 // after NewPodBindingCall; safe for concurrent use.
 type PodBindingCall struct {
 	binding *v1.Binding // immutable
@@ -51,10 +60,40 @@ func (c *PodBindingCall) CallType() fwk.APICallType { return PodBinding }
 // UID returns the bound pod's UID.
 func (c *PodBindingCall) UID() types.UID { return c.binding.UID }
 
-// Execute posts the binding.
+// Execute posts the binding, retrying the errors upstream retries
+// (BindPod).
 func (c *PodBindingCall) Execute(ctx context.Context, client clientset.Interface) error {
 	klog.FromContext(ctx).V(3).Info("Attempting to bind pod to node", "pod", klog.KObj(&c.binding.ObjectMeta), "node", c.binding.Target.Name)
-	return client.CoreV1().Pods(c.binding.Namespace).Bind(ctx, c.binding, metav1.CreateOptions{})
+	return BindPod(ctx, client, c.binding)
+}
+
+// Retriable reports whether an API error is worth another try, as
+// upstream's util.Retriable: an internal error, a service unavailable or a
+// refused connection.
+func Retriable(err error) bool {
+	return apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || utilnet.IsConnectionRefused(err)
+}
+
+// BindPod posts binding, as upstream v1.37's util.BindPod: a Retriable
+// error is retried with client-go's retry.DefaultBackoff (at most 4
+// tries, 10ms, 50ms and 250ms apart, with 10% jitter); it returns the
+// last error. Unlike upstream it stops waiting for the next try when ctx
+// is done, returning the last error.
+func BindPod(ctx context.Context, client clientset.Interface, binding *v1.Binding) error {
+	backoff := retry.DefaultBackoff
+	for {
+		err := client.CoreV1().Pods(binding.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
+		if err == nil || !Retriable(err) || backoff.Steps <= 1 {
+			return err
+		}
+		t := time.NewTimer(backoff.Step())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
 }
 
 // Sync returns obj unchanged.
