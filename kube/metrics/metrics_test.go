@@ -91,12 +91,17 @@ scheduler_cache_size{type="pods"} 2
 # HELP schedcache_snapshot_age_seconds Time since the latest snapshot was published (0 before the first).
 # TYPE schedcache_snapshot_age_seconds gauge
 schedcache_snapshot_age_seconds 90
-# HELP schedcache_informer_rejected_events_total Informer callbacks not applied, by reason.
+# HELP schedcache_informer_rejected_events_total Informer callbacks not applied, by reason: 'unassigned' (an unassigned pod needing no cache call), 'unchanged' (an update with an unchanged resource version), 'wrong_type', 'submit_error' (refused by the cache).
 # TYPE schedcache_informer_rejected_events_total counter
 schedcache_informer_rejected_events_total{reason="submit_error"} 0
 schedcache_informer_rejected_events_total{reason="unassigned"} 0
+schedcache_informer_rejected_events_total{reason="unchanged"} 0
 schedcache_informer_rejected_events_total{reason="wrong_type"} 1
-`), "scheduler_cache_size", "schedcache_snapshot_age_seconds", "schedcache_informer_rejected_events_total"))
+# HELP schedcache_pod_groups Pod groups ('podgroup') and composite pod groups ('compositepodgroup') in the cache, placeholders kept for members or children included; 0 while the GenericWorkload and CompositePodGroup gates are off.
+# TYPE schedcache_pod_groups gauge
+schedcache_pod_groups{type="compositepodgroup"} 0
+schedcache_pod_groups{type="podgroup"} 0
+`), "scheduler_cache_size", "schedcache_snapshot_age_seconds", "schedcache_informer_rejected_events_total", "schedcache_pod_groups"))
 
 	mfs, err := reg.Gather()
 	require.NoError(t, err)
