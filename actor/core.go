@@ -29,7 +29,7 @@ import (
 // itself lives in shard `shard` at `slot`. Owned by the coordinator's token
 // holder (the run goroutine, or a caller running inline).
 //
-// Why pods, aff, anti and pvc are counted here as well as in the shard's
+// Why pods, aff, anti, nonHost and pvc are counted here as well as in the shard's
 // NodeState: the core decides with them while it applies an op, before
 // the shard has seen the op's mutation (the shards apply an epoch's
 // mutations on their own goroutines while the core builds the lists, in
@@ -47,6 +47,7 @@ type entry struct {
 	node      *v1.Node // nil: nodeless (ghost, or created by a pod)
 	pods      int
 	aff, anti int                  // lengths of the shard's affinity sub-lists
+	nonHost   int                  // length of the shard's required non-host-scoped anti-affinity sub-list
 	pvc       map[string]int       // PVCRefCounts of the entry (nil when empty)
 	names     []string             // image names of node, each once (nodeinfo.ImageNames); immutable, shared with the shard
 	sent      *nodeinfo.ImageTable // registry version of the image view the shard has
@@ -99,7 +100,7 @@ type core struct {
 	pvcCum        map[string]int64                      // PVC key -> cumulative change of every entry's PVC reference counts, listed or not (upstream's pvcRefCountsDelta, never reset); 0 entries deleted
 	dirtyCum      []string                              // pvcCum keys changed this epoch
 	listsDirty    bool                                  // node list (and so the affinity lists) must be rebuilt
-	affFlips      []*entry                              // entries whose aff or anti count crossed zero this epoch (duplicates allowed)
+	affFlips      []*entry                              // entries whose aff, anti or nonHost count crossed zero this epoch (duplicates allowed)
 	listPos       []int32                               // slot -> index in the node list of the last buildLists; -1: not listed
 	listIrregular bool                                  // the last buildLists saw a slot twice: affinity edits rebuild
 	byListPos     func(a, b int32) int                  // compareListPos, bound once: Seq.Edit's order
@@ -123,7 +124,9 @@ type core struct {
 // is valid until its next call). Owned by the goroutine that owns the core.
 type scratch struct {
 	affEdits, antiEdits []immutable.SeqEdit[int32] // editAffinityLists
+	nonHostEdits        []immutable.SeqEdit[int32] // editAffinityLists
 	affBuf, antiBuf     []int32                    // buildAffinityLists
+	nonHostBuf          []int32                    // buildAffinityLists
 	listBuf             []string                   // listSlots: the tree's list by name
 	idBuf               []int32                    // listSlots: the tree's list by slot
 	slotBuf             []int32                    // prefetchFrozen

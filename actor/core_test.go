@@ -319,21 +319,36 @@ func TestNodeListBySlotMatchesByName(t *testing.T) {
 	}
 }
 
-func affinityPod(t testing.TB, uid, node string, aff, anti bool) *nodeinfo.PodInfo {
+// antiAffinityPod is a pod with required pod affinity if aff, and a
+// required anti-affinity term per topology key of antiKeys: it is in the
+// non-host-scoped anti-affinity list if some key is not the hostname.
+func antiAffinityPod(t testing.TB, uid, node string, aff bool, antiKeys ...string) *nodeinfo.PodInfo {
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, UID: types.UID(uid)}, Spec: v1.PodSpec{NodeName: node}}
-	term := []v1.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}}}
-	if aff || anti {
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}
+	term := []v1.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname", LabelSelector: sel}}
+	if aff || len(antiKeys) > 0 {
 		p.Spec.Affinity = &v1.Affinity{}
 	}
 	if aff {
 		p.Spec.Affinity.PodAffinity = &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: term}
 	}
-	if anti {
-		p.Spec.Affinity.PodAntiAffinity = &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: term}
+	if len(antiKeys) > 0 {
+		anti := &v1.PodAntiAffinity{}
+		for _, k := range antiKeys {
+			anti.RequiredDuringSchedulingIgnoredDuringExecution = append(anti.RequiredDuringSchedulingIgnoredDuringExecution,
+				v1.PodAffinityTerm{TopologyKey: k, LabelSelector: sel})
+		}
+		p.Spec.Affinity.PodAntiAffinity = anti
 	}
 	pi, err := nodeinfo.NewPodInfo(p)
 	require.NoError(t, err)
 	return pi
+}
+
+// randomAntiKeys picks a pod's required anti-affinity terms: none, hostname
+// only, a zone term, or a hostname and a zone term (non-host-scoped both).
+func randomAntiKeys(rng *rand.Rand) []string {
+	return [][]string{nil, {v1.LabelHostname}, {v1.LabelTopologyZone}, {v1.LabelHostname, v1.LabelTopologyZone}}[rng.IntN(4)]
 }
 
 // The affinity lists are edited in place of a rebuild when a few nodes gain
@@ -363,8 +378,8 @@ func testAffinityListEdits(t *testing.T, nodes int) {
 	require.NoError(t, err)
 
 	type heldList struct {
-		snap      *snapshot.Snapshot
-		aff, anti []string
+		snap               *snapshot.Snapshot
+		aff, anti, nonHost []string
 	}
 	names := func(list []*nodeinfo.NodeInfo) []string {
 		out := make([]string, 0, len(list))
@@ -375,8 +390,8 @@ func testAffinityListEdits(t *testing.T, nodes int) {
 	}
 	// want filters the node list by whether any of the node's pods has
 	// (anti-)affinity, from the NodeInfos themselves.
-	want := func(s *snapshot.Snapshot) (aff, anti []string) {
-		aff, anti = []string{}, []string{}
+	want := func(s *snapshot.Snapshot) (aff, anti, nonHost []string) {
+		aff, anti, nonHost = []string{}, []string{}, []string{}
 		for i := range s.NumNodes() {
 			ni := s.At(i)
 			if len(ni.PodsWithAffinity()) > 0 {
@@ -385,8 +400,11 @@ func testAffinityListEdits(t *testing.T, nodes int) {
 			if len(ni.PodsWithRequiredAntiAffinity()) > 0 {
 				anti = append(anti, ni.Node().Name)
 			}
+			if len(ni.PodsWithRequiredNonHostScopedAntiAffinity()) > 0 {
+				nonHost = append(nonHost, ni.Node().Name)
+			}
 		}
-		return aff, anti
+		return aff, anti, nonHost
 	}
 	live := map[string]bool{}
 	var held []heldList
@@ -398,7 +416,7 @@ func testAffinityListEdits(t *testing.T, nodes int) {
 			}
 			seq++
 			uid := fmt.Sprintf("p%d", seq)
-			require.NoError(t, c.AddPod(affinityPod(t, uid, fmt.Sprintf("n%02d", i), true, i%2 == 0)))
+			require.NoError(t, c.AddPod(antiAffinityPod(t, uid, fmt.Sprintf("n%02d", i), true, [][]string{nil, {v1.LabelHostname}, {v1.LabelTopologyZone}}[i%3]...)))
 			live[uid] = true
 		}
 	}
@@ -417,7 +435,7 @@ func testAffinityListEdits(t *testing.T, nodes int) {
 			case r == 1: // a pod on a node with no node object: a nodeless entry flips
 				seq++
 				uid := fmt.Sprintf("g%d", seq)
-				require.NoError(t, c.AddPod(affinityPod(t, uid, "ghost", true, true)))
+				require.NoError(t, c.AddPod(antiAffinityPod(t, uid, "ghost", true, randomAntiKeys(rng)...)))
 				live[uid] = true
 			case r < 11 && len(live) > 0:
 				for uid := range live {
@@ -429,7 +447,7 @@ func testAffinityListEdits(t *testing.T, nodes int) {
 			default:
 				seq++
 				uid := fmt.Sprintf("p%d", seq)
-				require.NoError(t, c.AddPod(affinityPod(t, uid, fmt.Sprintf("n%02d", rng.IntN(nodes)), rng.IntN(2) == 0, rng.IntN(2) == 0)))
+				require.NoError(t, c.AddPod(antiAffinityPod(t, uid, fmt.Sprintf("n%02d", rng.IntN(nodes)), rng.IntN(2) == 0, randomAntiKeys(rng)...)))
 				live[uid] = true
 			}
 		}
@@ -439,19 +457,25 @@ func testAffinityListEdits(t *testing.T, nodes int) {
 		require.NoError(t, err)
 		anti, err := s.HavePodsWithRequiredAntiAffinityList()
 		require.NoError(t, err)
-		wa, wn := want(s)
+		nonHost, err := s.HavePodsWithRequiredNonHostScopedAntiAffinityList()
+		require.NoError(t, err)
+		wa, wn, wh := want(s)
 		require.Equal(t, wa, names(aff), "epoch %d affinity list", epoch)
 		require.Equal(t, wn, names(anti), "epoch %d anti-affinity list", epoch)
+		require.Equal(t, wh, names(nonHost), "epoch %d non-host-scoped anti-affinity list", epoch)
+		require.Equal(t, len(wh), s.NumNodesWithRequiredNonHostScopedAntiAffinity(), "epoch %d", epoch)
 		requireShadowCounts(t, l, fmt.Sprintf("epoch %d", epoch))
 		if epoch%20 == 0 {
-			held = append(held, heldList{s, wa, wn})
+			held = append(held, heldList{s, wa, wn, wh})
 		}
 	}
 	for _, h := range held {
 		aff, _ := h.snap.HavePodsWithAffinityList()
 		anti, _ := h.snap.HavePodsWithRequiredAntiAffinityList()
+		nonHost, _ := h.snap.HavePodsWithRequiredNonHostScopedAntiAffinityList()
 		require.Equal(t, h.aff, names(aff), "held snapshot %d changed", h.snap.Epoch())
 		require.Equal(t, h.anti, names(anti), "held snapshot %d changed", h.snap.Epoch())
+		require.Equal(t, h.nonHost, names(nonHost), "held snapshot %d changed", h.snap.Epoch())
 	}
 }
 
@@ -787,7 +811,8 @@ func TestPodsPerNodeBound(t *testing.T) {
 }
 
 // requireShadowCounts checks the counts the core keeps per entry (pods,
-// affinity and anti-affinity pods, PVC references) against the NodeState
+// affinity, anti-affinity and non-host-scoped anti-affinity pods, PVC
+// references) against the NodeState
 // the entry's shard holds: the two are kept by the same ops for different
 // readers (see entry), and must never disagree after a publication.
 func requireShadowCounts(t *testing.T, l *local, when string) {
@@ -801,6 +826,7 @@ func requireShadowCounts(t *testing.T, l *local, when string) {
 		require.Equal(t, ni.NumPods(), e.pods, "%s: %q pods", when, name)
 		require.Equal(t, ni.NumPodsWithAffinity(), e.aff, "%s: %q affinity pods", when, name)
 		require.Equal(t, ni.NumPodsWithRequiredAntiAffinity(), e.anti, "%s: %q anti-affinity pods", when, name)
+		require.Equal(t, ni.NumPodsWithRequiredNonHostScopedAntiAffinity(), e.nonHost, "%s: %q non-host-scoped anti-affinity pods", when, name)
 		want := e.pvc
 		if want == nil {
 			want = map[string]int{}

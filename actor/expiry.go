@@ -63,7 +63,7 @@ func (c *core) Expire(now time.Time, limit int) (expired int, more bool) {
 			continue // stale: re-armed, confirmed, forgotten or removed since
 		}
 		c.seq++
-		c.subtract(r, r.info.HasAffinity(), r.info.HasRequiredAntiAffinity())
+		c.subtract(r, r.info.HasAffinity(), r.info.HasRequiredAntiAffinity(), r.info.HasRequiredNonHostScopedAntiAffinity())
 		c.group(memberRemove, r.info.Pod()) // v1.35's removePod of the cached pod
 		expired++
 	}

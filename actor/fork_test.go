@@ -277,7 +277,7 @@ func (m *fmodel) check(t *testing.T, s *snapshot.Snapshot, step string) {
 		}
 	}
 	require.Equal(t, len(list), s.NumNodes(), step)
-	var aff, anti []string
+	var aff, anti, nonHost []string
 	used := map[string]bool{}
 	for i, name := range list {
 		ni := s.At(i)
@@ -288,7 +288,7 @@ func (m *fmodel) check(t *testing.T, s *snapshot.Snapshot, step string) {
 		e := m.entries[name]
 		require.Same(t, e.node, ni.Node(), step)
 		var cpu, mem int64
-		var na, nr int
+		var na, nr, nh int
 		var keys []string
 		for k := range e.pods {
 			pi, err := nodeinfo.NewPodInfo(m.pods[k])
@@ -301,6 +301,9 @@ func (m *fmodel) check(t *testing.T, s *snapshot.Snapshot, step string) {
 			}
 			if pi.HasRequiredAntiAffinity() {
 				nr++
+			}
+			if pi.HasRequiredNonHostScopedAntiAffinity() {
+				nh++
 			}
 			for _, c := range pi.PVCKeys() {
 				used[c] = true
@@ -317,6 +320,7 @@ func (m *fmodel) check(t *testing.T, s *snapshot.Snapshot, step string) {
 		require.Equal(t, mem, ni.Requested().Memory, "%s: memory of %s", step, name)
 		require.Equal(t, na, ni.NumPodsWithAffinity(), step)
 		require.Equal(t, nr, ni.NumPodsWithRequiredAntiAffinity(), step)
+		require.Equal(t, nh, ni.NumPodsWithRequiredNonHostScopedAntiAffinity(), step)
 		require.Equal(t, e.imgs, ni.ImageStates(), "%s: image states of %s", step, name)
 		require.Equal(t, len(e.imgs), ni.NumImageStates(), "%s: image states of %s", step, name)
 		for _, im := range forkImages {
@@ -331,6 +335,9 @@ func (m *fmodel) check(t *testing.T, s *snapshot.Snapshot, step string) {
 		if nr > 0 {
 			anti = append(anti, name)
 		}
+		if nh > 0 {
+			nonHost = append(nonHost, name)
+		}
 	}
 	names := func(l []*nodeinfo.NodeInfo, _ error) []string {
 		var out []string
@@ -341,6 +348,8 @@ func (m *fmodel) check(t *testing.T, s *snapshot.Snapshot, step string) {
 	}
 	require.Equal(t, aff, names(s.HavePodsWithAffinityList()), step)
 	require.Equal(t, anti, names(s.HavePodsWithRequiredAntiAffinityList()), step)
+	require.Equal(t, nonHost, names(s.HavePodsWithRequiredNonHostScopedAntiAffinityList()), step)
+	require.Equal(t, len(nonHost), s.NumNodesWithRequiredNonHostScopedAntiAffinity(), step)
 	require.Equal(t, len(used), s.NumUsedPVCs(), step)
 	for k := range used {
 		require.True(t, s.IsPVCUsedByPods(k), "%s: pvc %s", step, k)
@@ -421,6 +430,11 @@ func forkPod(r *rand.Rand, uid, node string) *v1.Pod {
 		p.Spec.Affinity = &v1.Affinity{PodAffinity: &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{TopologyKey: "zone"}}}}
 	case 1:
 		p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname"}}}}
+	case 2: // non-host-scoped
+		p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{TopologyKey: "zone"}}}}
+	case 3: // a hostname term and a zone term: non-host-scoped
+		p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{
+			{TopologyKey: "kubernetes.io/hostname"}, {TopologyKey: "zone"}}}}
 	}
 	return p
 }
@@ -467,7 +481,8 @@ func baseClusterOf(t testing.TB, nodes []*v1.Node, pods []*v1.Pod) (*local, *sna
 // fingerprint renders everything a snapshot shows, to check it never
 // changes.
 func fingerprint(s *snapshot.Snapshot) string {
-	out := fmt.Sprint(s.Epoch(), s.NumNodes(), s.NodeCount(), s.PodCount(), s.NumUsedPVCs(), s.NumNodesWithAffinity(), s.NumNodesWithRequiredAntiAffinity(), "|")
+	out := fmt.Sprint(s.Epoch(), s.NumNodes(), s.NodeCount(), s.PodCount(), s.NumUsedPVCs(), s.NumNodesWithAffinity(), s.NumNodesWithRequiredAntiAffinity(),
+		s.NumNodesWithRequiredNonHostScopedAntiAffinity(), "|")
 	s.Range(func(i int, ni *nodeinfo.NodeInfo) bool {
 		out += fmt.Sprint(ni.NodeName(), ni.Generation(), ni.NumPods(), ni.Requested().MilliCPU, ni.Requested().Memory, ni.Node().ResourceVersion, ";")
 		return true
@@ -724,14 +739,17 @@ func view(s *snapshot.Snapshot) string {
 		for _, pi := range ni.Pods() {
 			keys = append(keys, pi.Key())
 		}
-		var aff, anti []string
+		var aff, anti, nonHost []string
 		for _, pi := range ni.PodsWithAffinity() {
 			aff = append(aff, pi.Key())
 		}
 		for _, pi := range ni.PodsWithRequiredAntiAffinity() {
 			anti = append(anti, pi.Key())
 		}
-		out += fmt.Sprint(ni.NodeName(), ni.Node().ResourceVersion, keys, aff, anti, ni.Requested().MilliCPU, ni.Requested().Memory,
+		for _, pi := range ni.PodsWithRequiredNonHostScopedAntiAffinity() {
+			nonHost = append(nonHost, pi.Key())
+		}
+		out += fmt.Sprint(ni.NodeName(), ni.Node().ResourceVersion, keys, aff, anti, nonHost, ni.Requested().MilliCPU, ni.Requested().Memory,
 			ni.NonZeroRequested().MilliCPU, ni.NumUsedPorts(), ni.PVCRefCounts(), ";")
 		return true
 	})
@@ -741,7 +759,8 @@ func view(s *snapshot.Snapshot) string {
 		}
 		return out
 	}
-	out += fmt.Sprint(names(s.HavePodsWithAffinityList()), names(s.HavePodsWithRequiredAntiAffinityList()), "|")
+	out += fmt.Sprint(names(s.HavePodsWithAffinityList()), names(s.HavePodsWithRequiredAntiAffinityList()),
+		names(s.HavePodsWithRequiredNonHostScopedAntiAffinityList()), "|")
 	var pvcs, pods []string
 	s.RangeUsedPVCs(func(k string) bool { pvcs = append(pvcs, k); return true })
 	s.RangePods(func(k string, e snapshot.PodEntry) bool {

@@ -10,15 +10,18 @@ import (
 
 // slotState is, densely by slot, what building the node lists reads of an
 // entry, so that a rebuild walks an array instead of the entries. Owned by
-// the coordinator's token holder. hasNode, aff and anti are a cache of the
-// entry, written only by syncSlot when buildMeta starts (every entry they
-// could differ for was touched this epoch); a free slot is zero.
+// the coordinator's token holder. hasNode, aff, anti and nonHost are a
+// cache of the entry, written only by syncSlot when buildMeta starts
+// (every entry they could differ for was touched this epoch); a free slot
+// is zero.
 type slotState struct {
-	hasNode bool // the slot's entry has a node object
-	aff     bool // entry.aff > 0
-	anti    bool // entry.anti > 0
-	inAff   bool // in the affinity list being built (valid while the slot is in the node list)
-	inAnti  bool // in the anti-affinity list being built (same)
+	hasNode   bool // the slot's entry has a node object
+	aff       bool // entry.aff > 0
+	anti      bool // entry.anti > 0
+	nonHost   bool // entry.nonHost > 0
+	inAff     bool // in the affinity list being built (valid while the slot is in the node list)
+	inAnti    bool // in the anti-affinity list being built (same)
+	inNonHost bool // in the non-host-scoped anti-affinity list being built (same)
 }
 
 // syncSlot brings e's slot state up to date with e: buildMeta calls it for
@@ -30,7 +33,7 @@ func (c *core) syncSlot(e *entry) {
 		*st = slotState{}
 		return
 	}
-	st.hasNode, st.aff, st.anti = e.node != nil, e.aff > 0, e.anti > 0
+	st.hasNode, st.aff, st.anti, st.nonHost = e.node != nil, e.aff > 0, e.anti > 0, e.nonHost > 0
 }
 
 // reconcilePVC counts the entry's PVC keys in the used set exactly while it
@@ -78,13 +81,13 @@ func (c *core) bumpPVC(k string, sign int) {
 // count as of each refresh, which change without the list changing (a
 // pods-first entry, a ghost).
 func (c *core) refreshListError() {
-	order, aff, anti, err := c.builder.Lists()
+	order, aff, anti, nonHost, err := c.builder.Lists()
 	if err, changed := nodelists.Recount(err, c.withNode, len(c.nodes)); changed {
-		c.builder.SetLists(order, aff, anti, err)
+		c.builder.SetLists(order, aff, anti, nonHost, err)
 	}
 }
 
-// editAffinityLists applies the epoch's affinity flips to the two lists
+// editAffinityLists applies the epoch's affinity flips to the three lists
 // without walking the node list: each flip inserts or removes one slot,
 // ordered by list position, in a immutable.Seq, which copies only the chunks
 // the flips fall in, not the whole list. The published lists are never
@@ -92,8 +95,8 @@ func (c *core) refreshListError() {
 // tree produced with a name twice, or a flip the lists disagree with, takes
 // one rebuild instead.
 func (c *core) editAffinityLists() {
-	order, aff, anti, err := c.builder.Lists()
-	affEdits, antiEdits := c.scratch.affEdits[:0], c.scratch.antiEdits[:0]
+	order, aff, anti, nonHost, err := c.builder.Lists()
+	affEdits, antiEdits, nonHostEdits := c.scratch.affEdits[:0], c.scratch.antiEdits[:0], c.scratch.nonHostEdits[:0]
 	for _, e := range c.affFlips {
 		if !c.listed(e) {
 			continue // not in the node list: in no list
@@ -107,9 +110,13 @@ func (c *core) editAffinityLists() {
 			antiEdits = append(antiEdits, immutable.SeqEdit[int32]{X: e.slot, Insert: st.anti})
 			st.inAnti = st.anti
 		}
+		if st.nonHost != st.inNonHost {
+			nonHostEdits = append(nonHostEdits, immutable.SeqEdit[int32]{X: e.slot, Insert: st.nonHost})
+			st.inNonHost = st.nonHost
+		}
 	}
-	c.scratch.affEdits, c.scratch.antiEdits = affEdits[:0], antiEdits[:0]
-	if len(affEdits) == 0 && len(antiEdits) == 0 {
+	c.scratch.affEdits, c.scratch.antiEdits, c.scratch.nonHostEdits = affEdits[:0], antiEdits[:0], nonHostEdits[:0]
+	if len(affEdits) == 0 && len(antiEdits) == 0 && len(nonHostEdits) == 0 {
 		return
 	}
 	ok := !c.listIrregular
@@ -119,11 +126,14 @@ func (c *core) editAffinityLists() {
 	if ok {
 		anti, ok = anti.Edit(antiEdits, c.byListPos)
 	}
+	if ok {
+		nonHost, ok = nonHost.Edit(nonHostEdits, c.byListPos)
+	}
 	if !ok { // the lists disagree with the counts: rebuild them
 		c.buildAffinityLists(order, err)
 		return
 	}
-	c.builder.SetLists(order, aff, anti, err)
+	c.builder.SetLists(order, aff, anti, nonHost, err)
 }
 
 // compareListPos orders two listed slots by their position in the node
@@ -138,18 +148,18 @@ func (c *core) listed(e *entry) bool {
 	return int(e.slot) < len(c.listPos) && c.listPos[e.slot] >= 0 && c.bySlot[e.slot] == e
 }
 
-// buildAffinityLists re-derives the two affinity lists from the node list,
-// by slot, without touching the tree or hashing names.
+// buildAffinityLists re-derives the three affinity lists from the node
+// list, by slot, without touching the tree or hashing names.
 func (c *core) buildAffinityLists(order []int32, err error) {
-	aff, anti := nodelists.Affinity(order, func(slot int32) (bool, bool) {
+	aff, anti, nonHost := nodelists.Affinity(order, func(slot int32) (bool, bool, bool) {
 		st := &c.slots[slot]
-		st.inAff, st.inAnti = st.aff, st.anti
-		return st.aff, st.anti
-	}, c.scratch.affBuf[:0], c.scratch.antiBuf[:0])
+		st.inAff, st.inAnti, st.inNonHost = st.aff, st.anti, st.nonHost
+		return st.aff, st.anti, st.nonHost
+	}, c.scratch.affBuf[:0], c.scratch.antiBuf[:0], c.scratch.nonHostBuf[:0])
 	// SeqOf copies: the buffers are scratch, reused by the next rebuild,
 	// so a rebuild allocates only the published chunks.
-	c.scratch.affBuf, c.scratch.antiBuf = aff[:0], anti[:0]
-	c.builder.SetLists(order, immutable.SeqOf(aff), immutable.SeqOf(anti), err)
+	c.scratch.affBuf, c.scratch.antiBuf, c.scratch.nonHostBuf = aff[:0], anti[:0], nonHost[:0]
+	c.builder.SetLists(order, immutable.SeqOf(aff), immutable.SeqOf(anti), immutable.SeqOf(nonHost), err)
 }
 
 func (c *core) buildLists() {

@@ -62,6 +62,12 @@ func (c *core) attach(info *nodeinfo.PodInfo) *entry {
 			c.affFlips = append(c.affFlips, e)
 		}
 	}
+	if info.HasRequiredNonHostScopedAntiAffinity() {
+		e.nonHost++
+		if e.nonHost == 1 {
+			c.affFlips = append(c.affFlips, e)
+		}
+	}
 	for _, k := range info.PVCKeys() {
 		if e.pvc == nil {
 			e.pvc = make(map[string]int)
@@ -76,13 +82,13 @@ func (c *core) attach(info *nodeinfo.PodInfo) *entry {
 }
 
 // subtract removes the stored pod of r from its entry and from the cache.
-// aff and anti say whether the affinity sub-lists are searched (decided by
-// the pod object the caller passed, as upstream).
-func (c *core) subtract(r *podRecord, aff, anti bool) {
+// aff, anti and nonHost say whether the affinity sub-lists are searched
+// (decided by the pod object the caller passed, as upstream).
+func (c *core) subtract(r *podRecord, aff, anti, nonHost bool) {
 	if r.assumed {
 		c.assumed--
 	}
-	c.detach(r, aff, anti)
+	c.detach(r, aff, anti, nonHost)
 	key := r.info.Key()
 	delete(c.pods, key)
 	c.dirtyPods = append(c.dirtyPods, dirtyPod{key: key})
@@ -93,20 +99,20 @@ func (c *core) subtract(r *podRecord, aff, anti bool) {
 // removePod then addPod), but keeps r in the pod map: the record is reset
 // in place, so the map is neither searched nor written. An expiry-heap item
 // still pointing at r is stale from then on (r is no longer assumed).
-func (c *core) replace(r *podRecord, aff, anti bool, info *nodeinfo.PodInfo) {
+func (c *core) replace(r *podRecord, aff, anti, nonHost bool, info *nodeinfo.PodInfo) {
 	if r.assumed {
 		c.assumed--
 	}
-	c.detach(r, aff, anti)
+	c.detach(r, aff, anti, nonHost)
 	*r = podRecord{info: info, entry: c.attach(info)}
 	c.dirtyPods = append(c.dirtyPods, dirtyPod{key: info.Key(), rec: r})
 }
 
 // detach removes the stored pod of r from its entry, deleting the entry if
 // that left it without pods and without a node.
-func (c *core) detach(r *podRecord, aff, anti bool) {
+func (c *core) detach(r *podRecord, aff, anti, nonHost bool) {
 	e := r.entry
-	c.emit(e, shard.Mutation{Kind: shard.RemovePod, Pod: r.info, Key: r.info.Key(), Affinity: aff, AntiAffinity: anti})
+	c.emit(e, shard.Mutation{Kind: shard.RemovePod, Pod: r.info, Key: r.info.Key(), Affinity: aff, AntiAffinity: anti, NonHostAnti: nonHost})
 	e.pods--
 	if aff && r.info.HasAffinity() {
 		e.aff--
@@ -117,6 +123,12 @@ func (c *core) detach(r *podRecord, aff, anti bool) {
 	if anti && r.info.HasRequiredAntiAffinity() {
 		e.anti--
 		if e.anti == 0 {
+			c.affFlips = append(c.affFlips, e)
+		}
+	}
+	if nonHost && r.info.HasRequiredNonHostScopedAntiAffinity() {
+		e.nonHost--
+		if e.nonHost == 0 {
 			c.affFlips = append(c.affFlips, e)
 		}
 	}
@@ -181,7 +193,7 @@ func (c *core) ForgetPod(key string, pod *v1.Pod) error {
 	if apply, err := errs.CheckForget("ForgetPod", key, pod, cached(r)); !apply {
 		return err
 	}
-	c.subtract(r, nodeinfo.PodHasAffinity(pod), nodeinfo.PodHasRequiredAntiAffinity(pod))
+	c.subtract(r, nodeinfo.PodHasAffinity(pod), nodeinfo.PodHasRequiredAntiAffinity(pod), nodeinfo.PodHasRequiredNonHostScopedAntiAffinity(pod))
 	c.group(memberForget, pod)
 	return nil
 }
@@ -195,7 +207,7 @@ func (c *core) RemoveAssumedPod(key string, pod *v1.Pod) error {
 	if apply, err := errs.CheckForget("RemoveAssumedPod", key, pod, cached(r)); !apply {
 		return err
 	}
-	c.subtract(r, nodeinfo.PodHasAffinity(pod), nodeinfo.PodHasRequiredAntiAffinity(pod))
+	c.subtract(r, nodeinfo.PodHasAffinity(pod), nodeinfo.PodHasRequiredAntiAffinity(pod), nodeinfo.PodHasRequiredNonHostScopedAntiAffinity(pod))
 	c.group(memberRemove, pod)
 	return nil
 }
@@ -213,7 +225,7 @@ func (c *core) AddPod(info *nodeinfo.PodInfo) error {
 		c.aggregate(info, false)
 	} else {
 		old := r.info.Pod()
-		c.replace(r, r.info.HasAffinity(), r.info.HasRequiredAntiAffinity(), info)
+		c.replace(r, r.info.HasAffinity(), r.info.HasRequiredAntiAffinity(), r.info.HasRequiredNonHostScopedAntiAffinity(), info)
 		c.group(memberRemove, old) // upstream's updatePod: removePod, then addPod
 	}
 	c.group(memberConfirm, info.Pod())
@@ -242,12 +254,12 @@ func (c *core) UpdatePod(oldPod *v1.Pod, info *nodeinfo.PodInfo) error {
 	if err := errs.CheckUpdate(key, oldPod, info.Key(), info.NodeName(), cached(r), c.cachedKey); err != nil {
 		return err
 	}
-	aff, anti := nodeinfo.PodHasAffinity(oldPod), nodeinfo.PodHasRequiredAntiAffinity(oldPod)
+	aff, anti, nonHost := nodeinfo.PodHasAffinity(oldPod), nodeinfo.PodHasRequiredAntiAffinity(oldPod), nodeinfo.PodHasRequiredNonHostScopedAntiAffinity(oldPod)
 	if info.Key() != key {
-		c.subtract(r, aff, anti)
+		c.subtract(r, aff, anti, nonHost)
 		c.aggregate(info, false)
 	} else {
-		c.replace(r, aff, anti, info)
+		c.replace(r, aff, anti, nonHost, info)
 	}
 	c.group(memberRemove, oldPod)
 	c.group(memberConfirm, info.Pod())
@@ -263,7 +275,7 @@ func (c *core) RemovePod(key string, pod *v1.Pod) error {
 		return err
 	}
 	stored := r.info.Pod()
-	c.subtract(r, r.info.HasAffinity(), r.info.HasRequiredAntiAffinity())
+	c.subtract(r, r.info.HasAffinity(), r.info.HasRequiredAntiAffinity(), r.info.HasRequiredNonHostScopedAntiAffinity())
 	c.group(memberRemove, stored) // upstream removes the cached pod
 	return nil
 }

@@ -62,7 +62,7 @@ func BenchmarkNodeStateAddRemove(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		s.AddPod(p)
-		if err := s.RemovePod("churn", false, false); err != nil {
+		if err := s.RemovePod("churn", false, false, false); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -93,7 +93,7 @@ func BenchmarkFreeze30Pods(b *testing.B) {
 			s.AddPod(p)
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := s.RemovePod("churn", false, false); err != nil {
+				if err := s.RemovePod("churn", false, false, false); err != nil {
 					b.Fatal(err)
 				}
 				s.AddPod(p)

@@ -152,7 +152,7 @@ func genPod(r *rand.Rand, uid, ns string) *v1.Pod {
 		}
 		pod.Spec.Volumes = append(pod.Spec.Volumes, v)
 	}
-	switch r.IntN(6) {
+	switch r.IntN(8) {
 	case 0:
 		pod.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{}}
 	case 1:
@@ -162,6 +162,14 @@ func genPod(r *rand.Rand, uid, ns string) *v1.Pod {
 	case 3:
 		pod.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{
 			RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{TopologyKey: "zone"}},
+		}}
+	case 4: // required anti-affinity scoped to the hostname only: not non-host-scoped
+		pod.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{TopologyKey: v1.LabelHostname}},
+		}}
+	case 5: // a hostname term and a zone term: non-host-scoped
+		pod.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{TopologyKey: v1.LabelHostname}, {TopologyKey: v1.LabelTopologyZone}},
 		}}
 	}
 	return pod

@@ -111,8 +111,15 @@ func withHostPort(ip string, proto v1.Protocol, port int32) func(*v1.Pod) {
 func withAffinity(a *v1.Affinity) func(*v1.Pod) { return func(p *v1.Pod) { p.Spec.Affinity = a } }
 
 var (
-	podAffinity      = &v1.Affinity{PodAffinity: &v1.PodAffinity{}}
-	requiredAntiAff  = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{TopologyKey: "zone"}}}}
+	podAffinity     = &v1.Affinity{PodAffinity: &v1.PodAffinity{}}
+	requiredAntiAff = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{TopologyKey: "zone"}}}}
+	// hostnameAntiAff has required anti-affinity terms, all scoped to the
+	// hostname: not non-host-scoped; mixedAntiAff has one hostname term
+	// and one zone term: non-host-scoped.
+	hostnameAntiAff = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{
+		{TopologyKey: v1.LabelHostname}, {TopologyKey: v1.LabelHostname}}}}
+	mixedAntiAff = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{
+		{TopologyKey: v1.LabelHostname}, {TopologyKey: v1.LabelTopologyZone}}}}
 	preferredAntiAff = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{}}
 	nodeAffinityOnly = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{}}
 )

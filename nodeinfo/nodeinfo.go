@@ -33,16 +33,18 @@ type NodeInfo struct {
 	// and maps may be shared with other NodeInfos of the same NodeState;
 	// none is ever shared with a mutable NodeState field.
 	//
-	// The three pod lists are one array, podBuf (pods, then the affinity
-	// sub-list, then the required anti-affinity one), with the two
-	// sub-lists' lengths: one slice header instead of three, and
-	// nonZeroCPU/nonZeroMem instead of a Resource whose other fields are
-	// always zero, keep the NodeInfo (copied by every Freeze, that is once
-	// per change of the node per published snapshot) at 280 bytes. Read
-	// the lists through podList, affList and antiList.
+	// The four pod lists are one array, podBuf (pods, then the affinity
+	// sub-list, then the required anti-affinity one, then the required
+	// non-host-scoped anti-affinity one), with the three sub-lists'
+	// lengths: one slice header instead of four, and nonZeroCPU/nonZeroMem
+	// instead of a Resource whose other fields are always zero, keep the
+	// NodeInfo (copied by every Freeze, that is once per change of the node
+	// per published snapshot) at 288 bytes. Read the lists through
+	// podList, affList, antiList and nonHostList.
 	node        *v1.Node
-	podBuf      []*PodInfo // pods ++ podsWithAffinity ++ podsWithRequiredAntiAffinity; nil when all are empty
-	nAff, nAnti int32      // lengths of the two sub-lists at the end of podBuf
+	podBuf      []*PodInfo // pods ++ podsWithAffinity ++ podsWithRequiredAntiAffinity ++ podsWithRequiredNonHostScopedAntiAffinity; nil when all are empty
+	nAff, nAnti int32      // lengths of the first two sub-lists, after the pods in podBuf
+	nNonHost    int32      // length of the third sub-list, at the end of podBuf
 	requested   Resource
 	nonZeroCPU  int64 // sum of the pods' non-zero cpu requests
 	nonZeroMem  int64 // sum of the pods' non-zero memory requests
@@ -75,28 +77,42 @@ func (n *NodeInfo) NodeName() string {
 }
 
 // podList returns the pod list (a full slice of podBuf: appending to it
-// copies), nil when empty; affList and antiList the two sub-lists.
+// copies), nil when empty; affList, antiList and nonHostList the three
+// sub-lists.
 func (n *NodeInfo) podList() []*PodInfo {
-	np := len(n.podBuf) - int(n.nAff) - int(n.nAnti)
+	np := n.numPods()
 	if np == 0 {
 		return nil
 	}
 	return n.podBuf[:np:np]
 }
 
+// numPods is the length of the pod list at the head of podBuf.
+func (n *NodeInfo) numPods() int {
+	return len(n.podBuf) - int(n.nAff) - int(n.nAnti) - int(n.nNonHost)
+}
+
 func (n *NodeInfo) affList() []*PodInfo {
 	if n.nAff == 0 {
 		return nil
 	}
-	np := len(n.podBuf) - int(n.nAff) - int(n.nAnti)
-	return n.podBuf[np : np+int(n.nAff) : np+int(n.nAff)]
+	i := n.numPods()
+	return n.podBuf[i : i+int(n.nAff) : i+int(n.nAff)]
 }
 
 func (n *NodeInfo) antiList() []*PodInfo {
 	if n.nAnti == 0 {
 		return nil
 	}
-	return n.podBuf[len(n.podBuf)-int(n.nAnti):]
+	i := len(n.podBuf) - int(n.nNonHost) - int(n.nAnti)
+	return n.podBuf[i : i+int(n.nAnti) : i+int(n.nAnti)]
+}
+
+func (n *NodeInfo) nonHostList() []*PodInfo {
+	if n.nNonHost == 0 {
+		return nil
+	}
+	return n.podBuf[len(n.podBuf)-int(n.nNonHost):]
 }
 
 // NumPods returns len(Pods()) without copying.
@@ -104,7 +120,7 @@ func (n *NodeInfo) NumPods() int {
 	if n == nil {
 		return 0
 	}
-	return len(n.podBuf) - int(n.nAff) - int(n.nAnti)
+	return n.numPods()
 }
 
 // PodAt returns Pods()[i] without copying, nil if i is out of range.
@@ -130,6 +146,15 @@ func (n *NodeInfo) PodWithRequiredAntiAffinityAt(i int) *PodInfo {
 		return nil
 	}
 	return podAt(n.antiList(), i)
+}
+
+// PodWithRequiredNonHostScopedAntiAffinityAt returns
+// PodsWithRequiredNonHostScopedAntiAffinity()[i], nil if out of range.
+func (n *NodeInfo) PodWithRequiredNonHostScopedAntiAffinityAt(i int) *PodInfo {
+	if n == nil {
+		return nil
+	}
+	return podAt(n.nonHostList(), i)
 }
 
 func podAt(s []*PodInfo, i int) *PodInfo {
@@ -164,6 +189,20 @@ func (n *NodeInfo) PodsWithRequiredAntiAffinity() []*PodInfo {
 	return slices.Clone(n.antiList())
 }
 
+// PodsWithRequiredNonHostScopedAntiAffinity returns a copy of the required
+// non-host-scoped anti-affinity sub-list (upstream v1.37's
+// PodsWithRequiredNonHostScopedAntiAffinity: the pods with a required
+// anti-affinity term whose topology key is not kubernetes.io/hostname), nil
+// when empty. It is kept whatever upstream's feature gate
+// InterPodAffinityHostnameFastPath says (see
+// PodHasRequiredNonHostScopedAntiAffinity).
+func (n *NodeInfo) PodsWithRequiredNonHostScopedAntiAffinity() []*PodInfo {
+	if n == nil {
+		return nil
+	}
+	return slices.Clone(n.nonHostList())
+}
+
 // NumPodsWithAffinity returns len(PodsWithAffinity()) without copying.
 func (n *NodeInfo) NumPodsWithAffinity() int {
 	if n == nil {
@@ -179,6 +218,15 @@ func (n *NodeInfo) NumPodsWithRequiredAntiAffinity() int {
 		return 0
 	}
 	return int(n.nAnti)
+}
+
+// NumPodsWithRequiredNonHostScopedAntiAffinity returns
+// len(PodsWithRequiredNonHostScopedAntiAffinity()) without copying.
+func (n *NodeInfo) NumPodsWithRequiredNonHostScopedAntiAffinity() int {
+	if n == nil {
+		return 0
+	}
+	return int(n.nNonHost)
 }
 
 // Requested returns the sum of the pods' Requests (4.5); AllowedPodNumber

@@ -34,10 +34,11 @@ const (
 	sharedPods uint8 = 1 << iota
 	sharedAff
 	sharedAnti
+	sharedNonHost
 	sharedScalars
 	sharedPorts
 	sharedPVCs
-	sharedAll = sharedPods | sharedAff | sharedAnti | sharedScalars | sharedPorts | sharedPVCs
+	sharedAll = sharedPods | sharedAff | sharedAnti | sharedNonHost | sharedScalars | sharedPorts | sharedPVCs
 )
 
 // NodeState is owned by exactly one goroutine (a shard): it is not safe for
@@ -59,9 +60,10 @@ type NodeState struct {
 	imageTable  *ImageTable                  // immutable, set by SetImages and SetImageTable; nil with imageNames nil: no view
 
 	// Pod lists. Emptied slices keep their capacity (Freeze publishes nil).
-	pods                         []*PodInfo
-	podsWithAffinity             []*PodInfo
-	podsWithRequiredAntiAffinity []*PodInfo
+	pods                                      []*PodInfo
+	podsWithAffinity                          []*PodInfo
+	podsWithRequiredAntiAffinity              []*PodInfo
+	podsWithRequiredNonHostScopedAntiAffinity []*PodInfo // kept whatever upstream's feature gate (PodHasRequiredNonHostScopedAntiAffinity)
 
 	requested        Resource         // scalars unused: see reqScalars
 	reqScalars       []ScalarQuantity // sorted by name, mutable, keys never deleted
@@ -118,6 +120,9 @@ func (s *NodeState) AddPod(p *PodInfo) {
 	if p.antiAffinity {
 		s.podsWithRequiredAntiAffinity = s.appendPod(s.podsWithRequiredAntiAffinity, sharedAnti, p)
 	}
+	if p.nonHostAnti {
+		s.podsWithRequiredNonHostScopedAntiAffinity = s.appendPod(s.podsWithRequiredNonHostScopedAntiAffinity, sharedNonHost, p)
+	}
 	s.update(p, 1)
 	s.dirty |= dirtyAny
 }
@@ -149,6 +154,9 @@ func (s *NodeState) own(bits uint8) {
 	if bits&sharedAnti != 0 {
 		s.podsWithRequiredAntiAffinity = slices.Clone(s.podsWithRequiredAntiAffinity)
 	}
+	if bits&sharedNonHost != 0 {
+		s.podsWithRequiredNonHostScopedAntiAffinity = slices.Clone(s.podsWithRequiredNonHostScopedAntiAffinity)
+	}
 	if bits&sharedScalars != 0 {
 		s.reqScalars = slices.Clone(s.reqScalars)
 	}
@@ -162,29 +170,31 @@ func (s *NodeState) own(bits uint8) {
 
 // RemovePod removes the pod with key exactly as upstream NodeInfo.RemovePod
 // given a removal pod object whose classification is (affinity,
-// antiAffinity): if affinity, key is removed from PodsWithAffinity (the last
-// element moves into its slot); if antiAffinity, likewise from
-// PodsWithRequiredAntiAffinity; then from Pods. Found: its own PodInfo's
-// contribution is subtracted and the generation bumped. Not found: an error
-// wrapping ErrPodNotOnNode; totals and generation are unchanged, though the
-// sub-list removals above stand (as upstream). An empty key returns
-// ErrEmptyUID and changes nothing.
-func (s *NodeState) RemovePod(key string, affinity, antiAffinity bool) error {
-	return s.removePod(key, nil, affinity, antiAffinity)
+// antiAffinity, nonHostAntiAffinity): if affinity, key is removed from
+// PodsWithAffinity (the last element moves into its slot); if
+// antiAffinity, likewise from PodsWithRequiredAntiAffinity; if
+// nonHostAntiAffinity, likewise from
+// PodsWithRequiredNonHostScopedAntiAffinity; then from Pods. Found: its own
+// PodInfo's contribution is subtracted and the generation bumped. Not
+// found: an error wrapping ErrPodNotOnNode; totals and generation are
+// unchanged, though the sub-list removals above stand (as upstream). An
+// empty key returns ErrEmptyUID and changes nothing.
+func (s *NodeState) RemovePod(key string, affinity, antiAffinity, nonHostAntiAffinity bool) error {
+	return s.removePod(key, nil, affinity, antiAffinity, nonHostAntiAffinity)
 }
 
 // RemovePodInfo is RemovePod for the key of stored, when the caller knows
 // the PodInfo it added: the pod list is searched by pointer, which reads no
 // pod object, and by key only if stored is not in it. The result is that of
 // RemovePod(stored.Key(), ...): a node's pod list never holds a key twice.
-func (s *NodeState) RemovePodInfo(stored *PodInfo, affinity, antiAffinity bool) error {
+func (s *NodeState) RemovePodInfo(stored *PodInfo, affinity, antiAffinity, nonHostAntiAffinity bool) error {
 	if stored == nil {
 		return ErrNilPod
 	}
-	return s.removePod(stored.Key(), stored, affinity, antiAffinity)
+	return s.removePod(stored.Key(), stored, affinity, antiAffinity, nonHostAntiAffinity)
 }
 
-func (s *NodeState) removePod(key string, stored *PodInfo, affinity, antiAffinity bool) error {
+func (s *NodeState) removePod(key string, stored *PodInfo, affinity, antiAffinity, nonHostAntiAffinity bool) error {
 	if key == "" {
 		return ErrEmptyUID
 	}
@@ -201,6 +211,12 @@ func (s *NodeState) removePod(key string, stored *PodInfo, affinity, antiAffinit
 	if antiAffinity && indexOfPod(s.podsWithRequiredAntiAffinity, key) >= 0 {
 		s.own(sharedAnti)
 		if s.podsWithRequiredAntiAffinity, ok = removePodFromSlice(s.podsWithRequiredAntiAffinity, key); ok {
+			s.dirty |= dirtyAny
+		}
+	}
+	if nonHostAntiAffinity && indexOfPod(s.podsWithRequiredNonHostScopedAntiAffinity, key) >= 0 {
+		s.own(sharedNonHost)
+		if s.podsWithRequiredNonHostScopedAntiAffinity, ok = removePodFromSlice(s.podsWithRequiredNonHostScopedAntiAffinity, key); ok {
 			s.dirty |= dirtyAny
 		}
 	}
@@ -393,8 +409,8 @@ func (s *NodeState) Freeze() *NodeInfo {
 	// The pod slices are copied even when they did not change: they share
 	// one allocation with the NodeInfo, and sharing the previous copy would
 	// keep the whole previous NodeInfo alive.
-	np, na, nr := len(s.pods), len(s.podsWithAffinity), len(s.podsWithRequiredAntiAffinity)
-	total := np + na + nr
+	np, na, nr, nh := len(s.pods), len(s.podsWithAffinity), len(s.podsWithRequiredAntiAffinity), len(s.podsWithRequiredNonHostScopedAntiAffinity)
+	total := np + na + nr + nh
 	n, buf := newFrozen(total)
 	*n = NodeInfo{
 		node:        s.node,
@@ -410,7 +426,8 @@ func (s *NodeState) Freeze() *NodeInfo {
 		copy(buf, s.pods)
 		copy(buf[np:], s.podsWithAffinity)
 		copy(buf[np+na:], s.podsWithRequiredAntiAffinity)
-		n.podBuf, n.nAff, n.nAnti = buf, int32(na), int32(nr)
+		copy(buf[np+na+nr:], s.podsWithRequiredNonHostScopedAntiAffinity)
+		n.podBuf, n.nAff, n.nAnti, n.nNonHost = buf, int32(na), int32(nr), int32(nh)
 	}
 	if s.dirty&dirtyScalars != 0 {
 		if len(s.reqScalars) > 0 {
@@ -459,25 +476,25 @@ func newFrozen(total int) (*NodeInfo, []*PodInfo) {
 }
 
 // frozenAllocs are the single allocations of a NodeInfo and its pods, by
-// capacity: a NodeInfo (280 bytes) and k pointers is 280+8k bytes, plus
+// capacity: a NodeInfo (288 bytes) and k pointers is 288+8k bytes, plus
 // the 8-byte header the allocator puts before a pointerful object over
 // 512 bytes; each k below makes that a size class of the Go allocator
-// (288, 320, ..., 512, 576, ..., 1024). TestFrozenAllocsFillSizeClasses
+// (320, 352, ..., 512, 576, ..., 1024). TestFrozenAllocsFillSizeClasses
 // keeps them so when NodeInfo changes.
 var frozenAllocs = [...]struct {
 	pods  int
 	alloc func(total int) (*NodeInfo, []*PodInfo)
 }{
-	{1, frozenWith[[1]*PodInfo]}, {5, frozenWith[[5]*PodInfo]}, {9, frozenWith[[9]*PodInfo]},
-	{13, frozenWith[[13]*PodInfo]}, {17, frozenWith[[17]*PodInfo]}, {21, frozenWith[[21]*PodInfo]},
-	{25, frozenWith[[25]*PodInfo]}, {29, frozenWith[[29]*PodInfo]}, {36, frozenWith[[36]*PodInfo]},
-	{44, frozenWith[[44]*PodInfo]}, {52, frozenWith[[52]*PodInfo]}, {60, frozenWith[[60]*PodInfo]},
-	{76, frozenWith[[76]*PodInfo]}, {92, frozenWith[[92]*PodInfo]},
+	{4, frozenWith[[4]*PodInfo]}, {8, frozenWith[[8]*PodInfo]}, {12, frozenWith[[12]*PodInfo]},
+	{16, frozenWith[[16]*PodInfo]}, {20, frozenWith[[20]*PodInfo]}, {24, frozenWith[[24]*PodInfo]},
+	{28, frozenWith[[28]*PodInfo]}, {35, frozenWith[[35]*PodInfo]}, {43, frozenWith[[43]*PodInfo]},
+	{51, frozenWith[[51]*PodInfo]}, {59, frozenWith[[59]*PodInfo]}, {75, frozenWith[[75]*PodInfo]},
+	{91, frozenWith[[91]*PodInfo]},
 }
 
 // maxFrozenPods is the largest pod count newFrozen allocates with its
 // NodeInfo.
-const maxFrozenPods = 92
+const maxFrozenPods = 91
 
 // frozenClass[total] is the index in frozenAllocs of the smallest that
 // holds total pods (1 <= total <= maxFrozenPods); immutable after init.
@@ -524,7 +541,7 @@ func (s *NodeState) PrefetchHead() uintptr {
 // does not read the previous Freeze result).
 func (s *NodeState) PrefetchLists() uintptr {
 	var sum uintptr
-	for _, l := range [...][]*PodInfo{s.pods, s.podsWithAffinity, s.podsWithRequiredAntiAffinity} {
+	for _, l := range [...][]*PodInfo{s.pods, s.podsWithAffinity, s.podsWithRequiredAntiAffinity, s.podsWithRequiredNonHostScopedAntiAffinity} {
 		for i := 0; i < len(l); i += cacheLinePtrs {
 			sum += uintptr(unsafe.Pointer(l[i]))
 		}

@@ -39,6 +39,9 @@ func TestNodeStateNew(t *testing.T) {
 	require.Nil(t, n.Pods())
 	require.Nil(t, n.PodsWithAffinity())
 	require.Nil(t, n.PodsWithRequiredAntiAffinity())
+	require.Nil(t, n.PodsWithRequiredNonHostScopedAntiAffinity())
+	require.Zero(t, n.NumPodsWithRequiredNonHostScopedAntiAffinity())
+	require.Nil(t, n.PodWithRequiredNonHostScopedAntiAffinityAt(0))
 	require.Equal(t, HostPortInfo{}, n.UsedPorts())
 	require.Equal(t, map[string]ImageStateSummary{}, n.ImageStates())
 	require.Equal(t, map[string]int{}, n.PVCRefCounts())
@@ -70,11 +73,16 @@ func TestNodeStateAddPodTotals(t *testing.T) {
 	require.Equal(t, []string{"p1", "p2"}, keysOf(n.Pods()))
 	require.Equal(t, []string{"p2"}, keysOf(n.PodsWithAffinity()))
 	require.Equal(t, []string{"p2"}, keysOf(n.PodsWithRequiredAntiAffinity()))
+	require.Equal(t, []string{"p2"}, keysOf(n.PodsWithRequiredNonHostScopedAntiAffinity()))
 	require.Equal(t, 1, n.NumPodsWithAffinity())
 	require.Equal(t, 1, n.NumPodsWithRequiredAntiAffinity())
+	require.Equal(t, 1, n.NumPodsWithRequiredNonHostScopedAntiAffinity())
 	require.Same(t, p1, n.PodAt(0))
 	require.Same(t, p2, n.PodWithAffinityAt(0))
 	require.Same(t, p2, n.PodWithRequiredAntiAffinityAt(0))
+	require.Same(t, p2, n.PodWithRequiredNonHostScopedAntiAffinityAt(0))
+	require.Nil(t, n.PodWithRequiredNonHostScopedAntiAffinityAt(1))
+	require.Nil(t, n.PodWithRequiredNonHostScopedAntiAffinityAt(-1))
 	require.Nil(t, n.PodAt(2))
 	require.Nil(t, n.PodAt(-1))
 	// AllowedPodNumber is never aggregated.
@@ -88,13 +96,13 @@ func TestNodeStateRemoveOrder(t *testing.T) {
 	for i := range 3 {
 		s.AddPod(mustPodInfo(t, mkPod(fmt.Sprintf("p%d", i), withAffinity(podAffinity))))
 	}
-	require.NoError(t, s.RemovePod("p0", true, false))
+	require.NoError(t, s.RemovePod("p0", true, false, false))
 	n := s.Freeze()
 	require.Equal(t, []string{"p2", "p1"}, keysOf(n.Pods()))
 	require.Equal(t, []string{"p2", "p1"}, keysOf(n.PodsWithAffinity()))
-	require.NoError(t, s.RemovePod("p1", true, false))
+	require.NoError(t, s.RemovePod("p1", true, false, false))
 	require.Equal(t, []string{"p2"}, keysOf(s.Freeze().Pods()))
-	require.NoError(t, s.RemovePod("p2", true, false))
+	require.NoError(t, s.RemovePod("p2", true, false, false))
 	n = s.Freeze()
 	require.Nil(t, n.Pods())
 	require.Nil(t, n.PodsWithAffinity())
@@ -115,12 +123,12 @@ func TestNodeStateRemovePodInfo(t *testing.T) {
 		byInfo.AddPod(p)
 		byKey.AddPod(p)
 	}
-	require.NoError(t, byInfo.RemovePodInfo(ps[1], true, false))
-	require.NoError(t, byKey.RemovePod("p1", true, false))
+	require.NoError(t, byInfo.RemovePodInfo(ps[1], true, false, false))
+	require.NoError(t, byKey.RemovePod("p1", true, false, false))
 	// A different PodInfo of a stored key (an equal copy): found by key.
 	other := mustPodInfo(t, mkPod("p3", withAffinity(podAffinity)))
-	require.NoError(t, byInfo.RemovePodInfo(other, true, false))
-	require.NoError(t, byKey.RemovePod("p3", true, false))
+	require.NoError(t, byInfo.RemovePodInfo(other, true, false, false))
+	require.NoError(t, byKey.RemovePod("p3", true, false, false))
 	a, b := byInfo.Freeze(), byKey.Freeze()
 	require.Equal(t, keysOf(b.Pods()), keysOf(a.Pods()))
 	require.Equal(t, []string{"p0", "p2"}, keysOf(a.Pods()))
@@ -128,8 +136,8 @@ func TestNodeStateRemovePodInfo(t *testing.T) {
 	require.Equal(t, b.Requested(), a.Requested())
 	require.Equal(t, int64(4000), a.Requested().MilliCPU)
 
-	require.ErrorIs(t, byInfo.RemovePodInfo(nil, false, false), ErrNilPod)
-	require.ErrorIs(t, byInfo.RemovePodInfo(ps[1], false, false), ErrPodNotOnNode, "removed already")
+	require.ErrorIs(t, byInfo.RemovePodInfo(nil, false, false, false), ErrNilPod)
+	require.ErrorIs(t, byInfo.RemovePodInfo(ps[1], false, false, false), ErrPodNotOnNode, "removed already")
 	require.Equal(t, []string{"p0", "p2"}, keysOf(byInfo.Freeze().Pods()), "a failed removal changes nothing")
 }
 
@@ -142,7 +150,7 @@ func TestNodeStateScalarKeyKept(t *testing.T) {
 	require.Nil(t, s.Freeze().Requested().ScalarResources(), "no map before the first scalar pod")
 	s.AddPod(p)
 	require.Equal(t, map[v1.ResourceName]int64{"example.com/foo": 2}, s.Freeze().Requested().ScalarResources())
-	require.NoError(t, s.RemovePod("p", false, false))
+	require.NoError(t, s.RemovePod("p", false, false, false))
 	n := s.Freeze()
 	require.Equal(t, map[v1.ResourceName]int64{"example.com/foo": 0}, n.Requested().ScalarResources())
 	require.Equal(t, 1, n.Requested().NumScalars())
@@ -161,7 +169,7 @@ func TestNodeStateRemoveNotFound(t *testing.T) {
 			before := s.Freeze()
 			gen := s.Generation()
 
-			err := s.RemovePod("missing", true, true)
+			err := s.RemovePod("missing", true, true, true)
 			require.ErrorIs(t, err, ErrPodNotOnNode)
 			require.Contains(t, err.Error(), "missing")
 			require.Equal(t, gen, s.Generation())
@@ -171,10 +179,58 @@ func TestNodeStateRemoveNotFound(t *testing.T) {
 			require.Equal(t, 1, after.PVCRefCount("ns/c"))
 			require.True(t, after.HasHostPort("", "", 80))
 
-			require.ErrorIs(t, s.RemovePod("", false, false), ErrEmptyUID)
+			require.ErrorIs(t, s.RemovePod("", false, false, false), ErrEmptyUID)
 			require.Equal(t, gen, s.Generation())
 		})
 	}
+}
+
+// The three sub-lists, each filled in pod order with the pods that qualify
+// for it (a pod whose required anti-affinity terms are all hostname-scoped
+// is in the anti-affinity list only; one with a hostname term and a zone
+// term is in both), each removal moving the list's last element into the
+// removed one's slot, as upstream's removeFromSlice.
+func TestNodeStateSubListsOrder(t *testing.T) {
+	next, _ := counter()
+	s := NewNodeState(next)
+	affs := []*v1.Affinity{requiredAntiAff, hostnameAntiAff, mixedAntiAff, podAffinity, mixedAntiAff, hostnameAntiAff, requiredAntiAff, nil}
+	for i, a := range affs {
+		s.AddPod(mustPodInfo(t, mkPod(fmt.Sprintf("p%d", i), withAffinity(a))))
+	}
+	n := s.Freeze()
+	require.Equal(t, []string{"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7"}, keysOf(n.Pods()))
+	require.Equal(t, []string{"p0", "p1", "p2", "p3", "p4", "p5", "p6"}, keysOf(n.PodsWithAffinity()))
+	require.Equal(t, []string{"p0", "p1", "p2", "p4", "p5", "p6"}, keysOf(n.PodsWithRequiredAntiAffinity()))
+	require.Equal(t, []string{"p0", "p2", "p4", "p6"}, keysOf(n.PodsWithRequiredNonHostScopedAntiAffinity()))
+	require.Equal(t, 4, s.NumPodsWithRequiredNonHostScopedAntiAffinity())
+	for i, k := range []string{"p0", "p2", "p4", "p6"} {
+		require.Equal(t, k, n.PodWithRequiredNonHostScopedAntiAffinityAt(i).Key())
+	}
+
+	remove := func(k string) {
+		t.Helper()
+		p := mustPodInfo(t, mkPod(k, withAffinity(affs[k[1]-'0'])))
+		require.NoError(t, s.RemovePod(k, p.HasAffinity(), p.HasRequiredAntiAffinity(), p.HasRequiredNonHostScopedAntiAffinity()))
+	}
+	remove("p2")
+	n2 := s.Freeze()
+	require.Equal(t, []string{"p0", "p1", "p7", "p3", "p4", "p5", "p6"}, keysOf(n2.Pods()))
+	require.Equal(t, []string{"p0", "p1", "p6", "p3", "p4", "p5"}, keysOf(n2.PodsWithAffinity()))
+	require.Equal(t, []string{"p0", "p1", "p6", "p4", "p5"}, keysOf(n2.PodsWithRequiredAntiAffinity()))
+	require.Equal(t, []string{"p0", "p6", "p4"}, keysOf(n2.PodsWithRequiredNonHostScopedAntiAffinity()))
+	remove("p0")
+	remove("p5") // hostname-only: the non-host-scoped list is not searched
+	n3 := s.Freeze()
+	require.Equal(t, []string{"p4", "p6"}, keysOf(n3.PodsWithRequiredNonHostScopedAntiAffinity()))
+	require.Equal(t, []string{"p4", "p1", "p6"}, keysOf(n3.PodsWithRequiredAntiAffinity()))
+	remove("p4")
+	remove("p6")
+	n4 := s.Freeze()
+	require.Nil(t, n4.PodsWithRequiredNonHostScopedAntiAffinity())
+	require.Zero(t, n4.NumPodsWithRequiredNonHostScopedAntiAffinity())
+	require.Equal(t, []string{"p1"}, keysOf(n4.PodsWithRequiredAntiAffinity()))
+	require.Equal(t, []string{"p0", "p2", "p4", "p6"}, keysOf(n.PodsWithRequiredNonHostScopedAntiAffinity()), "earlier freeze unchanged")
+	require.Equal(t, []string{"p0", "p6", "p4"}, keysOf(n2.PodsWithRequiredNonHostScopedAntiAffinity()), "earlier freeze unchanged")
 }
 
 func TestNodeStateAffinityQuirk(t *testing.T) {
@@ -183,22 +239,34 @@ func TestNodeStateAffinityQuirk(t *testing.T) {
 	p := mustPodInfo(t, mkPod("p", withAffinity(requiredAntiAff)))
 	s.AddPod(p)
 	// The removal pod object had no affinity: the sub-lists are not searched.
-	require.NoError(t, s.RemovePod("p", false, false))
+	require.NoError(t, s.RemovePod("p", false, false, false))
 	n := s.Freeze()
 	require.Nil(t, n.Pods())
 	require.Equal(t, []string{"p"}, keysOf(n.PodsWithAffinity()))
 	require.Equal(t, []string{"p"}, keysOf(n.PodsWithRequiredAntiAffinity()))
+	require.Equal(t, []string{"p"}, keysOf(n.PodsWithRequiredNonHostScopedAntiAffinity()))
 
 	// A later removal with flags cleans the sub-lists but still fails
 	// (no bump), as upstream.
 	gen := s.Generation()
-	err := s.RemovePod("p", true, true)
+	err := s.RemovePod("p", true, true, true)
 	require.True(t, errors.Is(err, ErrPodNotOnNode))
 	require.Equal(t, gen, s.Generation())
 	n2 := s.Freeze()
 	require.Nil(t, n2.PodsWithAffinity())
 	require.Nil(t, n2.PodsWithRequiredAntiAffinity())
+	require.Nil(t, n2.PodsWithRequiredNonHostScopedAntiAffinity())
 	require.Equal(t, []string{"p"}, keysOf(n.PodsWithAffinity()), "earlier freeze unchanged")
+
+	// A removal object whose anti-affinity is hostname-scoped leaves the
+	// pod in the non-host-scoped list (upstream asks the removal object).
+	s.AddPod(p)
+	require.NoError(t, s.RemovePod("p", true, true, false))
+	n3 := s.Freeze()
+	require.Nil(t, n3.Pods())
+	require.Nil(t, n3.PodsWithAffinity())
+	require.Nil(t, n3.PodsWithRequiredAntiAffinity())
+	require.Equal(t, []string{"p"}, keysOf(n3.PodsWithRequiredNonHostScopedAntiAffinity()))
 }
 
 func TestNodeStateHostPorts(t *testing.T) {
@@ -222,10 +290,10 @@ func TestNodeStateHostPorts(t *testing.T) {
 	require.False(t, n.HostPortConflict("10.0.0.1", "UDP", 53))
 
 	// A set, not a multiset: removing b forgets the port a still uses.
-	require.NoError(t, s.RemovePod("b", false, false))
+	require.NoError(t, s.RemovePod("b", false, false, false))
 	n = s.Freeze()
 	require.Equal(t, HostPortInfo{"127.0.0.1": {{Protocol: "UDP", Port: 53}: {}}}, n.UsedPorts())
-	require.NoError(t, s.RemovePod("a", false, false))
+	require.NoError(t, s.RemovePod("a", false, false, false))
 	require.Equal(t, HostPortInfo{}, s.Freeze().UsedPorts())
 }
 
@@ -248,9 +316,9 @@ func TestNodeStatePVCRefCounts(t *testing.T) {
 	n.RangePVCRefCounts(func(k string, c int) bool { seen = append(seen, k); return false })
 	require.Equal(t, []string{"ns/x"}, seen)
 
-	require.NoError(t, s.RemovePod("a", false, false))
+	require.NoError(t, s.RemovePod("a", false, false, false))
 	require.Equal(t, map[string]int{"ns/y": 1}, s.Freeze().PVCRefCounts())
-	require.NoError(t, s.RemovePod("b", false, false))
+	require.NoError(t, s.RemovePod("b", false, false, false))
 	require.Equal(t, map[string]int{}, s.Freeze().PVCRefCounts())
 }
 
@@ -316,7 +384,7 @@ func TestNodeStateGenerations(t *testing.T) {
 	p := mustPodInfo(t, mkPod("p"))
 	step(func() { s.SetNode(mkNode("n", nil)) })
 	step(func() { s.AddPod(p) })
-	step(func() { require.NoError(t, s.RemovePod("p", false, false)) })
+	step(func() { require.NoError(t, s.RemovePod("p", false, false, false)) })
 	step(func() { s.ClearNode() })
 	require.Len(t, seen, 5)
 }
@@ -375,25 +443,26 @@ func TestFreezeSharingAndIdentity(t *testing.T) {
 
 // nodeInfoView is everything observable about a NodeInfo, as plain values.
 type nodeInfoView struct {
-	Node                      *v1.Node
-	Name                      string
-	Pods, Aff, Anti           []*PodInfo
-	NumPods, NumAff, NumAnti  int
-	Requested, NonZero, Alloc Resource
-	Scalars                   []ScalarQuantity
-	Ports                     HostPortInfo
-	Images                    map[string]ImageStateSummary
-	PVCs                      map[string]int
-	Generation                int64
-	String                    string
+	Node                                 *v1.Node
+	Name                                 string
+	Pods, Aff, Anti, NonHost             []*PodInfo
+	NumPods, NumAff, NumAnti, NumNonHost int
+	Requested, NonZero, Alloc            Resource
+	Scalars                              []ScalarQuantity
+	Ports                                HostPortInfo
+	Images                               map[string]ImageStateSummary
+	PVCs                                 map[string]int
+	Generation                           int64
+	String                               string
 }
 
 func viewOf(n *NodeInfo) nodeInfoView {
 	return nodeInfoView{
 		Node: n.Node(), Name: n.NodeName(),
-		Pods: n.Pods(), Aff: n.PodsWithAffinity(), Anti: n.PodsWithRequiredAntiAffinity(),
+		Pods: n.Pods(), Aff: n.PodsWithAffinity(), Anti: n.PodsWithRequiredAntiAffinity(), NonHost: n.PodsWithRequiredNonHostScopedAntiAffinity(),
 		NumPods: n.NumPods(), NumAff: n.NumPodsWithAffinity(), NumAnti: n.NumPodsWithRequiredAntiAffinity(),
-		Requested: n.Requested(), NonZero: n.NonZeroRequested(), Alloc: n.Allocatable(),
+		NumNonHost: n.NumPodsWithRequiredNonHostScopedAntiAffinity(),
+		Requested:  n.Requested(), NonZero: n.NonZeroRequested(), Alloc: n.Allocatable(),
 		Scalars: n.Requested().Scalars(),
 		Ports:   n.UsedPorts(), Images: n.ImageStates(), PVCs: n.PVCRefCounts(),
 		Generation: n.Generation(), String: n.String(),
@@ -435,7 +504,7 @@ func TestFreezeImmutableUnderMutation(t *testing.T) {
 
 	// Heavy mutation: removals, adds with new scalars/ports/PVCs, node and
 	// image replacement, repeated freezes.
-	require.NoError(t, s.RemovePod("a", true, true))
+	require.NoError(t, s.RemovePod("a", true, true, true))
 	for i := range 20 {
 		s.AddPod(mk(fmt.Sprintf("n%d", i),
 			withContainers(ctr("c", rl("cpu", "1", "example.com/foo", "1", "example.com/bar", "1"))),
@@ -444,10 +513,10 @@ func TestFreezeImmutableUnderMutation(t *testing.T) {
 			_ = s.Freeze()
 		}
 	}
-	require.NoError(t, s.RemovePod("b", true, false))
-	require.NoError(t, s.RemovePod("c", false, false))
+	require.NoError(t, s.RemovePod("b", true, false, false))
+	require.NoError(t, s.RemovePod("c", false, false, false))
 	for i := range 10 {
-		require.NoError(t, s.RemovePod(fmt.Sprintf("n%d", i), true, true))
+		require.NoError(t, s.RemovePod(fmt.Sprintf("n%d", i), true, true, true))
 	}
 	s.SetNode(mkNode("n", rl("cpu", "1")))
 	s.SetImageStates(map[string]ImageStateSummary{"other": {Size: 2, NumNodes: 3}})
@@ -475,6 +544,8 @@ func TestNodeInfoAccessorsReturnCopies(t *testing.T) {
 	aff := n.PodsWithAffinity()
 	aff[0] = nil
 	_ = append(n.PodsWithRequiredAntiAffinity()[:0], nil)
+	nonHost := n.PodsWithRequiredNonHostScopedAntiAffinity()
+	nonHost[0] = nil
 	n.Requested().Scalars()[0].Value = 100
 	n.Requested().ScalarResources()["example.com/foo"] = 100
 	n.Allocatable().Scalars()[0].Value = 100
@@ -497,6 +568,9 @@ func TestNodeInfoNilSafe(t *testing.T) {
 	require.Nil(t, n.Pods())
 	require.Nil(t, n.PodsWithAffinity())
 	require.Nil(t, n.PodsWithRequiredAntiAffinity())
+	require.Nil(t, n.PodsWithRequiredNonHostScopedAntiAffinity())
+	require.Zero(t, n.NumPodsWithRequiredNonHostScopedAntiAffinity())
+	require.Nil(t, n.PodWithRequiredNonHostScopedAntiAffinityAt(0))
 	require.Equal(t, HostPortInfo{}, n.UsedPorts())
 	require.False(t, n.HasHostPort("", "", 1))
 	require.Equal(t, map[string]ImageStateSummary{}, n.ImageStates())
@@ -564,7 +638,7 @@ func TestFrozenReadersRace(t *testing.T) {
 	}
 	for i := 5; i < 400; i++ {
 		s.AddPod(mk(i))
-		require.NoError(t, s.RemovePod(fmt.Sprintf("p%d", i-5), true, true))
+		require.NoError(t, s.RemovePod(fmt.Sprintf("p%d", i-5), true, true, true))
 		if i%7 == 0 {
 			s.SetImageStates(map[string]ImageStateSummary{"img": {Size: int64(i), NumNodes: 1}})
 		}
@@ -596,7 +670,7 @@ func TestFreezeAllocations(t *testing.T) {
 		allocs := testing.AllocsPerRun(50, func() {
 			s.AddPod(extra)
 			frozen = s.Freeze()
-			require.NoError(t, s.RemovePodInfo(extra, false, false))
+			require.NoError(t, s.RemovePodInfo(extra, false, false, false))
 		})
 		want := 1.0
 		if pods+1 > maxFrozenPods {
@@ -639,9 +713,9 @@ var goSizeClasses = []uintptr{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160,
 // increasing order, and the last one holds maxFrozenPods: no byte of a
 // class is wasted, so a frozen NodeInfo of a usual node (30-40 pods) costs
 // 576 or 640 bytes. It fails when a field is added to NodeInfo without
-// retuning frozenAllocs; the NodeInfo is 280 bytes.
+// retuning frozenAllocs; the NodeInfo is 288 bytes.
 func TestFrozenAllocsFillSizeClasses(t *testing.T) {
-	require.Equal(t, uintptr(280), unsafe.Sizeof(NodeInfo{}), "NodeInfo size: retune frozenAllocs")
+	require.Equal(t, uintptr(288), unsafe.Sizeof(NodeInfo{}), "NodeInfo size: retune frozenAllocs")
 	prev := 0
 	for _, fa := range frozenAllocs {
 		require.Greater(t, fa.pods, prev)
@@ -686,6 +760,8 @@ func TestNodeStatePrefetchOnlyReads(t *testing.T) {
 				muts = append(muts, withAffinity(podAffinity))
 			case 2:
 				muts = append(muts, withAffinity(requiredAntiAff))
+			case 3:
+				muts = append(muts, withAffinity(hostnameAntiAff))
 			}
 			s.AddPod(mustPodInfo(t, mkPod(fmt.Sprint("p", i), muts...)))
 		}
@@ -708,6 +784,7 @@ func TestNodeStatePrefetchOnlyReads(t *testing.T) {
 	require.Equal(t, len(want.Pods), len(got.Pods))
 	require.Equal(t, len(want.Aff), len(got.Aff))
 	require.Equal(t, len(want.Anti), len(got.Anti))
+	require.Equal(t, len(want.NonHost), len(got.NonHost))
 }
 
 // DiffPVCKeys reports, in key order, exactly the claim keys one entry
@@ -728,7 +805,7 @@ func TestDiffPVCKeys(t *testing.T) {
 		step := func() {
 			if len(live) > 0 && r.IntN(3) == 0 {
 				i := r.IntN(len(live))
-				require.NoError(t, s.RemovePodInfo(live[i], false, false))
+				require.NoError(t, s.RemovePodInfo(live[i], false, false, false))
 				live = append(live[:i], live[i+1:]...)
 				return
 			}

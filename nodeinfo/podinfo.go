@@ -18,6 +18,7 @@ type PodInfo struct {
 	extra        *podExtra // nil for the common pod without host ports or PVCs
 	affinity     bool
 	antiAffinity bool
+	nonHostAnti  bool // a required anti-affinity term whose topology key is not the hostname
 }
 
 // podExtra holds what few pods have. Read-only after NewPodInfo.
@@ -53,6 +54,7 @@ func computePodInfo(pod *v1.Pod) *PodInfo {
 		pod:          pod,
 		affinity:     PodHasAffinity(pod),
 		antiAffinity: PodHasRequiredAntiAffinity(pod),
+		nonHostAnti:  PodHasRequiredNonHostScopedAntiAffinity(pod),
 	}
 	if hp, pvc, ext := hostPortsOf(pod), pvcKeysOf(pod), podExtensionOf(pod); hp != nil || pvc != nil || ext != nil {
 		p.extra = &podExtra{hostPorts: hp, pvcKeys: pvc, ext: ext}
@@ -120,6 +122,11 @@ func (p *PodInfo) HasAffinity() bool { return p != nil && p.affinity }
 // PodsWithRequiredAntiAffinity (4.8).
 func (p *PodInfo) HasRequiredAntiAffinity() bool { return p != nil && p.antiAffinity }
 
+// HasRequiredNonHostScopedAntiAffinity reports whether the pod belongs in
+// PodsWithRequiredNonHostScopedAntiAffinity (4.8): it has a required
+// anti-affinity term whose topology key is not kubernetes.io/hostname.
+func (p *PodInfo) HasRequiredNonHostScopedAntiAffinity() bool { return p != nil && p.nonHostAnti }
+
 // HostPorts returns the pod's normalised host ports in upstream order (4.6).
 // The slice is internal and read-only: callers must not modify it.
 func (p *PodInfo) HostPorts() []HostPort {
@@ -165,4 +172,32 @@ func PodHasRequiredAntiAffinity(pod *v1.Pod) bool {
 	a := pod.Spec.Affinity
 	return a != nil && a.PodAntiAffinity != nil &&
 		len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 0
+}
+
+// PodHasRequiredNonHostScopedAntiAffinity reports whether pod qualifies for
+// PodsWithRequiredNonHostScopedAntiAffinity: some required podAntiAffinity
+// term has a topology key other than kubernetes.io/hostname (4.8; upstream
+// v1.37's podWithRequiredNonHostScopedAntiAffinity). A pod whose required
+// terms are all hostname-scoped does not qualify; one with a hostname term
+// and, say, a zone term does. False for nil.
+//
+// Upstream fills that sub-list only while its alpha feature gate
+// InterPodAffinityHostnameFastPath is on (off by default in v1.37). This
+// module has no feature gates: it always keeps the flag, the per-node
+// sub-list and the snapshot's list, and an adapter shows them empty when
+// the gate is off.
+func PodHasRequiredNonHostScopedAntiAffinity(pod *v1.Pod) bool {
+	if pod == nil {
+		return false
+	}
+	a := pod.Spec.Affinity
+	if a == nil || a.PodAntiAffinity == nil {
+		return false
+	}
+	for i := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+		if a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i].TopologyKey != v1.LabelHostname {
+			return true
+		}
+	}
+	return false
 }

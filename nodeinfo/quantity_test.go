@@ -109,7 +109,7 @@ func TestNodeTotalsAtTheBound(t *testing.T) {
 			require.Equal(t, want, n.NonZeroRequested().Memory)
 			require.Equal(t, int64(1<<63-1), n.Allocatable().MilliCPU) // allocatable near MaxInt64 is kept as is
 			for range MaxPodsPerNode {
-				require.NoError(t, s.RemovePodInfo(p, false, false))
+				require.NoError(t, s.RemovePodInfo(p, false, false, false))
 			}
 			n = s.Freeze()
 			require.Zero(t, n.Requested().MilliCPU)

@@ -47,7 +47,7 @@ func TestRandomNodeStateInvariants(t *testing.T) {
 				j := r.IntN(len(live))
 				p := live[j]
 				live = append(live[:j], live[j+1:]...)
-				require.NoError(t, s.RemovePod(p.Key(), p.HasAffinity(), p.HasRequiredAntiAffinity()), ctx)
+				require.NoError(t, s.RemovePod(p.Key(), p.HasAffinity(), p.HasRequiredAntiAffinity(), p.HasRequiredNonHostScopedAntiAffinity()), ctx)
 				for _, hp := range p.HostPorts() {
 					portModel.Remove(hp.IP, string(hp.Protocol), hp.Port)
 				}
@@ -59,7 +59,7 @@ func TestRandomNodeStateInvariants(t *testing.T) {
 				}
 			default:
 				gen := s.Generation()
-				err := s.RemovePod("absent", r.IntN(2) == 0, r.IntN(2) == 0)
+				err := s.RemovePod("absent", r.IntN(2) == 0, r.IntN(2) == 0, r.IntN(2) == 0)
 				require.ErrorIs(t, err, ErrPodNotOnNode, ctx)
 				require.Equal(t, gen, s.Generation(), ctx)
 				s.SetImageStates(map[string]ImageStateSummary{fmt.Sprint(step): {Size: int64(step), NumNodes: 1}})
@@ -88,7 +88,7 @@ func checkInvariants(t *testing.T, ctx string, n *NodeInfo, live []*PodInfo) {
 	// Pods is a permutation of live; sub-lists hold exactly the qualifying
 	// pods (removals here pass the pod's own classification).
 	want := map[string]bool{}
-	var wantAff, wantAnti []string
+	var wantAff, wantAnti, wantNonHost []string
 	var req Resource
 	scalars := map[v1.ResourceName]int64{}
 	var non0CPU, non0Mem int64
@@ -101,6 +101,9 @@ func checkInvariants(t *testing.T, ctx string, n *NodeInfo, live []*PodInfo) {
 		}
 		if p.HasRequiredAntiAffinity() {
 			wantAnti = append(wantAnti, p.Key())
+		}
+		if p.HasRequiredNonHostScopedAntiAffinity() {
+			wantNonHost = append(wantNonHost, p.Key())
 		}
 		pr := p.Requests()
 		req.MilliCPU += pr.MilliCPU
@@ -125,6 +128,8 @@ func checkInvariants(t *testing.T, ctx string, n *NodeInfo, live []*PodInfo) {
 	require.Equal(t, want, got, ctx)
 	require.ElementsMatch(t, wantAff, keysOf(n.PodsWithAffinity()), ctx)
 	require.ElementsMatch(t, wantAnti, keysOf(n.PodsWithRequiredAntiAffinity()), ctx)
+	require.ElementsMatch(t, wantNonHost, keysOf(n.PodsWithRequiredNonHostScopedAntiAffinity()), ctx)
+	require.Equal(t, len(wantNonHost), n.NumPodsWithRequiredNonHostScopedAntiAffinity(), ctx)
 	if len(live) == 0 {
 		require.Nil(t, n.Pods(), ctx)
 	}
@@ -133,6 +138,9 @@ func checkInvariants(t *testing.T, ctx string, n *NodeInfo, live []*PodInfo) {
 	}
 	if len(wantAnti) == 0 {
 		require.Nil(t, n.PodsWithRequiredAntiAffinity(), ctx)
+	}
+	if len(wantNonHost) == 0 {
+		require.Nil(t, n.PodsWithRequiredNonHostScopedAntiAffinity(), ctx)
 	}
 
 	// Invariant 3: totals are sums; scalar keys may linger at zero.

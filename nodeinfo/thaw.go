@@ -18,7 +18,7 @@ import (
 // the ports, PVC counts and scalars only if a pod changes them. Cost:
 // O(1); a first write to a slice O(its length).
 func (n *NodeInfo) Thaw(nextGen func() int64) *NodeState {
-	return n.thawOnto(new(NodeState), nextGen, n.podList(), n.affList(), n.antiList(), sharedAll)
+	return n.thawOnto(new(NodeState), nextGen, n.podList(), n.affList(), n.antiList(), n.nonHostList(), sharedAll)
 }
 
 // ThawInto is Thaw reusing s, a state its owner no longer uses (nil:
@@ -34,7 +34,8 @@ func (n *NodeInfo) ThawInto(s *NodeState, nextGen func() int64) *NodeState {
 	pods := s.reusePods(s.pods, sharedPods, n.podList())
 	aff := s.reusePods(s.podsWithAffinity, sharedAff, n.affList())
 	anti := s.reusePods(s.podsWithRequiredAntiAffinity, sharedAnti, n.antiList())
-	return n.thawOnto(s, nextGen, pods, aff, anti, sharedScalars|sharedPorts|sharedPVCs)
+	nonHost := s.reusePods(s.podsWithRequiredNonHostScopedAntiAffinity, sharedNonHost, n.nonHostList())
+	return n.thawOnto(s, nextGen, pods, aff, anti, nonHost, sharedScalars|sharedPorts|sharedPVCs)
 }
 
 // reusePods returns l, one of s's pod lists (its shared bit: bit), holding
@@ -53,7 +54,7 @@ func (s *NodeState) reusePods(l []*PodInfo, bit uint8, from []*PodInfo) []*PodIn
 
 // thawOnto overwrites s with n's aggregate, its pod lists given (n's own,
 // shared, or copies), shared the slices s starts sharing with n.
-func (n *NodeInfo) thawOnto(s *NodeState, nextGen func() int64, pods, aff, anti []*PodInfo, shared uint8) *NodeState {
+func (n *NodeInfo) thawOnto(s *NodeState, nextGen func() int64, pods, aff, anti, nonHost []*PodInfo, shared uint8) *NodeState {
 	if nextGen == nil {
 		nextGen = NextGeneration
 	}
@@ -79,6 +80,7 @@ func (n *NodeInfo) thawOnto(s *NodeState, nextGen func() int64, pods, aff, anti 
 		lastPVCs:                     n.pvcRefs,
 		shared:                       shared,
 	}
+	s.podsWithRequiredNonHostScopedAntiAffinity = nonHost
 	s.requested.scalars = nil
 	return s
 }
@@ -90,6 +92,12 @@ func (s *NodeState) NumPodsWithAffinity() int { return len(s.podsWithAffinity) }
 // anti-affinity sub-list.
 func (s *NodeState) NumPodsWithRequiredAntiAffinity() int {
 	return len(s.podsWithRequiredAntiAffinity)
+}
+
+// NumPodsWithRequiredNonHostScopedAntiAffinity returns the length of the
+// required non-host-scoped anti-affinity sub-list.
+func (s *NodeState) NumPodsWithRequiredNonHostScopedAntiAffinity() int {
+	return len(s.podsWithRequiredNonHostScopedAntiAffinity)
 }
 
 // PVCRefCount returns how many of the entry's pods reference the claim key.
@@ -115,7 +123,9 @@ func NewNodeStateInto(s *NodeState, nextGen func() int64) *NodeState {
 	pods := s.reusePods(s.pods, sharedPods, nil)
 	aff := s.reusePods(s.podsWithAffinity, sharedAff, nil)
 	anti := s.reusePods(s.podsWithRequiredAntiAffinity, sharedAnti, nil)
-	*s = NodeState{nextGen: nextGen, dirty: dirtyAll, pods: pods, podsWithAffinity: aff, podsWithRequiredAntiAffinity: anti}
+	nonHost := s.reusePods(s.podsWithRequiredNonHostScopedAntiAffinity, sharedNonHost, nil)
+	*s = NodeState{nextGen: nextGen, dirty: dirtyAll, pods: pods, podsWithAffinity: aff, podsWithRequiredAntiAffinity: anti,
+		podsWithRequiredNonHostScopedAntiAffinity: nonHost}
 	s.generation = nextGen()
 	return s
 }
@@ -141,6 +151,7 @@ func (s *NodeState) Same(n *NodeInfo) bool {
 	return slices.Equal(s.pods, n.podList()) &&
 		slices.Equal(s.podsWithAffinity, n.affList()) &&
 		slices.Equal(s.podsWithRequiredAntiAffinity, n.antiList()) &&
+		slices.Equal(s.podsWithRequiredNonHostScopedAntiAffinity, n.nonHostList()) &&
 		slices.Equal(s.usedPorts, n.usedPorts) && slices.Equal(s.pvcRefs, n.pvcRefs)
 }
 

@@ -15,13 +15,20 @@ import (
 // A thawed NodeInfo aggregates exactly as the NodeState it was frozen
 // from, and never changes the NodeInfo.
 func TestThaw(t *testing.T) {
+	// Every pod has required anti-affinity; those with an even port a
+	// non-host-scoped term, the others hostname terms only, so that the
+	// two anti-affinity sub-lists differ.
 	mk := func(uid string, cpu int64, claim string, port int32) *PodInfo {
+		key := "k"
+		if port%2 != 0 {
+			key = v1.LabelHostname
+		}
 		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Namespace: "ns"}, Spec: v1.PodSpec{
 			Containers: []v1.Container{{Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
 				v1.ResourceCPU: *resource.NewMilliQuantity(cpu, resource.DecimalSI), "example.com/gpu": *resource.NewQuantity(1, resource.DecimalSI)}},
 				Ports: []v1.ContainerPort{{HostPort: port}}}},
 			Volumes:  []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}},
-			Affinity: &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{TopologyKey: "k"}}}},
+			Affinity: &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{TopologyKey: key}}}},
 		}}
 		pi, err := NewPodInfo(p)
 		require.NoError(t, err)
@@ -43,9 +50,10 @@ func TestThaw(t *testing.T) {
 	require.Equal(t, ni.Generation(), th.Generation())
 	require.Equal(t, 1, th.PVCRefCount("ns/x"))
 	require.Equal(t, 2, th.NumPodsWithRequiredAntiAffinity())
+	require.Equal(t, 1, th.NumPodsWithRequiredNonHostScopedAntiAffinity())
 	for _, s := range []*NodeState{ref, th} {
 		s.AddPod(c)
-		require.NoError(t, s.RemovePod("a", true, true))
+		require.NoError(t, s.RemovePod("a", true, true, true))
 	}
 	got, want := th.Freeze(), ref.Freeze()
 	require.Equal(t, want.Requested(), got.Requested())
@@ -54,6 +62,8 @@ func TestThaw(t *testing.T) {
 	require.Equal(t, want.PVCRefCounts(), got.PVCRefCounts())
 	require.Equal(t, want.Pods(), got.Pods())
 	require.Equal(t, want.PodsWithRequiredAntiAffinity(), got.PodsWithRequiredAntiAffinity())
+	require.Equal(t, want.PodsWithRequiredNonHostScopedAntiAffinity(), got.PodsWithRequiredNonHostScopedAntiAffinity())
+	require.Equal(t, []*PodInfo{c}, got.PodsWithRequiredNonHostScopedAntiAffinity())
 	require.Greater(t, got.Generation(), ni.Generation())
 	require.Equal(t, before, ni.String(), "the thawed NodeInfo did not change")
 	require.Equal(t, 2, ni.NumPods())
@@ -77,12 +87,15 @@ func testThawCopyOnWrite(t *testing.T, mk func(uid string, cpu int64, claim stri
 	// the same pods; both must freeze alike.
 	scripts := []func(s *NodeState){
 		func(s *NodeState) { s.AddPod(mk("x", 1, "c9", 90)) },
-		func(s *NodeState) { require.NoError(t, s.RemovePod("p0", true, true)) },
-		func(s *NodeState) { require.NoError(t, s.RemovePod("p4", true, true)); s.AddPod(mk("y", 2, "c1", 81)) },
+		func(s *NodeState) { require.NoError(t, s.RemovePod("p0", true, true, true)) },
+		func(s *NodeState) {
+			require.NoError(t, s.RemovePod("p4", true, true, true))
+			s.AddPod(mk("y", 2, "c1", 81))
+		},
 		func(s *NodeState) { s.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}) },
 		func(s *NodeState) {
 			for _, p := range base {
-				require.NoError(t, s.RemovePod(p.Key(), true, true))
+				require.NoError(t, s.RemovePod(p.Key(), true, true, true))
 			}
 		},
 	}
@@ -108,6 +121,7 @@ func testThawCopyOnWrite(t *testing.T, mk func(uid string, cpu int64, claim stri
 		require.Equal(t, w.Pods(), got[i].Pods(), "script %d", i)
 		require.Equal(t, w.PodsWithAffinity(), got[i].PodsWithAffinity(), "script %d", i)
 		require.Equal(t, w.PodsWithRequiredAntiAffinity(), got[i].PodsWithRequiredAntiAffinity(), "script %d", i)
+		require.Equal(t, w.PodsWithRequiredNonHostScopedAntiAffinity(), got[i].PodsWithRequiredNonHostScopedAntiAffinity(), "script %d", i)
 		require.Equal(t, w.Requested(), got[i].Requested(), "script %d", i)
 		require.Equal(t, w.UsedPorts(), got[i].UsedPorts(), "script %d", i)
 		require.Equal(t, w.PVCRefCounts(), got[i].PVCRefCounts(), "script %d", i)
@@ -140,7 +154,7 @@ func testThawInto(t *testing.T, mk func(uid string, cpu int64, claim string, por
 		ref := ni.Thaw(nil)
 		for _, s := range []*NodeState{st, ref} {
 			s.AddPod(mk(fmt.Sprint("new", i), 5, "cx", 7))
-			require.NoError(t, s.RemovePod(ni.PodAt(0).Key(), true, true))
+			require.NoError(t, s.RemovePod(ni.PodAt(0).Key(), true, true, true))
 		}
 		got, want := st.Freeze(), ref.Freeze()
 		require.Equal(t, want.Requested(), got.Requested(), "round %d", i)
@@ -148,6 +162,7 @@ func testThawInto(t *testing.T, mk func(uid string, cpu int64, claim string, por
 		require.Equal(t, want.PVCRefCounts(), got.PVCRefCounts(), "round %d", i)
 		require.Equal(t, want.Pods(), got.Pods(), "round %d", i)
 		require.Equal(t, want.PodsWithRequiredAntiAffinity(), got.PodsWithRequiredAntiAffinity(), "round %d", i)
+		require.Equal(t, want.PodsWithRequiredNonHostScopedAntiAffinity(), got.PodsWithRequiredNonHostScopedAntiAffinity(), "round %d", i)
 		prev, prevFP = append(prev, got), append(prevFP, got.String())
 		if i == 0 {
 			require.Equal(t, fa, a.String(), "a's shared pod list was not written")
@@ -196,6 +211,7 @@ func TestNewNodeStateInto(t *testing.T) {
 		got, want := st.Freeze(), ref.Freeze()
 		require.Equal(t, want.Pods(), got.Pods(), "state %d", i)
 		require.Equal(t, want.PodsWithRequiredAntiAffinity(), got.PodsWithRequiredAntiAffinity(), "state %d", i)
+		require.Equal(t, want.PodsWithRequiredNonHostScopedAntiAffinity(), got.PodsWithRequiredNonHostScopedAntiAffinity(), "state %d", i)
 		require.Equal(t, want.Requested(), got.Requested(), "state %d", i)
 		require.Equal(t, want.UsedPorts(), got.UsedPorts(), "state %d", i)
 		require.Equal(t, want.PVCRefCounts(), got.PVCRefCounts(), "state %d", i)
@@ -217,9 +233,9 @@ func testThawSame(t *testing.T, a, b, c *PodInfo) {
 	require.False(t, st.Same(nil))
 	st.AddPod(c)
 	require.False(t, st.Same(ni), "one pod more")
-	require.NoError(t, st.RemovePod("c", true, true))
+	require.NoError(t, st.RemovePod("c", true, true, true))
 	require.True(t, st.Same(ni), "the pod added and removed")
-	require.NoError(t, st.RemovePod("a", true, true))
+	require.NoError(t, st.RemovePod("a", true, true, true))
 	st.AddPod(a)
 	require.False(t, st.Same(ni), "the same pods in another order")
 	require.True(t, ni.Thaw(nil).Same(ni))
@@ -234,6 +250,9 @@ func testThawSame(t *testing.T, a, b, c *PodInfo) {
 	tweaked = ni.Thaw(nil)
 	tweaked.nonZeroRequested.Memory++
 	require.False(t, tweaked.Same(ni), "other non-zero memory")
+	tweaked = ni.Thaw(nil)
+	tweaked.podsWithRequiredNonHostScopedAntiAffinity = nil
+	require.False(t, tweaked.Same(ni), "other non-host-scoped anti-affinity sub-list")
 	tweaked = ni.Thaw(nil)
 	tweaked.pvcRefs = nil
 	require.False(t, tweaked.Same(ni), "other claims")

@@ -30,6 +30,7 @@ func (n *NodeInfo) copyFields() *NodeInfo {
 		podBuf:      n.podBuf,
 		nAff:        n.nAff,
 		nAnti:       n.nAnti,
+		nNonHost:    n.nNonHost,
 		requested:   n.requested,
 		nonZeroCPU:  n.nonZeroCPU,
 		nonZeroMem:  n.nonZeroMem,

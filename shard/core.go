@@ -25,9 +25,10 @@ const (
 	Delete
 	// AddPod aggregates Pod into the entry.
 	AddPod
-	// RemovePod removes the pod with Key; Affinity and AntiAffinity say
-	// whether the affinity sub-lists are searched (upstream uses the pod
-	// object passed to the removal for that decision).
+	// RemovePod removes the pod with Key; Affinity, AntiAffinity and
+	// NonHostAnti say whether the affinity sub-lists are searched
+	// (upstream uses the pod object passed to the removal for that
+	// decision).
 	RemovePod
 	// SetNode stores Node and recomputes Allocatable.
 	SetNode
@@ -66,6 +67,7 @@ type Mutation struct {
 	Key          string              // RemovePod
 	Affinity     bool                // RemovePod
 	AntiAffinity bool                // RemovePod
+	NonHostAnti  bool                // RemovePod: the required non-host-scoped anti-affinity sub-list
 	Node         *v1.Node            // SetNode
 	Images       *nodeinfo.ImageView // SetImages; immutable once sent
 }
@@ -219,9 +221,9 @@ func (c *Core) apply(m *Mutation) error {
 	case RemovePod:
 		var err error
 		if m.Pod != nil && m.Pod.Key() == m.Key {
-			err = s.RemovePodInfo(m.Pod, m.Affinity, m.AntiAffinity)
+			err = s.RemovePodInfo(m.Pod, m.Affinity, m.AntiAffinity, m.NonHostAnti)
 		} else {
-			err = s.RemovePod(m.Key, m.Affinity, m.AntiAffinity)
+			err = s.RemovePod(m.Key, m.Affinity, m.AntiAffinity, m.NonHostAnti)
 		}
 		if err != nil {
 			return err

@@ -38,6 +38,7 @@ type builder struct {
 	order     []int32
 	aff       immutable.Seq[int32]
 	anti      immutable.Seq[int32]
+	nonHost   immutable.Seq[int32]
 	err       error
 	images    *nodeinfo.ImageTable
 	groups    podgroup.Table // SetGroups' table, valid when groupsSet
@@ -161,11 +162,11 @@ func (b *builder) SetPVC(key string, used bool) {
 	}
 }
 
-// SetLists replaces the node list and the two affinity lists. The order
+// SetLists replaces the node list and the three affinity lists. The order
 // slice is handed over: the caller must never write to it again.
-func (b *builder) SetLists(order []int32, aff, anti immutable.Seq[int32], err error) {
+func (b *builder) SetLists(order []int32, aff, anti, nonHost immutable.Seq[int32], err error) {
 	b.lists = true
-	b.order, b.aff, b.anti, b.err = order, aff, anti, err
+	b.order, b.aff, b.anti, b.nonHost, b.err = order, aff, anti, nonHost, err
 }
 
 // SetImages records the image registry version of this transaction.
@@ -177,14 +178,14 @@ func (b *builder) SetTree(numNodes int, names []string) {
 	b.tree, b.treeN, b.treeNms = true, numNodes, names
 }
 
-// Lists returns the node list, the two affinity lists and the list error as
-// of this transaction (read-only; SetLists replaces them).
-func (b *builder) Lists() (order []int32, aff, anti immutable.Seq[int32], err error) {
+// Lists returns the node list, the three affinity lists and the list error
+// as of this transaction (read-only; SetLists replaces them).
+func (b *builder) Lists() (order []int32, aff, anti, nonHost immutable.Seq[int32], err error) {
 	if b.lists {
-		return b.order, b.aff, b.anti, b.err
+		return b.order, b.aff, b.anti, b.nonHost, b.err
 	}
 	l := b.last.lists()
-	return b.last.order, l.aff, l.anti, l.err
+	return b.last.order, l.aff, l.anti, l.nonHost, l.err
 }
 
 // Commit ends the transaction and returns the new snapshot, which becomes
@@ -239,10 +240,10 @@ func (b *builder) Commit(epoch uint64, nodeCount, podCount int) *Snapshot {
 			b.tree, b.treeNms = false, nil
 		}
 		if b.lists {
-			s.order, ls.aff, ls.anti, ls.err = b.order, b.aff, b.anti, b.err
+			s.order, ls.aff, ls.anti, ls.nonHost, ls.err = b.order, b.aff, b.anti, b.nonHost, b.err
 			s.li = new(listIndex) // built by the first fork that needs it
 			b.lists = false
-			b.order, b.aff, b.anti, b.err = nil, immutable.Seq[int32]{}, immutable.Seq[int32]{}, nil
+			b.order, b.aff, b.anti, b.nonHost, b.err = nil, immutable.Seq[int32]{}, immutable.Seq[int32]{}, immutable.Seq[int32]{}, nil
 		}
 		s.ls = &ls
 	}

@@ -72,7 +72,7 @@ func (f *Fork) relist(s, prev *Snapshot, e *forkEdit, tree *nodetree.Overlay) {
 	order, _ := nodelists.Build(ids[:0], ids, func(slot int32) bool {
 		return int(slot) < s.nodes.Len() && s.nodes.Get(int(slot)).Node() != nil
 	})
-	aff, anti := nodelists.Affinity(order, s.affinityFlags, nil, nil)
+	aff, anti, nonHost := nodelists.Affinity(order, s.affinityFlags, nil, nil, nil)
 	oldPos, _ := prev.listPos()
 	newPos, dup := positions(order)
 	if oldPos == nil {
@@ -99,7 +99,7 @@ func (f *Fork) relist(s, prev *Snapshot, e *forkEdit, tree *nodetree.Overlay) {
 	}
 	err := nodelists.Check(len(order), tree.NumNodes(), s.index.Len(), int(s.nodeCount))
 	s.order = order
-	s.ls = &nodeLists{aff: immutable.SeqOf(aff), anti: immutable.SeqOf(anti), err: err, treeNodes: tree.NumNodes()}
+	s.ls = &nodeLists{aff: immutable.SeqOf(aff), anti: immutable.SeqOf(anti), nonHost: immutable.SeqOf(nonHost), err: err, treeNodes: tree.NumNodes()}
 	li := new(listIndex)
 	li.once.Do(func() { li.pos, li.dup = newPos, dup })
 	s.li = li
@@ -118,15 +118,15 @@ func refreshListError(s *Snapshot) {
 	s.ls = &ls
 }
 
-// editLists brings the affinity lists and the used-PVC set of s (whose
-// node list did not change) up to date with the touched entries.
+// editLists brings the three affinity lists and the used-PVC set of s
+// (whose node list did not change) up to date with the touched entries.
 func (f *Fork) editLists(s *Snapshot, e *forkEdit) {
-	var affEd, antiEd []immutable.SeqEdit[int32]
+	var affEd, antiEd, nonHostEd []immutable.SeqEdit[int32]
 	for slot, t := range e.touched {
 		now := s.nodes.Get(int(slot))
-		aff0, aff1 := t.init.NumPodsWithAffinity() > 0, now.NumPodsWithAffinity() > 0
-		anti0, anti1 := t.init.NumPodsWithRequiredAntiAffinity() > 0, now.NumPodsWithRequiredAntiAffinity() > 0
-		if aff0 == aff1 && anti0 == anti1 && nodeinfo.SamePVCKeys(t.init, now) {
+		aff0, anti0, nonHost0 := listFlags(t.init)
+		aff1, anti1, nonHost1 := listFlags(now)
+		if aff0 == aff1 && anti0 == anti1 && nonHost0 == nonHost1 && nodeinfo.SamePVCKeys(t.init, now) {
 			continue // in no list it was not in before
 		}
 		if !f.listed(slot) {
@@ -138,6 +138,9 @@ func (f *Fork) editLists(s *Snapshot, e *forkEdit) {
 		if anti0 != anti1 {
 			antiEd = append(antiEd, immutable.SeqEdit[int32]{X: slot, Insert: anti1})
 		}
+		if nonHost0 != nonHost1 {
+			nonHostEd = append(nonHostEd, immutable.SeqEdit[int32]{X: slot, Insert: nonHost1})
+		}
 		nodeinfo.DiffPVCKeys(t.init, now, func(k string, added bool) {
 			if added {
 				f.usePVC(e, k, +1)
@@ -146,22 +149,23 @@ func (f *Fork) editLists(s *Snapshot, e *forkEdit) {
 			}
 		})
 	}
-	if len(affEd) > 0 || len(antiEd) > 0 {
+	if len(affEd) > 0 || len(antiEd) > 0 || len(nonHostEd) > 0 {
 		byPos := func(a, b int32) int { return cmp.Compare(f.pos[a], f.pos[b]) }
-		var aff, anti immutable.Seq[int32]
+		var aff, anti, nonHost immutable.Seq[int32]
 		ok := !f.posDup // a node listed twice is in its lists twice: the edits cannot place it
 		if ok {
-			var ok2 bool
+			var ok2, ok3 bool
 			aff, ok = s.lists().aff.Edit(affEd, byPos)
 			anti, ok2 = s.lists().anti.Edit(antiEd, byPos)
-			ok = ok && ok2
+			nonHost, ok3 = s.lists().nonHost.Edit(nonHostEd, byPos)
+			ok = ok && ok2 && ok3
 		}
 		ls := *s.lists()
 		if ok {
-			ls.aff, ls.anti = aff, anti
-		} else { // a list seen twice: derive both from the list
-			a, b := nodelists.Affinity(s.order, s.affinityFlags, nil, nil)
-			ls.aff, ls.anti = immutable.SeqOf(a), immutable.SeqOf(b)
+			ls.aff, ls.anti, ls.nonHost = aff, anti, nonHost
+		} else { // a list seen twice: derive the three from the list
+			a, b, c := nodelists.Affinity(s.order, s.affinityFlags, nil, nil, nil)
+			ls.aff, ls.anti, ls.nonHost = immutable.SeqOf(a), immutable.SeqOf(b), immutable.SeqOf(c)
 		}
 		s.ls = &ls
 	}

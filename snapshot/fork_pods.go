@@ -122,11 +122,12 @@ func (e *forkEdit) attach(slot int32, info *nodeinfo.PodInfo) {
 }
 
 // detach removes the stored pod key from slot's entry (affinity sub-lists
-// searched as aff and anti say, as the cache), deleting an entry left
-// without pods and node object unless keep.
-func (e *forkEdit) detach(name string, slot int32, key string, aff, anti, keep bool) error {
+// searched as the removal object's classification says, as the cache),
+// deleting an entry left without pods and node object unless keep.
+func (e *forkEdit) detach(name string, slot int32, key string, removal *v1.Pod, keep bool) error {
 	st := e.state(slot)
-	if err := st.RemovePod(key, aff, anti); err != nil {
+	if err := st.RemovePod(key, nodeinfo.PodHasAffinity(removal), nodeinfo.PodHasRequiredAntiAffinity(removal),
+		nodeinfo.PodHasRequiredNonHostScopedAntiAffinity(removal)); err != nil {
 		return err
 	}
 	e.changed = true
@@ -218,7 +219,7 @@ func (f *Fork) ForgetPod(pod *v1.Pod) error {
 	if err != nil {
 		return err
 	}
-	if err := e.detach(stored, slot, key, nodeinfo.PodHasAffinity(pod), nodeinfo.PodHasRequiredAntiAffinity(pod), false); err != nil {
+	if err := e.detach(stored, slot, key, pod, false); err != nil {
 		return &errs.PodError{Op: op, Key: key, Node: stored, Err: err}
 	}
 	e.dropPod(key)
@@ -267,7 +268,7 @@ func (f *Fork) add(op string, pod *v1.Pod, info *nodeinfo.PodInfo) error {
 		if err != nil {
 			return err
 		}
-		if err := e.detach(cur.Pod.Spec.NodeName, from, key, nodeinfo.PodHasAffinity(cur.Pod), nodeinfo.PodHasRequiredAntiAffinity(cur.Pod), from == slot); err != nil {
+		if err := e.detach(cur.Pod.Spec.NodeName, from, key, cur.Pod, from == slot); err != nil {
 			return &errs.PodError{Op: op, Key: key, Node: node, Err: err}
 		}
 	} else {
@@ -305,7 +306,7 @@ func (f *Fork) UpdatePod(oldPod, newPod *v1.Pod) error {
 	if err != nil {
 		return err
 	}
-	if err := e.detach(stored, slot, key, nodeinfo.PodHasAffinity(oldPod), nodeinfo.PodHasRequiredAntiAffinity(oldPod), true); err != nil {
+	if err := e.detach(stored, slot, key, oldPod, true); err != nil {
 		return &errs.PodError{Op: op, Key: key, Node: stored, Err: err}
 	}
 	e.attach(slot, info)
@@ -335,7 +336,7 @@ func (f *Fork) RemovePod(pod *v1.Pod) error {
 	if err != nil {
 		return err
 	}
-	if err := e.detach(stored, slot, key, nodeinfo.PodHasAffinity(cur.Pod), nodeinfo.PodHasRequiredAntiAffinity(cur.Pod), false); err != nil {
+	if err := e.detach(stored, slot, key, cur.Pod, false); err != nil {
 		return &errs.PodError{Op: op, Key: key, Node: stored, Err: err}
 	}
 	e.dropPod(key)

@@ -108,10 +108,10 @@ func NewSnapshot(pods []*v1.Pod, nodes []*v1.Node) *Snapshot {
 		}
 		order[i], infos[i] = slot, ni
 	}
-	aff, anti := nodelists.Affinity(order, func(slot int32) (bool, bool) {
-		return infos[slot].NumPodsWithAffinity() > 0, infos[slot].NumPodsWithRequiredAntiAffinity() > 0
-	}, nil, nil)
-	b.SetLists(order, immutable.SeqOf(aff), immutable.SeqOf(anti), errors.Join(refused...))
+	aff, anti, nonHost := nodelists.Affinity(order, func(slot int32) (bool, bool, bool) {
+		return listFlags(infos[slot])
+	}, nil, nil, nil)
+	b.SetLists(order, immutable.SeqOf(aff), immutable.SeqOf(anti), immutable.SeqOf(nonHost), errors.Join(refused...))
 	s := b.Commit(0, len(states), len(keys))
 	s.published = false
 	return s

@@ -56,8 +56,9 @@ func (l *longLived) alloc() int32 {
 //   - a node new to s, or nodes removed from the cache (more entries in s
 //     than nodes in the tree), rebuild the node list from the tree's order;
 //     otherwise s keeps its order, even if zones changed since;
-//   - a change of some node's affinity or PVC membership rebuilds the
-//     affinity lists and the used-PVC set from s's list;
+//   - a change of some node's affinity (in any of the three affinity
+//     lists) or PVC membership rebuilds the affinity lists and the
+//     used-PVC set from s's list;
 //   - a list whose length differs from the tree's node count is rebuilt
 //     from the tree and reported as an InconsistentListError.
 //
@@ -77,7 +78,7 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 	}
 	ll := s.ll
 	nodes, index := s.nodes.Edit(), s.index.Edit()
-	all, aff, anti, pvc := false, false, false, false
+	all, aff, anti, nonHost, pvc := false, false, false, false, false
 	immutable.DiffVectors(ll.base, p.nodes, func(_ int, _, cur *nodeinfo.NodeInfo) {
 		if cur == nil {
 			return // removed, or nodeless now: the removal pass decides
@@ -98,6 +99,7 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 		cur = cur.WithImageTable(p.images) // a clone taken now shows the counts now
 		aff = aff || (prev.NumPodsWithAffinity() > 0) != (cur.NumPodsWithAffinity() > 0)
 		anti = anti || (prev.NumPodsWithRequiredAntiAffinity() > 0) != (cur.NumPodsWithRequiredAntiAffinity() > 0)
+		nonHost = nonHost || (prev.NumPodsWithRequiredNonHostScopedAntiAffinity() > 0) != (cur.NumPodsWithRequiredNonHostScopedAntiAffinity() > 0)
 		pvc = pvc || !nodeinfo.SamePVCKeys(prev, cur)
 		nodes.Set(int(slot), cur)
 	})
@@ -135,17 +137,17 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 		}
 	}
 	_ = pvc // PVC changes no longer rebuild the lists (v1.37: counts move by delta)
-	order, affList, antiList := s.order, s.lists().aff, s.lists().anti
-	if all || aff || anti {
+	order, affList, antiList, nonHostList := s.order, s.lists().aff, s.lists().anti, s.lists().nonHost
+	if all || aff || anti || nonHost {
 		if all {
 			order = p.treeOrder(index)
 		}
-		affList, antiList, _ = derivedLists(order, nodes)
+		affList, antiList, nonHostList, _ = derivedLists(order, nodes)
 	}
 	err := nodelists.Check(len(order), p.lists().treeNodes, index.Len(), int(p.nodeCount))
 	if err != nil {
 		order = p.treeOrder(index)
-		affList, antiList, _ = derivedLists(order, nodes)
+		affList, antiList, nonHostList, _ = derivedLists(order, nodes)
 		all = true
 	}
 	if all {
@@ -157,7 +159,7 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 	s.nodes, s.index = nodes.Done(), index.Done()
 	pl := p.lists()
 	s.order = order
-	s.ls = &nodeLists{aff: affList, anti: antiList, err: err, treeNodes: pl.treeNodes, treeNames: pl.treeNames}
+	s.ls = &nodeLists{aff: affList, anti: antiList, nonHost: nonHostList, err: err, treeNodes: pl.treeNodes, treeNames: pl.treeNames}
 	s.pvc = used
 	s.epoch, s.podCount, s.nodeCount = p.epoch, p.podCount, p.nodeCount
 	s.pods, s.podLog, s.podSum = p.pods, p.podLog, p.podSum
@@ -218,16 +220,15 @@ func (s *Snapshot) treeOrder(index *immutable.MapEditor[int32]) []int32 {
 	return order
 }
 
-// derivedLists walks order and returns the affinity lists and the used-PVC
-// set of its nodes (upstream's updateNodeInfoSnapshotList).
-func derivedLists(order []int32, nodes *immutable.VectorEditor[*nodeinfo.NodeInfo]) (aff, anti immutable.Seq[int32], pvc immutable.Map[struct{}]) {
-	a, r := nodelists.Affinity(order, func(slot int32) (bool, bool) {
-		ni := nodes.Get(int(slot))
-		return ni.NumPodsWithAffinity() > 0, ni.NumPodsWithRequiredAntiAffinity() > 0
-	}, nil, nil)
+// derivedLists walks order and returns the three affinity lists and the
+// used-PVC set of its nodes (upstream's updateNodeInfoSnapshotList).
+func derivedLists(order []int32, nodes *immutable.VectorEditor[*nodeinfo.NodeInfo]) (aff, anti, nonHost immutable.Seq[int32], pvc immutable.Map[struct{}]) {
+	a, r, h := nodelists.Affinity(order, func(slot int32) (bool, bool, bool) {
+		return listFlags(nodes.Get(int(slot)))
+	}, nil, nil, nil)
 	ed := immutable.Map[struct{}]{}.Edit()
 	for _, slot := range order {
 		nodes.Get(int(slot)).RangePVCKeys(func(k string) { ed.Set(k, struct{}{}) })
 	}
-	return immutable.SeqOf(a), immutable.SeqOf(r), ed.Done()
+	return immutable.SeqOf(a), immutable.SeqOf(r), immutable.SeqOf(h), ed.Done()
 }

@@ -96,6 +96,7 @@ type Snapshot struct {
 type nodeLists struct {
 	aff       immutable.Seq[int32] // order filtered to nodes with affinity pods, by list position
 	anti      immutable.Seq[int32] // order filtered to nodes with required anti-affinity pods, by list position
+	nonHost   immutable.Seq[int32] // order filtered to nodes with required non-host-scoped anti-affinity pods, by list position
 	err       error                // list/tree inconsistency, reported by UpdateSnapshot
 	treeNodes int                  // nodes in the zone tree
 	treeNames []string             // the tree's list by name when it names nodes order lacks (a name without a node entry); nil otherwise; shared, never written
@@ -365,6 +366,24 @@ func (s *Snapshot) NumNodesWithAffinity() int { return s.lists().aff.Len() }
 // HavePodsWithRequiredAntiAffinityList without copying it.
 func (s *Snapshot) NumNodesWithRequiredAntiAffinity() int { return s.lists().anti.Len() }
 
+// HavePodsWithRequiredNonHostScopedAntiAffinityList returns a new slice of
+// the nodes, in list order, that hold at least one pod with a required
+// anti-affinity term whose topology key is not kubernetes.io/hostname
+// (upstream v1.37's list of the same name). Upstream fills it only while
+// its alpha feature gate InterPodAffinityHostnameFastPath is on; this
+// module has no feature gates and always keeps it, as it keeps the
+// per-node sub-list (nodeinfo.PodHasRequiredNonHostScopedAntiAffinity): an
+// adapter with the gate off shows it empty.
+func (s *Snapshot) HavePodsWithRequiredNonHostScopedAntiAffinityList() ([]*nodeinfo.NodeInfo, error) {
+	return s.resolveSeq(s.lists().nonHost), nil
+}
+
+// NumNodesWithRequiredNonHostScopedAntiAffinity returns the length of
+// HavePodsWithRequiredNonHostScopedAntiAffinityList without copying it.
+func (s *Snapshot) NumNodesWithRequiredNonHostScopedAntiAffinity() int {
+	return s.lists().nonHost.Len()
+}
+
 // Get returns the node named name if it has a node object, else a
 // *NotFoundError.
 func (s *Snapshot) Get(name string) (*nodeinfo.NodeInfo, error) {
@@ -480,9 +499,15 @@ func (s *Snapshot) RangePods(fn func(key string, e PodEntry) bool) {
 // nodeless entries included (upstream's Cache.NodeCount).
 func (s *Snapshot) NodeCount() int { return int(s.nodeCount) }
 
-// affinityFlags reports whether the entry at slot holds pods with affinity
-// and pods with required anti-affinity (nodelists.Affinity's flags).
-func (s *Snapshot) affinityFlags(slot int32) (aff, anti bool) {
-	ni := s.nodes.Get(int(slot))
-	return ni.NumPodsWithAffinity() > 0, ni.NumPodsWithRequiredAntiAffinity() > 0
+// affinityFlags reports whether the entry at slot holds pods with
+// affinity, pods with required anti-affinity and pods with required
+// non-host-scoped anti-affinity (nodelists.Affinity's flags).
+func (s *Snapshot) affinityFlags(slot int32) (aff, anti, nonHost bool) {
+	return listFlags(s.nodes.Get(int(slot)))
+}
+
+// listFlags reports whether ni's affinity sub-lists are non-empty: which
+// of the snapshot's three affinity lists it belongs in.
+func listFlags(ni *nodeinfo.NodeInfo) (aff, anti, nonHost bool) {
+	return ni.NumPodsWithAffinity() > 0, ni.NumPodsWithRequiredAntiAffinity() > 0, ni.NumPodsWithRequiredNonHostScopedAntiAffinity() > 0
 }

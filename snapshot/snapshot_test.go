@@ -41,7 +41,7 @@ func TestBuilderCommitLeavesOldSnapshots(t *testing.T) {
 	b.SetIndex("b", 1)
 	b.SetPod("p1", nil, true)
 	b.SetPVC("ns/c", true)
-	b.SetLists([]int32{1, 0}, immutable.Seq[int32]{}, immutable.Seq[int32]{}, nil)
+	b.SetLists([]int32{1, 0}, immutable.Seq[int32]{}, immutable.Seq[int32]{}, immutable.Seq[int32]{}, nil)
 	s1 := b.Commit(7, 2, 1)
 	require.Equal(t, uint64(7), s1.Epoch())
 	require.Equal(t, 2, s1.NumNodes())
@@ -56,7 +56,7 @@ func TestBuilderCommitLeavesOldSnapshots(t *testing.T) {
 	b.SetNode(0, nil)
 	b.DeletePod("p1")
 	b.SetPVC("ns/c", false)
-	b.SetLists([]int32{1}, immutable.Seq[int32]{}, immutable.Seq[int32]{}, &InconsistentListError{ListLen: 1, TreeNodes: 2})
+	b.SetLists([]int32{1}, immutable.Seq[int32]{}, immutable.Seq[int32]{}, immutable.Seq[int32]{}, &InconsistentListError{ListLen: 1, TreeNodes: 2})
 	s2 := b.Commit(8, 1, 0)
 	_, err := s2.Get("a")
 	require.ErrorIs(t, err, ErrNodeInfoNotFound)
@@ -78,7 +78,7 @@ func TestSnapshotCopies(t *testing.T) {
 	b := newBuilder()
 	b.SetNode(0, frozen(t, "a"))
 	b.SetIndex("a", 0)
-	b.SetLists([]int32{0}, immutable.SeqOf([]int32{0}), immutable.Seq[int32]{}, nil)
+	b.SetLists([]int32{0}, immutable.SeqOf([]int32{0}), immutable.Seq[int32]{}, immutable.SeqOf([]int32{0}), nil)
 	pub := b.Commit(1, 1, 0)
 	l, err := pub.List()
 	require.NoError(t, err)
@@ -89,6 +89,11 @@ func TestSnapshotCopies(t *testing.T) {
 	require.Len(t, aff, 1)
 	anti, _ := pub.HavePodsWithRequiredAntiAffinityList()
 	require.Nil(t, anti)
+	nonHost, _ := pub.HavePodsWithRequiredNonHostScopedAntiAffinityList()
+	require.Len(t, nonHost, 1)
+	nonHost[0] = nil
+	nonHost, _ = pub.HavePodsWithRequiredNonHostScopedAntiAffinityList()
+	require.NotNil(t, nonHost[0], "a fresh slice")
 	require.ErrorIs(t, pub.CopyFrom(NewEmptySnapshot()), ErrPublished)
 	own := NewEmptySnapshot()
 	require.Equal(t, 0, own.NumNodes())
@@ -124,6 +129,55 @@ func TestNewSnapshot(t *testing.T) {
 	require.Equal(t, int64(20), img.Size, "sizes are per node in NewSnapshot")
 	require.True(t, s.IsPVCUsedByPods("ns/c1"))
 	require.Equal(t, 3, s.PodCount())
+}
+
+// NewSnapshot's three affinity lists are its node list (names in order)
+// filtered by the nodes' sub-lists: a pod whose required anti-affinity
+// terms are all hostname-scoped puts its node in the anti-affinity list
+// only; a hostname term beside a zone term puts it in both.
+func TestNewSnapshotAffinityLists(t *testing.T) {
+	anti := func(keys ...string) *v1.Affinity {
+		a := &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{}}
+		for _, k := range keys {
+			a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(
+				a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, v1.PodAffinityTerm{TopologyKey: k})
+		}
+		return a
+	}
+	pod := func(uid, node string, a *v1.Affinity) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}, Spec: v1.PodSpec{NodeName: node, Affinity: a}}
+	}
+	pods := []*v1.Pod{
+		pod("a", "n1", anti(v1.LabelTopologyZone)),
+		pod("b", "n2", anti(v1.LabelHostname)),
+		pod("c", "n3", anti(v1.LabelHostname, v1.LabelTopologyZone)),
+		pod("d", "n4", &v1.Affinity{PodAffinity: &v1.PodAffinity{}}),
+		pod("e", "n5", nil),
+		pod("f", "n0", anti(v1.LabelHostname, v1.LabelHostname)),
+		pod("g", "n0", anti("rack")),
+	}
+	var nodes []*v1.Node
+	for i := range 6 {
+		nodes = append(nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("n", i)}})
+	}
+	s := NewSnapshot(pods, nodes)
+	names := func(l []*nodeinfo.NodeInfo, err error) []string {
+		require.NoError(t, err)
+		var out []string
+		for _, ni := range l {
+			out = append(out, ni.NodeName())
+		}
+		return out
+	}
+	require.Equal(t, []string{"n0", "n1", "n2", "n3", "n4"}, names(s.HavePodsWithAffinityList()))
+	require.Equal(t, []string{"n0", "n1", "n2", "n3"}, names(s.HavePodsWithRequiredAntiAffinityList()))
+	require.Equal(t, []string{"n0", "n1", "n3"}, names(s.HavePodsWithRequiredNonHostScopedAntiAffinityList()))
+	require.Equal(t, 3, s.NumNodesWithRequiredNonHostScopedAntiAffinity())
+	n0, err := s.Get("n0")
+	require.NoError(t, err)
+	require.Equal(t, 2, n0.NumPodsWithRequiredAntiAffinity())
+	require.Equal(t, 1, n0.NumPodsWithRequiredNonHostScopedAntiAffinity())
+	require.Equal(t, "g", n0.PodWithRequiredNonHostScopedAntiAffinityAt(0).Key())
 }
 
 // The pod log and its folding into the trie: every snapshot, held for as
@@ -392,7 +446,7 @@ func TestCommitSharesNodeListsAndNeverWritesThem(t *testing.T) {
 	b.SetIndex("a", 0)
 	b.SetNode(1, frozen(t, "b"))
 	b.SetIndex("b", 1)
-	b.SetLists([]int32{0, 1}, immutable.SeqOf([]int32{1}), immutable.Seq[int32]{}, nil)
+	b.SetLists([]int32{0, 1}, immutable.SeqOf([]int32{1}), immutable.Seq[int32]{}, immutable.Seq[int32]{}, nil)
 	b.SetTree(2, nil)
 	s1 := b.Commit(1, 2, 0)
 	before := *s1.ls
@@ -410,7 +464,7 @@ func TestCommitSharesNodeListsAndNeverWritesThem(t *testing.T) {
 	require.Equal(t, []int32{0, 1}, s3.order, "a tree change keeps the lists")
 	require.Same(t, s2.li, s3.li, "the list index goes with the list")
 
-	b.SetLists([]int32{1}, immutable.Seq[int32]{}, immutable.SeqOf([]int32{1}), &InconsistentListError{ListLen: 1, TreeNodes: 3})
+	b.SetLists([]int32{1}, immutable.Seq[int32]{}, immutable.SeqOf([]int32{1}), immutable.SeqOf([]int32{1}), &InconsistentListError{ListLen: 1, TreeNodes: 3})
 	s4 := b.Commit(4, 2, 1)
 	require.NotSame(t, s3.ls, s4.ls)
 	require.NotSame(t, s3.li, s4.li)
@@ -422,12 +476,19 @@ func TestCommitSharesNodeListsAndNeverWritesThem(t *testing.T) {
 	require.NoError(t, s1.Err())
 	require.Equal(t, 1, s1.NumNodesWithAffinity())
 	require.Equal(t, 0, s1.NumNodesWithRequiredAntiAffinity())
+	require.Equal(t, 0, s1.NumNodesWithRequiredNonHostScopedAntiAffinity())
 	require.Equal(t, 2, s3.NumNodes())
 	require.Equal(t, 1, s4.NumNodes())
 	require.Equal(t, 1, s4.NumNodesWithRequiredAntiAffinity())
+	require.Equal(t, 1, s4.NumNodesWithRequiredNonHostScopedAntiAffinity())
+	require.Equal(t, 0, s4.NumNodesWithAffinity())
 
 	var zero Snapshot
 	require.Equal(t, 0, zero.NumNodes(), "a snapshot without lists reads empty ones")
+	require.Zero(t, zero.NumNodesWithRequiredNonHostScopedAntiAffinity())
+	nh, err := zero.HavePodsWithRequiredNonHostScopedAntiAffinityList()
+	require.NoError(t, err)
+	require.Nil(t, nh)
 	require.NoError(t, zero.Err())
 
 	require.LessOrEqual(t, unsafe.Sizeof(struct {

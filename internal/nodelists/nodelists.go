@@ -8,8 +8,11 @@
 //   - a list whose length differs from the tree's node count is reported
 //     as an *InconsistentListError, whose map size and entry count follow
 //     the cache as of each refresh (Check, Recount);
-//   - the affinity and anti-affinity lists are the node list filtered, in
-//     its order (Affinity);
+//   - the affinity, required anti-affinity and required non-host-scoped
+//     anti-affinity lists are the node list filtered, in its order
+//     (Affinity; upstream v1.37 builds the third beside the other two,
+//     filled only under its feature gate InterPodAffinityHostnameFastPath:
+//     this module always builds it);
 //   - a claim is used while some listed node with its object references
 //     it: a count per claim (UsePVC).
 //
@@ -80,21 +83,25 @@ func Build(out, ids []int32, hasNode func(id int32) bool) (order []int32, skippe
 	return out, skipped
 }
 
-// Affinity appends to aff and anti the entries of order that hold pods
-// with affinity and pods with required anti-affinity (flags), in list
-// order: upstream's HavePodsWithAffinityList and
-// HavePodsWithRequiredAntiAffinityList.
-func Affinity(order []int32, flags func(id int32) (aff, anti bool), aff, anti []int32) ([]int32, []int32) {
+// Affinity appends to aff, anti and nonHost the entries of order that
+// hold pods with affinity, pods with required anti-affinity and pods with
+// required non-host-scoped anti-affinity (flags), in list order:
+// upstream's HavePodsWithAffinityList, HavePodsWithRequiredAntiAffinityList
+// and HavePodsWithRequiredNonHostScopedAntiAffinityList.
+func Affinity(order []int32, flags func(id int32) (aff, anti, nonHost bool), aff, anti, nonHost []int32) ([]int32, []int32, []int32) {
 	for _, id := range order {
-		a, r := flags(id)
+		a, r, h := flags(id)
 		if a {
 			aff = append(aff, id)
 		}
 		if r {
 			anti = append(anti, id)
 		}
+		if h {
+			nonHost = append(nonHost, id)
+		}
 	}
-	return aff, anti
+	return aff, anti, nonHost
 }
 
 // Counts is a claim -> count table: a map of the caller's, or an editor

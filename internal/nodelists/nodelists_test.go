@@ -50,10 +50,11 @@ func TestCheckAndRecount(t *testing.T) {
 }
 
 func TestAffinityKeepsListOrder(t *testing.T) {
-	flags := map[int32][2]bool{5: {true, false}, 1: {true, true}, 7: {false, true}, 2: {false, false}}
-	aff, anti := Affinity([]int32{5, 2, 1, 7}, func(id int32) (bool, bool) { f := flags[id]; return f[0], f[1] }, nil, []int32{99})
-	require.Equal(t, []int32{5, 1}, aff)
-	require.Equal(t, []int32{99, 1, 7}, anti, "appends to the buffers given")
+	flags := map[int32][3]bool{5: {true, false, false}, 1: {true, true, true}, 7: {false, true, false}, 2: {false, false, false}, 4: {true, true, true}, 3: {false, false, true}}
+	aff, anti, nonHost := Affinity([]int32{5, 2, 4, 1, 7, 3}, func(id int32) (bool, bool, bool) { f := flags[id]; return f[0], f[1], f[2] }, nil, []int32{99}, []int32{98})
+	require.Equal(t, []int32{5, 4, 1}, aff)
+	require.Equal(t, []int32{99, 4, 1, 7}, anti, "appends to the buffers given")
+	require.Equal(t, []int32{98, 4, 1, 3}, nonHost, "appends to the buffers given")
 }
 
 // UsePVC against a simple model: a claim is used while its count of

@@ -44,11 +44,13 @@ type Builder[S any] interface {
 	SetPVCCum(key string, v int64)
 	// SetGroups sets the pod-group table of the next snapshot.
 	SetGroups(t podgroup.Table)
-	// SetLists replaces the node list and the two affinity lists; the
-	// order slice is handed over (never written again by the caller).
-	SetLists(order []int32, aff, anti immutable.Seq[int32], err error)
+	// SetLists replaces the node list and the three affinity lists
+	// (affinity, required anti-affinity, required non-host-scoped
+	// anti-affinity); the order slice is handed over (never written again
+	// by the caller).
+	SetLists(order []int32, aff, anti, nonHost immutable.Seq[int32], err error)
 	// Lists returns them as of this transaction (read-only).
-	Lists() (order []int32, aff, anti immutable.Seq[int32], err error)
+	Lists() (order []int32, aff, anti, nonHost immutable.Seq[int32], err error)
 	// SetImages records the image registry version of this transaction.
 	SetImages(t *nodeinfo.ImageTable)
 	// SetTree records the zone tree's node count and, when the tree

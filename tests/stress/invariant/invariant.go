@@ -125,13 +125,14 @@ type sums struct {
 	scalars       map[v1.ResourceName]int64
 	n0cpu, n0mem  int64
 	aff, anti     int
+	nonHost       int
 	pvc           map[string]int
 	ports         map[nodeinfo.HostPort]int
 	seen          map[string]struct{}
 }
 
 func (s *sums) reset() {
-	s.cpu, s.mem, s.eph, s.n0cpu, s.n0mem, s.aff, s.anti = 0, 0, 0, 0, 0, 0, 0
+	s.cpu, s.mem, s.eph, s.n0cpu, s.n0mem, s.aff, s.anti, s.nonHost = 0, 0, 0, 0, 0, 0, 0, 0
 	clear(s.scalars)
 	clear(s.pvc)
 	clear(s.ports)
@@ -147,6 +148,12 @@ func (s *sums) add(pi *nodeinfo.PodInfo, recompute bool) error {
 		fresh, err := nodeinfo.NewPodInfo(pi.Pod())
 		if err != nil {
 			return fmt.Errorf("pod %q: NewPodInfo: %v", pi.Key(), err)
+		}
+		if fresh.HasAffinity() != pi.HasAffinity() || fresh.HasRequiredAntiAffinity() != pi.HasRequiredAntiAffinity() ||
+			fresh.HasRequiredNonHostScopedAntiAffinity() != pi.HasRequiredNonHostScopedAntiAffinity() {
+			return fmt.Errorf("pod %q: stored PodInfo affinity flags %v/%v/%v, recomputed %v/%v/%v", pi.Key(),
+				pi.HasAffinity(), pi.HasRequiredAntiAffinity(), pi.HasRequiredNonHostScopedAntiAffinity(),
+				fresh.HasAffinity(), fresh.HasRequiredAntiAffinity(), fresh.HasRequiredNonHostScopedAntiAffinity())
 		}
 		if !fresh.Requests().Equal(req) || fresh.NonZeroCPU() != n0c || fresh.NonZeroMemory() != n0m {
 			return fmt.Errorf("pod %q: stored PodInfo requests %v/%d/%d, recomputed %v/%d/%d",
@@ -171,6 +178,9 @@ func (s *sums) add(pi *nodeinfo.PodInfo, recompute bool) error {
 	}
 	if pi.HasRequiredAntiAffinity() {
 		s.anti++
+	}
+	if pi.HasRequiredNonHostScopedAntiAffinity() {
+		s.nonHost++
 	}
 	for _, k := range pi.PVCKeys() {
 		if s.pvc == nil {
@@ -250,9 +260,11 @@ func (s *sums) check(ni *nodeinfo.NodeInfo, recompute bool) error {
 			return fmt.Errorf("Allocatable %v, the node object's %v", ni.Allocatable(), want)
 		}
 	}
-	if ni.NumPodsWithAffinity() != s.aff || ni.NumPodsWithRequiredAntiAffinity() != s.anti {
-		return fmt.Errorf("affinity sub-lists %d/%d, pods qualifying %d/%d",
-			ni.NumPodsWithAffinity(), ni.NumPodsWithRequiredAntiAffinity(), s.aff, s.anti)
+	if ni.NumPodsWithAffinity() != s.aff || ni.NumPodsWithRequiredAntiAffinity() != s.anti ||
+		ni.NumPodsWithRequiredNonHostScopedAntiAffinity() != s.nonHost {
+		return fmt.Errorf("affinity sub-lists %d/%d/%d, pods qualifying %d/%d/%d",
+			ni.NumPodsWithAffinity(), ni.NumPodsWithRequiredAntiAffinity(), ni.NumPodsWithRequiredNonHostScopedAntiAffinity(),
+			s.aff, s.anti, s.nonHost)
 	}
 	for i := 0; i < ni.NumPodsWithAffinity(); i++ {
 		pi := ni.PodWithAffinityAt(i)
@@ -264,6 +276,12 @@ func (s *sums) check(ni *nodeinfo.NodeInfo, recompute bool) error {
 		pi := ni.PodWithRequiredAntiAffinityAt(i)
 		if _, ok := s.seen[pi.Key()]; !ok || !pi.HasRequiredAntiAffinity() {
 			return fmt.Errorf("anti-affinity sub-list holds %q, not a qualifying pod of the node", pi.Key())
+		}
+	}
+	for i := 0; i < ni.NumPodsWithRequiredNonHostScopedAntiAffinity(); i++ {
+		pi := ni.PodWithRequiredNonHostScopedAntiAffinityAt(i)
+		if _, ok := s.seen[pi.Key()]; !ok || !pi.HasRequiredNonHostScopedAntiAffinity() {
+			return fmt.Errorf("non-host-scoped anti-affinity sub-list holds %q, not a qualifying pod of the node", pi.Key())
 		}
 	}
 	if ni.NumPVCRefCounts() != len(s.pvc) {
@@ -340,7 +358,7 @@ func CheckSnapshot(s *schedcache.Snapshot, o Options) (Stats, error) {
 	listed := make(map[string]int, len(list))
 	pvcUnion := make(map[string]struct{})
 	pvcSum := make(map[string]int)
-	var wantAff, wantAnti []*nodeinfo.NodeInfo
+	var wantAff, wantAnti, wantNonHost []*nodeinfo.NodeInfo
 	var scratch sums
 	for i, ni := range list {
 		if ni == nil || ni.Node() == nil {
@@ -389,6 +407,9 @@ func CheckSnapshot(s *schedcache.Snapshot, o Options) (Stats, error) {
 		}
 		if ni.NumPodsWithRequiredAntiAffinity() > 0 {
 			wantAnti = append(wantAnti, ni)
+		}
+		if ni.NumPodsWithRequiredNonHostScopedAntiAffinity() > 0 {
+			wantNonHost = append(wantNonHost, ni)
 		}
 	}
 	st.PodsOnListedNodes = len(where)
@@ -461,6 +482,11 @@ func CheckSnapshot(s *schedcache.Snapshot, o Options) (Stats, error) {
 	}
 	if !slices.Equal(anti, wantAnti) || s.NumNodesWithRequiredAntiAffinity() != len(wantAnti) {
 		return st, fmt.Errorf("epoch %d: anti-affinity list has %d nodes, %d listed nodes hold such pods", s.Epoch(), len(anti), len(wantAnti))
+	}
+	nonHost, _ := s.HavePodsWithRequiredNonHostScopedAntiAffinityList()
+	if !slices.Equal(nonHost, wantNonHost) || s.NumNodesWithRequiredNonHostScopedAntiAffinity() != len(wantNonHost) {
+		return st, fmt.Errorf("epoch %d: non-host-scoped anti-affinity list has %d nodes, %d listed nodes hold such pods",
+			s.Epoch(), len(nonHost), len(wantNonHost))
 	}
 	if o.ImagesNow {
 		if err := CheckImagesNow(s); err != nil {
@@ -613,17 +639,18 @@ func (h *hasher) res(r nodeinfo.Resource) {
 func newHasher() *hasher { return &hasher{v: 0xcbf29ce484222325} }
 
 // hashNodeInfo covers every observable field of ni without copying: node
-// object identity, generation, the three pod lists (keys and object
+// object identity, generation, the four pod lists (keys and object
 // identities), the aggregates, the used ports (count and membership of the
 // pods' ports), claims, the number of image summaries and the first one.
 func hashNodeInfo(h *hasher, ni *nodeinfo.NodeInfo) {
 	node := ni.Node()
 	h.ptr(unsafe.Pointer(node))
 	h.i64(ni.Generation())
-	for _, l := range [3]struct {
+	for _, l := range [4]struct {
 		n  int
 		at func(int) *nodeinfo.PodInfo
-	}{{ni.NumPods(), ni.PodAt}, {ni.NumPodsWithAffinity(), ni.PodWithAffinityAt}, {ni.NumPodsWithRequiredAntiAffinity(), ni.PodWithRequiredAntiAffinityAt}} {
+	}{{ni.NumPods(), ni.PodAt}, {ni.NumPodsWithAffinity(), ni.PodWithAffinityAt}, {ni.NumPodsWithRequiredAntiAffinity(), ni.PodWithRequiredAntiAffinityAt},
+		{ni.NumPodsWithRequiredNonHostScopedAntiAffinity(), ni.PodWithRequiredNonHostScopedAntiAffinityAt}} {
 		h.i64(int64(l.n))
 		for i := 0; i < l.n; i++ {
 			pi := l.at(i)
@@ -682,7 +709,8 @@ func Fingerprint(s *schedcache.Snapshot) uint64 {
 	})
 	aff, _ := s.HavePodsWithAffinityList()
 	anti, _ := s.HavePodsWithRequiredAntiAffinityList()
-	for _, l := range [][]*nodeinfo.NodeInfo{aff, anti} {
+	nonHost, _ := s.HavePodsWithRequiredNonHostScopedAntiAffinityList()
+	for _, l := range [][]*nodeinfo.NodeInfo{aff, anti, nonHost} {
 		h.i64(int64(len(l)))
 		for _, ni := range l {
 			h.ptr(unsafe.Pointer(ni))
@@ -728,14 +756,17 @@ func renderNodeInfo(b *strings.Builder, ni *nodeinfo.NodeInfo) {
 		pi := ni.PodAt(i)
 		fmt.Fprintf(b, "    pod %s obj=%p node=%s\n", pi.Key(), pi.Pod(), pi.Pod().Spec.NodeName)
 	}
-	var aff, anti []string
+	var aff, anti, nonHost []string
 	for _, pi := range ni.PodsWithAffinity() {
 		aff = append(aff, pi.Key())
 	}
 	for _, pi := range ni.PodsWithRequiredAntiAffinity() {
 		anti = append(anti, pi.Key())
 	}
-	fmt.Fprintf(b, "    aff=%v anti=%v\n", aff, anti)
+	for _, pi := range ni.PodsWithRequiredNonHostScopedAntiAffinity() {
+		nonHost = append(nonHost, pi.Key())
+	}
+	fmt.Fprintf(b, "    aff=%v anti=%v nonHostAnti=%v\n", aff, anti, nonHost)
 	fmt.Fprintf(b, "    requested=%v nonzero=%v allocatable=%v\n", ni.Requested(), ni.NonZeroRequested(), ni.Allocatable())
 	var ports []string
 	for ip, set := range ni.UsedPorts() {
@@ -795,7 +826,8 @@ func RenderSnapshot(s *schedcache.Snapshot) string {
 	})
 	aff, _ := s.HavePodsWithAffinityList()
 	anti, _ := s.HavePodsWithRequiredAntiAffinityList()
-	for _, l := range [][]*nodeinfo.NodeInfo{aff, anti} {
+	nonHost, _ := s.HavePodsWithRequiredNonHostScopedAntiAffinityList()
+	for _, l := range [][]*nodeinfo.NodeInfo{aff, anti, nonHost} {
 		names := make([]string, len(l))
 		for i, ni := range l {
 			names[i] = ni.NodeName()

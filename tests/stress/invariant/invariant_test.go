@@ -13,6 +13,7 @@ import (
 
 	"github.com/schedcache/schedcache"
 	"github.com/schedcache/schedcache/internal/watchdog"
+	"github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/workload"
 )
 
@@ -162,5 +163,104 @@ func TestCheckImagesNow(t *testing.T) {
 	}
 	if _, err := CheckSnapshot(c.Snapshot(), Options{}); err != nil {
 		t.Fatalf("published snapshot: %v", err)
+	}
+}
+
+// The checker covers the required non-host-scoped anti-affinity list as
+// the other two: it accepts a cache whose pods have hostname-scoped,
+// zone-scoped and mixed required anti-affinity, and the snapshots it
+// refreshes; it rejects a NodeInfo whose sub-list holds an entry of a pod
+// that left (a removal through an object without such terms, which a
+// consistent stream never makes); the rendering shows the sub-list.
+func TestCheckerNonHostScopedAntiAffinity(t *testing.T) {
+	cl := workload.Build(workload.ClusterSpec{Nodes: 12, PodsPerNode: 3, Seed: 4})
+	c, err := schedcache.New(context.Background(), schedcache.WithShards(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	logger := klog.Background()
+	for _, n := range cl.Nodes {
+		if _, err := c.AddNode(logger, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := [][]string{{v1.LabelHostname}, {v1.LabelTopologyZone}, {v1.LabelHostname, v1.LabelTopologyZone}, nil}
+	nodeIdx := map[string]int{}
+	for i, n := range cl.Nodes {
+		nodeIdx[n.Name] = i
+	}
+	var nonHost []*v1.Pod
+	for _, p := range cl.Pods {
+		p = p.DeepCopy()
+		i := nodeIdx[p.Spec.NodeName] // a node's pods are all of one kind
+		if ks := keys[i%len(keys)]; ks != nil {
+			p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{}}
+			for _, k := range ks {
+				p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(
+					p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, v1.PodAffinityTerm{TopologyKey: k})
+			}
+			if i%len(keys) != 0 {
+				nonHost = append(nonHost, p)
+			}
+		}
+		if err := c.AddPod(logger, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh := schedcache.NewEmptySnapshot()
+	check := func(what string) {
+		t.Helper()
+		s := c.Snapshot()
+		if _, err := CheckSnapshot(s, Options{RecomputeRequests: true}); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if err := c.UpdateSnapshot(logger, fresh); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := CheckSnapshot(fresh, Options{RecomputeRequests: true, ImagesNow: true}); err != nil {
+			t.Fatalf("%s: refreshed snapshot: %v", what, err)
+		}
+	}
+	check("initial")
+	s := c.Snapshot()
+	if n := s.NumNodesWithRequiredNonHostScopedAntiAffinity(); n == 0 || n == s.NumNodesWithRequiredAntiAffinity() {
+		t.Fatalf("%d nodes with non-host-scoped anti-affinity pods, %d with anti-affinity pods: the test needs some and fewer",
+			n, s.NumNodesWithRequiredAntiAffinity())
+	}
+	fp, r := Fingerprint(s), RenderSnapshot(s)
+	if !strings.Contains(r, "nonHostAnti=["+string(nonHost[0].UID)) {
+		t.Fatalf("the rendering lacks the sub-list: %s", r)
+	}
+	for _, p := range nonHost {
+		if err := c.RemovePod(logger, p); err != nil {
+			t.Fatal(err)
+		}
+		check("after removing " + string(p.UID))
+	}
+	s2 := c.Snapshot()
+	if s2.NumNodesWithRequiredNonHostScopedAntiAffinity() != 0 || s2.NumNodesWithRequiredAntiAffinity() == 0 {
+		t.Fatalf("lists %d/%d after removing every non-host-scoped pod",
+			s2.NumNodesWithRequiredNonHostScopedAntiAffinity(), s2.NumNodesWithRequiredAntiAffinity())
+	}
+	if Fingerprint(s2) == fp || RenderSnapshot(s2) == r {
+		t.Fatal("fingerprint or rendering blind to the removals")
+	}
+
+	st := nodeinfo.NewNodeState(nil)
+	st.SetNode(cl.Nodes[0])
+	pi, err := nodeinfo.NewPodInfo(nonHost[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.AddPod(pi)
+	if err := CheckNodeInfo(st.Freeze(), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RemovePod(pi.Key(), true, true, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckNodeInfo(st.Freeze(), true); err == nil || !strings.Contains(err.Error(), "sub-lists 0/0/1") {
+		t.Fatalf("CheckNodeInfo accepted a stale non-host-scoped entry: %v", err)
 	}
 }
