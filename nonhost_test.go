@@ -369,7 +369,8 @@ type nhDriver struct {
 	nodes map[string]*v1.Node // every node name the test uses -> its object
 	names []string            // the keys of nodes, in order
 	seq   int
-	fork  bool // the target is a fork: pods only on nodes with an object
+	gone  map[string]string // key -> node of the pods removed, whose keys may come back
+	fork  bool              // the target is a fork: pods only on nodes with an object
 }
 
 func (d *nhDriver) liveNode() (string, bool) {
@@ -406,15 +407,36 @@ func (d *nhDriver) pickPod(assumed, added bool) (*nhPodState, bool) {
 	return d.m.pods[keys[d.r.IntN(len(keys))]], true
 }
 
-// newPod returns a new pod of a random kind, with a new key, on a node
-// with an object.
+// newPod returns a new pod of a random kind on a node with an object:
+// half the time a pod removed before comes back on its node, with its key
+// (whose stale entries the node's sub-lists may still hold), else a new
+// key on a random node.
 func (d *nhDriver) newPod() (*v1.Pod, bool) {
 	node, ok := d.liveNode()
 	if !ok {
 		return nil, false
 	}
-	d.seq++
-	return nhPod(fmt.Sprint("u", d.seq), node, d.r.IntN(nhKinds)), true
+	var uid string
+	if len(d.gone) > 0 && d.r.IntN(2) == 0 {
+		keys := slices.Sorted(maps.Keys(d.gone))
+		uid = keys[d.r.IntN(len(keys))]
+		if e := d.m.entries[d.gone[uid]]; e != nil && e.node {
+			node = d.gone[uid]
+		}
+		delete(d.gone, uid)
+	} else {
+		d.seq++
+		uid = fmt.Sprint("u", d.seq)
+	}
+	return nhPod(uid, node, d.r.IntN(nhKinds)), true
+}
+
+// removed records that pod key left the node it was on.
+func (d *nhDriver) removed(key string, node string) {
+	if d.gone == nil {
+		d.gone = map[string]string{}
+	}
+	d.gone[key] = node
 }
 
 // variant returns the object a removal passes for p: p itself, or a copy
@@ -463,9 +485,16 @@ func (d *nhDriver) step() string {
 			return "nothing to forget"
 		}
 		obj := d.variant(st.pod)
-		require.NoError(t, d.tg.ForgetPod(obj))
+		op := "ForgetPod "
+		if c, ok := d.tg.(nhCache); ok && r.IntN(2) == 0 {
+			op = "RemoveAssumedPod " // the same rules: the caller's object decides
+			require.NoError(t, c.c.RemoveAssumedPod(upLog, obj))
+		} else {
+			require.NoError(t, d.tg.ForgetPod(obj))
+		}
+		d.removed(string(obj.UID), obj.Spec.NodeName)
 		m.remove(string(obj.UID), obj)
-		return "ForgetPod " + string(obj.UID)
+		return op + string(obj.UID)
 	case op < 14:
 		st, ok := d.pickPod(false, true)
 		if !ok {
@@ -483,6 +512,7 @@ func (d *nhDriver) step() string {
 		}
 		key := string(st.pod.UID)
 		require.NoError(t, d.tg.RemovePod(d.variant(st.pod)))
+		d.removed(key, st.pod.Spec.NodeName)
 		m.remove(key, st.pod) // the cached pod decides
 		return "RemovePod " + key
 	case op < 18:
@@ -512,9 +542,10 @@ func (d *nhDriver) step() string {
 
 // Random operations on the cache, on snapshots it refreshes and on forks
 // of its snapshots, with removals through objects whose affinity differs
-// from the cached pod's (which leave stale entries): after each, every
-// listed node's four pod lists and the snapshot's three affinity lists
-// are the model's.
+// from the cached pod's (which leave stale entries) and keys that come
+// back after their pod left (whose removals may take a stale entry out):
+// after each, every listed node's four pod lists and the snapshot's three
+// affinity lists are the model's.
 func TestNonHostScopedAntiAffinityModel(t *testing.T) {
 	steps := 1500
 	if testing.Short() {
@@ -557,7 +588,7 @@ func nhForkRound(t *testing.T, d *nhDriver, base *schedcache.Snapshot, what stri
 	f := base.Fork()
 	fd := *d
 	fd.m, fd.tg, fd.fork = d.m.clone(), f, true
-	fd.nodes = maps.Clone(d.nodes)
+	fd.nodes, fd.gone = maps.Clone(d.nodes), maps.Clone(d.gone)
 	for i := range 30 {
 		w := fmt.Sprintf("%s, fork step %d: %s", what, i, fd.step())
 		nhRequireLists(t, f.Snapshot(), fd.m, w)

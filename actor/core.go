@@ -48,6 +48,7 @@ type entry struct {
 	pods      int
 	aff, anti int                  // lengths of the shard's affinity sub-lists
 	nonHost   int                  // length of the shard's required non-host-scoped anti-affinity sub-list
+	stale     map[string][3]int32  // pod key -> its stale entries in the shard's affinity sub-lists, by list (lists.go); nil when none
 	pvc       map[string]int       // PVCRefCounts of the entry (nil when empty)
 	names     []string             // image names of node, each once (nodeinfo.ImageNames); immutable, shared with the shard
 	sent      *nodeinfo.ImageTable // registry version of the image view the shard has

@@ -36,6 +36,58 @@ func (c *core) syncSlot(e *entry) {
 	st.hasNode, st.aff, st.anti, st.nonHost = e.node != nil, e.aff > 0, e.anti > 0, e.nonHost > 0
 }
 
+// The affinity sub-lists of an entry, as indexes of entry.stale's counts.
+const (
+	listAff = iota
+	listAnti
+	listNonHost
+)
+
+// dropFromSubList keeps *n, e's count of the shard's sub-list l (listAff,
+// listAnti or listNonHost), as the shard's NodeState changes that list
+// when it removes pod key: own says the stored PodInfo qualifies for the
+// list (its entry is there), search that the pod object the removal uses
+// qualifies (upstream searches a sub-list only then). The list may also
+// hold stale entries of key, left by an earlier pod of that key whose
+// removal did not search the list (e.stale): a search removes one entry
+// of key if the list holds any; a removal that does not search leaves the
+// pod's own entry behind, stale. A count that reaches 0 is a flip.
+func (c *core) dropFromSubList(e *entry, n *int, l int, key string, own, search bool) {
+	if own == search {
+		if own { // the common case: the pod's own entry goes
+			*n--
+			if *n == 0 {
+				c.affFlips = append(c.affFlips, e)
+			}
+		}
+		return
+	}
+	stale := e.stale[key]
+	if own { // not searched: the pod's entry stays, stale
+		stale[l]++
+	} else { // searched for a pod not in the list: a stale entry goes, if any
+		if stale[l] == 0 {
+			return
+		}
+		stale[l]--
+		*n--
+		if *n == 0 {
+			c.affFlips = append(c.affFlips, e)
+		}
+	}
+	switch {
+	case stale != [3]int32{}:
+		if e.stale == nil {
+			e.stale = make(map[string][3]int32)
+		}
+		e.stale[key] = stale
+	case len(e.stale) > 1:
+		delete(e.stale, key)
+	default:
+		e.stale = nil
+	}
+}
+
 // reconcilePVC counts the entry's PVC keys in the used set exactly while it
 // has a node object and is in the node list of the last buildLists: the
 // set upstream builds by walking its list (only a pods-first entry given a

@@ -112,26 +112,12 @@ func (c *core) replace(r *podRecord, aff, anti, nonHost bool, info *nodeinfo.Pod
 // that left it without pods and without a node.
 func (c *core) detach(r *podRecord, aff, anti, nonHost bool) {
 	e := r.entry
-	c.emit(e, shard.Mutation{Kind: shard.RemovePod, Pod: r.info, Key: r.info.Key(), Affinity: aff, AntiAffinity: anti, NonHostAnti: nonHost})
+	key := r.info.Key()
+	c.emit(e, shard.Mutation{Kind: shard.RemovePod, Pod: r.info, Key: key, Affinity: aff, AntiAffinity: anti, NonHostAnti: nonHost})
 	e.pods--
-	if aff && r.info.HasAffinity() {
-		e.aff--
-		if e.aff == 0 {
-			c.affFlips = append(c.affFlips, e)
-		}
-	}
-	if anti && r.info.HasRequiredAntiAffinity() {
-		e.anti--
-		if e.anti == 0 {
-			c.affFlips = append(c.affFlips, e)
-		}
-	}
-	if nonHost && r.info.HasRequiredNonHostScopedAntiAffinity() {
-		e.nonHost--
-		if e.nonHost == 0 {
-			c.affFlips = append(c.affFlips, e)
-		}
-	}
+	c.dropFromSubList(e, &e.aff, listAff, key, r.info.HasAffinity(), aff)
+	c.dropFromSubList(e, &e.anti, listAnti, key, r.info.HasRequiredAntiAffinity(), anti)
+	c.dropFromSubList(e, &e.nonHost, listNonHost, key, r.info.HasRequiredNonHostScopedAntiAffinity(), nonHost)
 	for _, k := range r.info.PVCKeys() {
 		e.pvc[k]--
 		c.cumPVC(k, -1)
