@@ -257,7 +257,7 @@ func TestViewMatchesUpstreamAggregation(t *testing.T) {
 	check("added")
 	for _, i := range []int{1, 0, 5} {
 		pi := infos[i]
-		if err := st.RemovePod(pi.Key(), pi.HasAffinity(), pi.HasRequiredAntiAffinity()); err != nil {
+		if err := st.RemovePod(pi.Key(), pi.HasAffinity(), pi.HasRequiredAntiAffinity(), pi.HasRequiredNonHostScopedAntiAffinity()); err != nil {
 			t.Fatal(err)
 		}
 		if err := m.RemovePod(klog.Background(), pods[i]); err != nil {

@@ -3,6 +3,7 @@ package fwkadapter
 import (
 	"sync/atomic"
 
+	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/schedcache/schedcache/nodeinfo"
@@ -24,9 +25,10 @@ import (
 // Lists and NodeInfo views are shared: callers must not modify them.
 type Lister struct {
 	snap *snapshot.Snapshot // immutable
-	// last holds the last result of List, HavePodsWithAffinityList and
-	// HavePodsWithRequiredAntiAffinityList; atomic.
-	last [3]atomic.Pointer[listMemo]
+	// last holds the last result of List, HavePodsWithAffinityList,
+	// HavePodsWithRequiredAntiAffinityList and
+	// HavePodsWithRequiredNonHostScopedAntiAffinityList; atomic.
+	last [4]atomic.Pointer[listMemo]
 }
 
 // Indexes of Lister.last.
@@ -34,7 +36,18 @@ const (
 	listAll = iota
 	listAffinity
 	listAntiAffinity
+	listNonHost
 )
+
+// hostnameFastPath mirrors upstream's InterPodAffinityHostnameFastPath
+// feature gate (alpha in v1.37, off by default): while it is off, the
+// non-host-scoped anti-affinity lists read empty, as upstream's.
+var hostnameFastPath atomic.Bool
+
+// SetHostnameFastPath turns the non-host-scoped anti-affinity lists on or
+// off for every NodeInfo and lister of the process, as upstream's
+// InterPodAffinityHostnameFastPath gate does; set it with the gate.
+func SetHostnameFastPath(on bool) { hostnameFastPath.Store(on) }
 
 // listMemo is one List() result and the key of the list it was built
 // from; immutable.
@@ -73,6 +86,36 @@ func (l *Lister) NodeInfos() fwk.NodeInfoLister { return (*nodeLister)(l) }
 // StorageInfos returns the storage lister.
 func (l *Lister) StorageInfos() fwk.StorageInfoLister { return (*storageLister)(l) }
 
+// groups returns the listers of the snapshot's pod groups.
+func (l *Lister) groups() Groups { return NewGroups(l.snap.PodGroups()) }
+
+// PodGroupStates returns the snapshot's pod-group state lister.
+func (l *Lister) PodGroupStates() fwk.PodGroupStateLister { return l.groups().PodGroupStates() }
+
+// PodGroups returns the snapshot's PodGroup lister.
+func (l *Lister) PodGroups() fwk.PodGroupLister { return l.groups().PodGroups() }
+
+// CompositePodGroupStates returns the snapshot's composite pod-group
+// state lister.
+func (l *Lister) CompositePodGroupStates() fwk.CompositePodGroupStateLister {
+	return l.groups().CompositePodGroupStates()
+}
+
+// CompositePodGroups returns the snapshot's CompositePodGroup lister.
+func (l *Lister) CompositePodGroups() fwk.CompositePodGroupLister {
+	return l.groups().CompositePodGroups()
+}
+
+// BuildHierarchySnapshotFromPod returns l, as upstream's snapshot does.
+func (l *Lister) BuildHierarchySnapshotFromPod(pod *v1.Pod) (fwk.PodGroupManager, error) {
+	return l, nil
+}
+
+// GetRootKeyForGroup returns the root of key's pod-group hierarchy.
+func (l *Lister) GetRootKeyForGroup(key fwk.EntityKey) (fwk.EntityKey, bool, error) {
+	return l.groups().GetRootKeyForGroup(key)
+}
+
 type nodeLister Lister
 
 func (l *nodeLister) snapshot() *snapshot.Snapshot { return (*Lister)(l).Snapshot() }
@@ -106,6 +149,26 @@ func (l *nodeLister) HavePodsWithAffinityList() ([]fwk.NodeInfo, error) {
 func (l *nodeLister) HavePodsWithRequiredAntiAffinityList() ([]fwk.NodeInfo, error) {
 	return l.memo(listAntiAffinity, func(s *snapshot.Snapshot) []fwk.NodeInfo {
 		list, _ := s.HavePodsWithRequiredAntiAffinityList() // never fails
+		return wrapList(list)
+	})
+}
+
+// HavePodsWithRequiredNonHostScopedAntiAffinityList returns the nodes
+// with pods with a required anti-affinity term whose topology key is not
+// the hostname, in list order; empty unless the hostname fast path is on
+// (SetHostnameFastPath), as upstream's.
+func (l *nodeLister) HavePodsWithRequiredNonHostScopedAntiAffinityList() ([]fwk.NodeInfo, error) {
+	if !hostnameFastPath.Load() {
+		if l.snapshot() == nil {
+			return nil, ErrNilSnapshot
+		}
+		return []fwk.NodeInfo{}, nil
+	}
+	return l.memo(listNonHost, func(s *snapshot.Snapshot) []fwk.NodeInfo {
+		list, _ := s.HavePodsWithRequiredNonHostScopedAntiAffinityList() // never fails
+		if list == nil {
+			return []fwk.NodeInfo{}
+		}
 		return wrapList(list)
 	})
 }

@@ -28,14 +28,17 @@ type MutableNodeInfo struct {
 	pods                         []fwk.PodInfo
 	podsWithAffinity             []fwk.PodInfo
 	podsWithRequiredAntiAffinity []fwk.PodInfo
-	usedPorts                    fwk.HostPortInfo
-	requested                    *Resource
-	nonZeroRequested             *Resource
-	allocatable                  *Resource
-	imageStates                  map[string]*fwk.ImageStateSummary
-	pvcRefCounts                 map[string]int
-	generation                   int64
-	declaredFeatures             ndf.FeatureSet
+	// podsWithRequiredNonHostScopedAntiAffinity is kept only while the
+	// hostname fast path is on (SetHostnameFastPath), as upstream's.
+	podsWithRequiredNonHostScopedAntiAffinity []fwk.PodInfo
+	usedPorts                                 fwk.HostPortInfo
+	requested                                 *Resource
+	nonZeroRequested                          *Resource
+	allocatable                               *Resource
+	imageStates                               map[string]*fwk.ImageStateSummary
+	pvcRefCounts                              map[string]int
+	generation                                int64
+	declaredFeatures                          ndf.FeatureSet
 }
 
 var _ fwk.NodeInfo = (*MutableNodeInfo)(nil)
@@ -130,6 +133,12 @@ func (m *MutableNodeInfo) GetPodsWithRequiredAntiAffinity() []fwk.PodInfo {
 	}
 	return m.podsWithRequiredAntiAffinity
 }
+func (m *MutableNodeInfo) GetPodsWithRequiredNonHostScopedAntiAffinity() []fwk.PodInfo {
+	if m == nil {
+		return nil
+	}
+	return m.podsWithRequiredNonHostScopedAntiAffinity
+}
 func (m *MutableNodeInfo) GetImageStates() map[string]*fwk.ImageStateSummary {
 	if m == nil {
 		return nil
@@ -161,6 +170,9 @@ func (m *MutableNodeInfo) Snapshot() fwk.NodeInfo {
 	}
 	if len(m.podsWithRequiredAntiAffinity) > 0 {
 		c.podsWithRequiredAntiAffinity = append([]fwk.PodInfo(nil), m.podsWithRequiredAntiAffinity...)
+	}
+	if len(m.podsWithRequiredNonHostScopedAntiAffinity) > 0 {
+		c.podsWithRequiredNonHostScopedAntiAffinity = append([]fwk.PodInfo(nil), m.podsWithRequiredNonHostScopedAntiAffinity...)
 	}
 	for k, s := range m.imageStates {
 		c.imageStates[k] = &fwk.ImageStateSummary{Size: s.Size, NumNodes: s.NumNodes}
@@ -204,6 +216,9 @@ func (m *MutableNodeInfo) AddPodInfo(podInfo fwk.PodInfo) {
 	if nodeinfo.PodHasRequiredAntiAffinity(pod) {
 		m.podsWithRequiredAntiAffinity = append(m.podsWithRequiredAntiAffinity, podInfo)
 	}
+	if hostnameFastPath.Load() && nodeinfo.PodHasRequiredNonHostScopedAntiAffinity(pod) {
+		m.podsWithRequiredNonHostScopedAntiAffinity = append(m.podsWithRequiredNonHostScopedAntiAffinity, podInfo)
+	}
 	m.update(podInfo, 1)
 }
 
@@ -225,6 +240,9 @@ func (m *MutableNodeInfo) RemovePod(logger klog.Logger, pod *v1.Pod) error {
 	}
 	if nodeinfo.PodHasRequiredAntiAffinity(pod) {
 		m.podsWithRequiredAntiAffinity, _ = removeFromSlice(m.podsWithRequiredAntiAffinity, k)
+	}
+	if hostnameFastPath.Load() && nodeinfo.PodHasRequiredNonHostScopedAntiAffinity(pod) {
+		m.podsWithRequiredNonHostScopedAntiAffinity, _ = removeFromSlice(m.podsWithRequiredNonHostScopedAntiAffinity, k)
 	}
 	var removed fwk.PodInfo
 	if m.pods, removed = removeFromSlice(m.pods, k); removed != nil {
@@ -322,10 +340,6 @@ func (m *MutableNodeInfo) SetNode(node *v1.Node) {
 	}
 	m.node = node
 	m.allocatable = NewResource(nodeinfo.NewResource(node.Status.Allocatable))
-	if len(node.Status.DeclaredFeatures) > 0 {
-		m.declaredFeatures = ndf.NewFeatureSet(node.Status.DeclaredFeatures...)
-	} else {
-		m.declaredFeatures = ndf.FeatureSet{}
-	}
+	m.declaredFeatures = ndf.DefaultFramework.TryMap(node.Status.DeclaredFeatures)
 	m.generation = nodeinfo.NextGeneration()
 }

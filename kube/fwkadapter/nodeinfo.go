@@ -46,6 +46,7 @@ func (n *NodeInfo) Unwrap() *nodeinfo.NodeInfo { return (*nodeinfo.NodeInfo)(n) 
 // GetImageStates' map, set once (atomic) on first use.
 type nodeView struct {
 	pods, withAffinity, withAnti []fwk.PodInfo // nil when empty
+	withNonHost                  []fwk.PodInfo // nil when empty; shown only with the hostname fast path (hostnameFastPath)
 	requested, nonZero, alloc    frozenResource
 	ports                        fwk.HostPortInfo // nil when the node uses no host port
 	features                     ndf.FeatureSet
@@ -83,9 +84,9 @@ func (n *NodeInfo) view() *nodeView {
 
 func buildView(ni *nodeinfo.NodeInfo) *nodeView {
 	v := &nodeView{}
-	np, na, nr := ni.NumPods(), ni.NumPodsWithAffinity(), ni.NumPodsWithRequiredAntiAffinity()
-	if total := np + na + nr; total > 0 {
-		buf := make([]fwk.PodInfo, total) // one allocation for the three lists
+	np, na, nr, nh := ni.NumPods(), ni.NumPodsWithAffinity(), ni.NumPodsWithRequiredAntiAffinity(), ni.NumPodsWithRequiredNonHostScopedAntiAffinity()
+	if total := np + na + nr + nh; total > 0 {
+		buf := make([]fwk.PodInfo, total) // one allocation for the four lists
 		if np > 0 {
 			v.pods = buf[:np:np]
 			for i := range np {
@@ -104,6 +105,13 @@ func buildView(ni *nodeinfo.NodeInfo) *nodeView {
 				v.withAnti[i] = (*PodInfo)(ni.PodWithRequiredAntiAffinityAt(i))
 			}
 		}
+		if nh > 0 {
+			o := np + na + nr
+			v.withNonHost = buf[o : o+nh : o+nh]
+			for i := range nh {
+				v.withNonHost[i] = (*PodInfo)(ni.PodWithRequiredNonHostScopedAntiAffinityAt(i))
+			}
+		}
 	}
 	v.requested.r.setFrom(ni.Requested())
 	v.nonZero.r.setFrom(ni.NonZeroRequested())
@@ -118,8 +126,10 @@ func buildView(ni *nodeinfo.NodeInfo) *nodeView {
 			v.ports[ip] = m
 		}
 	}
-	if node := ni.Node(); node != nil && len(node.Status.DeclaredFeatures) > 0 {
-		v.features = ndf.NewFeatureSet(node.Status.DeclaredFeatures...)
+	if node := ni.Node(); node != nil {
+		// As upstream's SetNode since NodeDeclaredFeatures went GA (v1.37):
+		// unknown features are dropped.
+		v.features = ndf.DefaultFramework.TryMap(node.Status.DeclaredFeatures)
 	}
 	return v
 }
@@ -136,6 +146,18 @@ func (n *NodeInfo) GetPodsWithAffinity() []fwk.PodInfo { return n.view().withAff
 // GetPodsWithRequiredAntiAffinity returns the pods with required
 // anti-affinity.
 func (n *NodeInfo) GetPodsWithRequiredAntiAffinity() []fwk.PodInfo { return n.view().withAnti }
+
+// GetPodsWithRequiredNonHostScopedAntiAffinity returns the pods with a
+// required anti-affinity term whose topology key is not the hostname;
+// empty unless the hostname fast path is on (SetHostnameFastPath), as
+// upstream's list is empty unless its InterPodAffinityHostnameFastPath
+// gate is on.
+func (n *NodeInfo) GetPodsWithRequiredNonHostScopedAntiAffinity() []fwk.PodInfo {
+	if !hostnameFastPath.Load() {
+		return nil
+	}
+	return n.view().withNonHost
+}
 
 // GetUsedPorts returns the used host ports (shared; do not modify; nil
 // when none, which reads as empty).
@@ -207,6 +229,9 @@ func (n *NodeInfo) SnapshotMutable() *MutableNodeInfo {
 	}
 	if len(v.withAnti) > 0 {
 		m.podsWithRequiredAntiAffinity = append([]fwk.PodInfo(nil), v.withAnti...)
+	}
+	if len(v.withNonHost) > 0 && hostnameFastPath.Load() {
+		m.podsWithRequiredNonHostScopedAntiAffinity = append([]fwk.PodInfo(nil), v.withNonHost...)
 	}
 	for name, s := range n.GetImageStates() {
 		m.imageStates[name] = &fwk.ImageStateSummary{Size: s.Size, NumNodes: s.NumNodes}
