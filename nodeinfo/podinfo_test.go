@@ -270,16 +270,26 @@ func TestPodInfoPVCKeysAndAffinity(t *testing.T) {
 	require.Equal(t, "u", p.Key())
 	require.Nil(t, mustPodInfo(t, mkPod("v", withEphemeralVolume())).PVCKeys())
 
+	emptyTopology := &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{}}}}
+	preferredZone := &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.WeightedPodAffinityTerm{
+		{Weight: 1, PodAffinityTerm: v1.PodAffinityTerm{TopologyKey: v1.LabelTopologyZone}}}}}
+	requiredZoneAffinity := &v1.Affinity{PodAffinity: &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{
+		{TopologyKey: v1.LabelTopologyZone}}}}
 	tests := []struct {
-		name          string
-		aff           *v1.Affinity
-		affinity, req bool
+		name                   string
+		aff                    *v1.Affinity
+		affinity, req, nonHost bool
 	}{
-		{"none", nil, false, false},
-		{"node affinity only", nodeAffinityOnly, false, false},
-		{"pod affinity without terms", podAffinity, true, false},
-		{"preferred anti-affinity", preferredAntiAff, true, false},
-		{"required anti-affinity", requiredAntiAff, true, true},
+		{"none", nil, false, false, false},
+		{"node affinity only", nodeAffinityOnly, false, false, false},
+		{"pod affinity without terms", podAffinity, true, false, false},
+		{"required pod affinity, zone", requiredZoneAffinity, true, false, false},
+		{"preferred anti-affinity", preferredAntiAff, true, false, false},
+		{"preferred anti-affinity, zone", preferredZone, true, false, false},
+		{"required anti-affinity", requiredAntiAff, true, true, true},
+		{"required anti-affinity, hostname terms only", hostnameAntiAff, true, true, false},
+		{"required anti-affinity, hostname and zone terms", mixedAntiAff, true, true, true},
+		{"required anti-affinity, empty topology key", emptyTopology, true, true, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -287,12 +297,15 @@ func TestPodInfoPVCKeysAndAffinity(t *testing.T) {
 			p := mustPodInfo(t, pod)
 			require.Equal(t, tc.affinity, p.HasAffinity())
 			require.Equal(t, tc.req, p.HasRequiredAntiAffinity())
+			require.Equal(t, tc.nonHost, p.HasRequiredNonHostScopedAntiAffinity())
 			require.Equal(t, tc.affinity, PodHasAffinity(pod))
 			require.Equal(t, tc.req, PodHasRequiredAntiAffinity(pod))
+			require.Equal(t, tc.nonHost, PodHasRequiredNonHostScopedAntiAffinity(pod))
 		})
 	}
 	require.False(t, PodHasAffinity(nil))
 	require.False(t, PodHasRequiredAntiAffinity(nil))
+	require.False(t, PodHasRequiredNonHostScopedAntiAffinity(nil))
 }
 
 func TestPodInfoNilSafe(t *testing.T) {
@@ -305,6 +318,7 @@ func TestPodInfoNilSafe(t *testing.T) {
 	require.Zero(t, p.NonZeroMemory())
 	require.False(t, p.HasAffinity())
 	require.False(t, p.HasRequiredAntiAffinity())
+	require.False(t, p.HasRequiredNonHostScopedAntiAffinity())
 	require.Nil(t, p.HostPorts())
 	require.Nil(t, p.PVCKeys())
 }
@@ -322,7 +336,7 @@ func TestOddInputsDoNotPanic(t *testing.T) {
 			s.SetNode(mkNode("n", list))
 			s.AddPod(p)
 			s.AddPod(p)
-			require.NoError(t, s.RemovePod("u", true, true))
+			require.NoError(t, s.RemovePod("u", true, true, true))
 			n := s.Freeze()
 			require.Equal(t, p.Requests().MilliCPU, n.Requested().MilliCPU)
 			require.Equal(t, r, n.Allocatable())
