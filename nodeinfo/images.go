@@ -168,6 +168,48 @@ func DiffPVCKeys(a, b *NodeInfo, fn func(key string, added bool)) {
 	}
 }
 
+// SamePVCCounts reports whether a and b have the same PVCRefCounts (keys
+// and counts). A nil NodeInfo references none.
+func SamePVCCounts(a, b *NodeInfo) bool {
+	same := true
+	DiffPVCCounts(a, b, func(string, int) { same = false })
+	return same
+}
+
+// DiffPVCCounts calls fn, in key order, for each PVC key whose reference
+// count differs between a and b, with the change from a to b (a key only
+// one of them references counts 0 in the other). Entries sharing their
+// references are skipped in O(1). A nil NodeInfo references none.
+func DiffPVCCounts(a, b *NodeInfo, fn func(key string, delta int)) {
+	var x, y []pvcRef
+	if a != nil {
+		x = a.pvcRefs
+	}
+	if b != nil {
+		y = b.pvcRefs
+	}
+	if len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0]) {
+		return
+	}
+	i, j := 0, 0
+	for i < len(x) || j < len(y) {
+		switch {
+		case j == len(y) || (i < len(x) && x[i].key < y[j].key):
+			fn(x[i].key, -x[i].count)
+			i++
+		case i == len(x) || y[j].key < x[i].key:
+			fn(y[j].key, y[j].count)
+			j++
+		default:
+			if d := y[j].count - x[i].count; d != 0 {
+				fn(x[i].key, d)
+			}
+			i++
+			j++
+		}
+	}
+}
+
 // RangePVCKeys calls fn for each PVC key n references, in key order.
 func (n *NodeInfo) RangePVCKeys(fn func(key string)) {
 	if n == nil {

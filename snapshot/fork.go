@@ -241,6 +241,10 @@ func (s *Snapshot) Fork() *Fork {
 	if !s.published || s.ll != nil {
 		c := *s
 		c.published, c.ll, c.li, c.pc, c.logIx = true, nil, new(listIndex), new(pvcIndex), new(podLogIndex)
+		if s.ll != nil && s.ll.pvc != nil {
+			counts := s.ll.pvc.counts // the refreshed snapshot's counts, pending delta included
+			c.pc.once.Do(func() { c.pc.counts = counts })
+		}
 		b = &c
 	}
 	return &Fork{base: b, cur: forkLevel{s: b}}

@@ -9,11 +9,11 @@ import (
 	"github.com/schedcache/schedcache/nodetree"
 )
 
-// usePVC counts one more (delta 1) or one fewer (-1) listed node
-// referencing claim k, adding it to or removing it from the used-PVC set
-// when the count leaves or reaches 0. The counts are opened on first use:
-// the current level's, or the base's (shared by its forks) if no claim
-// changed since the base.
+// usePVC adds delta to claim k's reference count (upstream v1.37's
+// usedPVCRefCounts, by pods), adding it to or removing it from the
+// used-PVC set when the count leaves or reaches 0. The counts are opened
+// on first use: the current level's, or the base's (shared by its forks)
+// if no claim changed since the base.
 func (f *Fork) usePVC(e *forkEdit, k string, delta int32) {
 	if !e.pvcOpen {
 		base := e.pvcBase
@@ -73,30 +73,13 @@ func (f *Fork) relist(s, prev *Snapshot, e *forkEdit, tree *nodetree.Overlay) {
 		return int(slot) < s.nodes.Len() && s.nodes.Get(int(slot)).Node() != nil
 	})
 	aff, anti, nonHost := nodelists.Affinity(order, s.affinityFlags, nil, nil, nil)
-	oldPos, _ := prev.listPos()
 	newPos, dup := positions(order)
-	if oldPos == nil {
-		oldPos, _ = positions(prev.order)
-	}
-	// The counts are per node, not per place: a node the tree lists in
-	// two zones counts once, at its last place.
-	in := func(pos []int32, slot int32) bool { return int(slot) < len(pos) && pos[slot] >= 0 }
-	for i, slot := range order {
-		if newPos[slot] == int32(i) && !in(oldPos, slot) {
-			s.nodes.Get(int(slot)).RangePVCRefCounts(func(k string, _ int) bool {
-				f.usePVC(e, k, +1)
-				return true
-			})
-		}
-	}
-	for j, slot := range prev.order {
-		if oldPos[slot] == int32(j) && !in(newPos, slot) {
-			prev.nodes.Get(int(slot)).RangePVCRefCounts(func(k string, _ int) bool {
-				f.usePVC(e, k, -1)
-				return true
-			})
-		}
-	}
+	// A new list recounts the claims from it, as upstream's rebuild does
+	// (a refreshed base's pending delta is dropped with it).
+	counts := sumDistinct(order, func(slot int32) *nodeinfo.NodeInfo { return s.nodes.Get(int(slot)) })
+	counts.EditInto(&e.pvcN)
+	e.pvcOpen = true
+	usedFrom(counts).EditInto(&e.pvc)
 	err := nodelists.Check(len(order), tree.NumNodes(), s.index.Len(), int(s.nodeCount))
 	s.order = order
 	s.ls = &nodeLists{aff: immutable.SeqOf(aff), anti: immutable.SeqOf(anti), nonHost: immutable.SeqOf(nonHost), err: err, treeNodes: tree.NumNodes()}
@@ -126,11 +109,18 @@ func (f *Fork) editLists(s *Snapshot, e *forkEdit) {
 		now := s.nodes.Get(int(slot))
 		aff0, anti0, nonHost0 := listFlags(t.init)
 		aff1, anti1, nonHost1 := listFlags(now)
-		if aff0 == aff1 && anti0 == anti1 && nonHost0 == nonHost1 && nodeinfo.SamePVCKeys(t.init, now) {
-			continue // in no list it was not in before
+		samePVC := nodeinfo.SamePVCCounts(t.init, now)
+		if aff0 == aff1 && anti0 == anti1 && nonHost0 == nonHost1 && samePVC {
+			continue // in no list it was not in before, no claim counted anew
 		}
 		if !f.listed(slot) {
 			continue
+		}
+		// Claims count by pod on listed nodes: a fork's state is a
+		// published snapshot's (recounted from its list), and upstream
+		// v1.37's snapshot AssumePod and AddPod count each pod's claims.
+		if !samePVC {
+			nodeinfo.DiffPVCCounts(t.init, now, func(k string, d int) { f.usePVC(e, k, int32(d)) })
 		}
 		if aff0 != aff1 {
 			affEd = append(affEd, immutable.SeqEdit[int32]{X: slot, Insert: aff1})
@@ -141,13 +131,6 @@ func (f *Fork) editLists(s *Snapshot, e *forkEdit) {
 		if nonHost0 != nonHost1 {
 			nonHostEd = append(nonHostEd, immutable.SeqEdit[int32]{X: slot, Insert: nonHost1})
 		}
-		nodeinfo.DiffPVCKeys(t.init, now, func(k string, added bool) {
-			if added {
-				f.usePVC(e, k, +1)
-			} else {
-				f.usePVC(e, k, -1)
-			}
-		})
 	}
 	if len(affEd) > 0 || len(antiEd) > 0 || len(nonHostEd) > 0 {
 		byPos := func(a, b int32) int { return cmp.Compare(f.pos[a], f.pos[b]) }

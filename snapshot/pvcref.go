@@ -34,8 +34,27 @@ type refLive struct {
 // order, each counted once per referencing pod volume and once per
 // occurrence of its node in order: upstream's rebuild.
 func sumListed(order []int32, node func(slot int32) *nodeinfo.NodeInfo) immutable.Map[int32] {
+	return sumNodes(order, node, nil)
+}
+
+// sumDistinct is sumListed counting a node the tree lists twice once: the
+// base of a fork's counts, which move by pod from then on and must reach
+// 0 with the node's last claim, as a recount would (only whether a count
+// is above 0 shows).
+func sumDistinct(order []int32, node func(slot int32) *nodeinfo.NodeInfo) immutable.Map[int32] {
+	pos, dup := positions(order)
+	if !dup {
+		return sumNodes(order, node, nil)
+	}
+	return sumNodes(order, node, func(i int, slot int32) bool { return pos[slot] == int32(i) })
+}
+
+func sumNodes(order []int32, node func(slot int32) *nodeinfo.NodeInfo, keep func(i int, slot int32) bool) immutable.Map[int32] {
 	e := immutable.Map[int32]{}.Edit()
-	for _, slot := range order {
+	for i, slot := range order {
+		if keep != nil && !keep(i, slot) {
+			continue
+		}
 		ni := node(slot)
 		if ni == nil {
 			continue

@@ -170,35 +170,24 @@ func (s *Snapshot) listTree() (*nodetree.Overlay, error) {
 	return li.tree, li.treeErr
 }
 
-// pvcIndex counts, for each claim of the used-PVC set, the listed nodes
-// that reference it, built once, on first use (pvcCounts).
+// pvcIndex holds the snapshot's PVC reference counts (claim -> references
+// by pods, upstream v1.37's usedPVCRefCounts), built once, on first use
+// (pvcCounts), or set by Fork from a refreshed snapshot's counts.
 type pvcIndex struct {
 	once   sync.Once
 	counts immutable.Map[int32] // written once, in once
 }
 
-// pvcCounts returns claim -> number of listed nodes referencing it (a
-// node listed twice counted once), building it (O(listed nodes x their
-// claims)) on the first call for a published snapshot, on every call for
-// others.
+// pvcCounts returns the snapshot's PVC reference counts: a refreshed
+// snapshot's own (they may carry upstream's pending delta), else the sum
+// over the listed nodes (sumListed), built (O(listed nodes x their claims))
+// on the first call for a published snapshot, on every call for others.
 func (s *Snapshot) pvcCounts() immutable.Map[int32] {
+	if s.ll != nil && s.ll.pvc != nil {
+		return s.ll.pvc.counts
+	}
 	build := func() immutable.Map[int32] {
-		e := immutable.Map[int32]{}.Edit()
-		pos, _ := s.listPos()
-		if pos == nil {
-			pos, _ = positions(s.order)
-		}
-		for i, slot := range s.order {
-			if pos[slot] != int32(i) {
-				continue // a node listed twice counts once
-			}
-			s.nodes.Get(int(slot)).RangePVCRefCounts(func(k string, _ int) bool {
-				n, _ := e.Get(k)
-				e.Set(k, n+1)
-				return true
-			})
-		}
-		return e.Done()
+		return sumDistinct(s.order, func(slot int32) *nodeinfo.NodeInfo { return s.nodes.Get(int(slot)) })
 	}
 	pc := s.pc
 	if pc == nil {

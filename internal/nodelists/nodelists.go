@@ -116,14 +116,14 @@ type Counts interface {
 // object referencing claim, and reports whether the claim entered the
 // used set (its count went from 0 to 1) or left it (it reached 0).
 func UsePVC(c Counts, claim string, delta int32) (entered, left bool) {
-	n, _ := c.Get(claim)
-	n += delta
+	prev, _ := c.Get(claim)
+	n := prev + delta
 	if n <= 0 {
 		c.Delete(claim)
-		return false, true
+		return false, prev > 0
 	}
 	c.Set(claim, n)
-	return n == 1 && delta > 0, false
+	return prev <= 0, false
 }
 
 // MapCounts is Counts over a plain map, for a mutable owner.
