@@ -1,8 +1,6 @@
 package schedcache
 
 import (
-	"errors"
-
 	v1 "k8s.io/api/core/v1"
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
@@ -105,9 +103,6 @@ func (c *Cache) UpdatePodGroupMember(logger klog.Logger, oldPod, newPod *v1.Pod)
 func (c *Cache) RemovePodGroupMember(pod *v1.Pod) error {
 	return c.memberOp(actor.GroupRemove, nil, pod)
 }
-
-// errNilGroup refuses a nil PodGroup or CompositePodGroup argument.
-var errNilGroup = errors.New("schedcache: nil pod group")
 
 // AddPodGroup adds or replaces a PodGroup object (a no-op with pod groups
 // off). A parent CompositePodGroup not yet seen gets a placeholder state.
