@@ -22,6 +22,19 @@ import (
 // node name is not in the zone named by the zone key.
 var ErrNodeNotInZone = errors.New("nodetree: node not found in zone")
 
+// NotInZoneError is Remove's and RemoveName's error for a name its zone
+// does not list; its text is upstream's node tree's. It wraps
+// ErrNodeNotInZone.
+type NotInZoneError struct {
+	Name, Zone string
+}
+
+func (e *NotInZoneError) Error() string {
+	return fmt.Sprintf("node %q in group %q was not found", e.Name, e.Zone)
+}
+
+func (e *NotInZoneError) Unwrap() error { return ErrNodeNotInZone }
+
 // ErrZonesExhausted is returned by List and AppendList, together with the
 // partial list, when every zone is exhausted before NumNodes names have been
 // collected. It indicates an internal inconsistency and cannot occur through
@@ -136,7 +149,7 @@ func (t *Tree) Remove(node *v1.Node) error {
 // changes nothing and returns an error wrapping ErrNodeNotInZone.
 func (t *Tree) RemoveName(name, zoneKey string) error {
 	if !t.remove(name, zoneKey) {
-		return fmt.Errorf("%w: node %q zone %q", ErrNodeNotInZone, name, zoneKey)
+		return &NotInZoneError{Name: name, Zone: zoneKey}
 	}
 	t.version++
 	return nil

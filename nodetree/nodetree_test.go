@@ -284,7 +284,7 @@ func TestRemove(t *testing.T) {
 					continue
 				}
 				require.ErrorIs(t, err, ErrNodeNotInZone)
-				require.Equal(t, fmt.Sprintf("%v: node %q zone %q", ErrNodeNotInZone, n.Name, ZoneKey(n)), err.Error())
+				require.Equal(t, fmt.Sprintf("node %q in group %q was not found", n.Name, ZoneKey(n)), err.Error(), "upstream node tree's text")
 			}
 			verifyTree(t, tr, tc.want)
 		})

@@ -1,7 +1,6 @@
 package nodetree
 
 import (
-	"fmt"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -168,7 +167,7 @@ func (o *Overlay) Remove(node *v1.Node) (*Overlay, error) {
 	name, key := node.Name, ZoneKey(node)
 	c, ok := o.remove(name, key)
 	if !ok {
-		return o, fmt.Errorf("%w: node %q zone %q", ErrNodeNotInZone, name, key)
+		return o, &NotInZoneError{Name: name, Zone: key}
 	}
 	return c, nil
 }

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedcache/schedcache/nodeinfo"
+	"github.com/schedcache/schedcache/nodetree"
 )
 
 // Sentinel errors of the pod and node state machine (package actor and the
@@ -142,6 +143,10 @@ type NodeError struct {
 // call (RemoveNode and GetNode of an unknown node), else it names the
 // operation, node and cause.
 func (e *NodeError) Error() string {
+	var nz *nodetree.NotInZoneError
+	if e.Op == "RemoveNode" && errors.As(e.Err, &nz) {
+		return nz.Error() // upstream returns its node tree's error
+	}
 	if e.Err == ErrNodeNotFound {
 		switch e.Op {
 		case "RemoveNode":

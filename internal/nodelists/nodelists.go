@@ -37,7 +37,8 @@ type InconsistentListError struct {
 
 // Error is upstream's text.
 func (e *InconsistentListError) Error() string {
-	return fmt.Sprintf("snapshot state is not consistent: length of NodeInfoList=%d not equal to length of nodes in tree=%d, length of NodeInfoMap=%d, length of nodes in cache=%d",
+	// Upstream v1.37.2's text, word for word (its stray space included).
+	return fmt.Sprintf("snapshot state is not consistent, length of NodeInfoList=%d not equal to length of nodes in tree=%d , length of NodeInfoMap=%d, length of nodes in cache=%d, trying to recover",
 		e.ListLen, e.TreeNodes, e.MapLen, e.CacheEntries)
 }
 

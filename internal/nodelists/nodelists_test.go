@@ -31,7 +31,7 @@ func TestCheckAndRecount(t *testing.T) {
 	require.ErrorAs(t, err, &ie)
 	require.ErrorIs(t, err, ErrInconsistentList)
 	require.Equal(t, InconsistentListError{ListLen: 2, TreeNodes: 3, MapLen: 4, CacheEntries: 5}, *ie)
-	require.Equal(t, "snapshot state is not consistent: length of NodeInfoList=2 not equal to length of nodes in tree=3, length of NodeInfoMap=4, length of nodes in cache=5", err.Error())
+	require.Equal(t, "snapshot state is not consistent, length of NodeInfoList=2 not equal to length of nodes in tree=3 , length of NodeInfoMap=4, length of nodes in cache=5, trying to recover", err.Error())
 
 	same, changed := Recount(err, 4, 5)
 	require.False(t, changed)
@@ -57,15 +57,15 @@ func TestAffinityKeepsListOrder(t *testing.T) {
 	require.Equal(t, []int32{98, 4, 1, 3}, nonHost, "appends to the buffers given")
 }
 
-// UsePVC against a simple model: a claim is used while its count of
-// listed nodes is positive; entered and left mark the crossings.
+// UsePVC against a simple model: a claim is used while its count is
+// positive; entered and left mark the crossings, for any delta.
 func TestUsePVCModel(t *testing.T) {
 	c := MapCounts{}
 	model := map[string]int{}
 	steps := []struct {
 		claim string
 		delta int32
-	}{{"a", 1}, {"a", 1}, {"b", 1}, {"a", -1}, {"a", -1}, {"b", -1}, {"a", 1}, {"c", -1}}
+	}{{"a", 1}, {"a", 1}, {"b", 1}, {"a", -1}, {"a", -1}, {"b", -1}, {"a", 1}, {"c", -1}, {"d", 3}, {"d", -2}, {"d", -1}, {"e", 2}, {"e", -5}}
 	for i, st := range steps {
 		before := model[st.claim] > 0
 		model[st.claim] += int(st.delta)
@@ -75,7 +75,7 @@ func TestUsePVCModel(t *testing.T) {
 		after := model[st.claim] > 0
 		entered, left := UsePVC(c, st.claim, st.delta)
 		require.Equal(t, !before && after, entered, "step %d", i)
-		require.Equal(t, !after, left, "step %d: left whenever the count is down to 0", i)
+		require.Equal(t, before && !after, left, "step %d: left when the count goes down to 0", i)
 		n, ok := c.Get(st.claim)
 		require.Equal(t, model[st.claim] > 0, ok, "step %d", i)
 		require.EqualValues(t, model[st.claim], n, "step %d", i)
