@@ -164,9 +164,9 @@ func TestPlainInitPodRequestsMatchExact(t *testing.T) {
 }
 
 // Edge cases of the init path: a sidecar's sum runs through later init
-// containers; a plain init container ignores its status; a sidecar uses
-// it; overhead adds to both the plain and the defaulted amounts; and the
-// refusals.
+// containers; plain init containers and sidecars both use their status
+// (actuated total: max(1 + 3, 3, 7 + 3) = 10 cpu); overhead adds to both
+// the plain and the defaulted amounts; and the refusals.
 func TestPlainInitPodRequestsEdges(t *testing.T) {
 	ctr := func(name string, rl v1.ResourceList) v1.Container {
 		return v1.Container{Name: name, Resources: v1.ResourceRequirements{Requests: rl}}
@@ -193,10 +193,10 @@ func TestPlainInitPodRequestsEdges(t *testing.T) {
 			Containers:     []v1.Container{ctr("a", v1.ResourceList{"cpu": q("1")})},
 			InitContainers: []v1.Container{side("s", v1.ResourceList{"cpu": q("500m")}), ctr("i", v1.ResourceList{"cpu": q("2")})},
 		}}, true, 2500, 0, 2500},
-		{"statuses: init ignores, sidecar uses", &v1.Pod{Spec: v1.PodSpec{
+		{"statuses: init and sidecar both use theirs", &v1.Pod{Spec: v1.PodSpec{
 			Containers:     []v1.Container{ctr("a", v1.ResourceList{"cpu": q("1")})},
 			InitContainers: []v1.Container{side("s", v1.ResourceList{"cpu": q("500m")}), ctr("i", v1.ResourceList{"cpu": q("1")})},
-		}, Status: status}, true, 4000, 0, 4000},
+		}, Status: status}, true, 10000, 0, 10000},
 		{"overhead only", &v1.Pod{Spec: v1.PodSpec{Overhead: v1.ResourceList{"cpu": q("10m"), "memory": q("16Mi")}}}, true, 10, 16 << 20, 10},
 		{"negative init", &v1.Pod{Spec: v1.PodSpec{InitContainers: []v1.Container{ctr("i", v1.ResourceList{"cpu": q("-1")})}}}, true, -1000, 0, -1000},
 		{"overhead with ephemeral storage", &v1.Pod{Spec: v1.PodSpec{Overhead: v1.ResourceList{"cpu": q("1"), "ephemeral-storage": q("1Gi")}}}, false, 0, 0, 0},

@@ -152,26 +152,26 @@ func TestPodInfoRequests(t *testing.T) {
 			non0CPU: 300, non0Mem: 200 * mi,
 		},
 		{
-			name: "status without resources is ignored",
+			name: "status without resources: actuated falls back to allocated",
 			pod: mkPod("u", withContainers(ctr("a", rl("cpu", "100m"))), func(p *v1.Pod) {
 				p.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "a", AllocatedResources: rl("cpu", "900m")}}
 			}),
-			want:    cpuMem(100, 0),
-			non0CPU: 100, non0Mem: 200 * mi,
+			want:    cpuMem(900, 0),
+			non0CPU: 900, non0Mem: 200 * mi,
 		},
 		{
-			name: "plain init containers ignore status; sidecars use it",
+			name: "plain init containers and sidecars both use their status",
 			pod: mkPod("u", withInit(ctr("i", rl("cpu", "100m")), sidecar("s", rl("cpu", "10m"))),
 				withInitStatus("i", rl("cpu", "900m"), nil), withInitStatus("s", rl("cpu", "40m"), nil)),
-			want:    cpuMem(100, 0), // max(sum 40, init 100)
-			non0CPU: 100, non0Mem: 200 * mi,
+			want:    cpuMem(900, 0), // actuated total max(sum 40, init 900)
+			non0CPU: 900, non0Mem: 200 * mi,
 		},
 		{
-			name: "init status wins a name clash",
+			name: "container status wins a name clash",
 			pod: mkPod("u", withContainers(ctr("a", rl("cpu", "100m"))),
 				withStatus("a", rl("cpu", "700m"), nil), withInitStatus("a", rl("cpu", "300m"), nil)),
-			want:    cpuMem(300, 0),
-			non0CPU: 300, non0Mem: 200 * mi,
+			want:    cpuMem(700, 0),
+			non0CPU: 700, non0Mem: 200 * mi,
 		},
 		{
 			name: "scalars: extended summed, invalid dropped, zero kept",

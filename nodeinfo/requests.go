@@ -11,8 +11,10 @@ import (
 
 // This file computes a pod's Requested contribution (semantics 4.2) and its
 // non-zero cpu/memory (4.3) exactly as upstream PodInfo.CalculateResource
-// with the v1.35 gates (InPlacePodVerticalScaling on, PodLevelResources on,
-// InPlacePodLevelResourcesVerticalScaling off), in one pass and without
+// at v1.37.2 with the default gates (InPlacePodVerticalScaling GA and
+// locked on, PodLevelResources and InPlacePodLevelResourcesVerticalScaling
+// beta and on, DRANodeAllocatableResources alpha and off, so the pod
+// status's nodeAllocatableResourceClaimStatuses are not read), without
 // building intermediate v1.ResourceLists.
 //
 // Every operation of the upstream aggregation (add, max, default-if-absent,
@@ -290,42 +292,101 @@ func (r *reqList) max(o *reqList) {
 	}
 }
 
-// containerRequests sets r to the effective requests R'(c) of a regular or
-// restartable init container (useStatus) or a plain init container.
-func (r *reqList) containerRequests(pod *v1.Pod, c *v1.Container, useStatus, infeasible bool) {
-	r.reset()
-	if useStatus {
-		if cs := findContainerStatus(pod, c.Name); cs != nil && cs.Resources != nil {
-			// upstream determineEffectiveRequests: max(spec, actuated,
-			// allocated), spec left out when the resize is infeasible.
-			if !infeasible {
-				r.maxList(c.Resources.Requests)
-			}
-			r.maxList(cs.Resources.Requests)
-			r.maxList(cs.AllocatedResources)
-			r.applyDefaults()
-			return
+// Upstream (k8s.io/component-helpers v0.37.2 resource.PodRequests, as
+// framework.PodInfo.CalculateResource calls it at v1.37.2 with the default
+// gates: UseStatusResources and InPlacePodLevelResourcesVerticalScaling on,
+// PodLevelResources on, DRANodeAllocatableResources off) aggregates three
+// lists per container, each over the whole pod, and only then takes the
+// per-name maximum of the three totals. These are the three kinds, in the
+// order of its containerSpecRequests, containerAllocatedRequests and
+// containerActuatedRequests.
+const (
+	kindSpec = iota
+	kindAllocated
+	kindActuated
+	numKinds
+)
+
+// containerList returns c's list of kind (nil where the rules give none):
+// spec is c's requests; allocated is the status entry's allocatedResources
+// if set, else nothing when the resize is infeasible, else the spec;
+// actuated is the status entry's resources.requests if set, else its
+// allocatedResources if set, else as allocated. A set but empty list
+// counts as set (upstream tests != nil).
+func containerList(pod *v1.Pod, c *v1.Container, kind int, infeasible bool) v1.ResourceList {
+	if kind == kindSpec {
+		return c.Resources.Requests
+	}
+	if cs := findContainerStatus(pod, c.Name); cs != nil {
+		if kind == kindActuated && cs.Resources != nil && cs.Resources.Requests != nil {
+			return cs.Resources.Requests
+		}
+		if cs.AllocatedResources != nil {
+			return cs.AllocatedResources
 		}
 	}
-	r.maxList(c.Resources.Requests)
+	if infeasible {
+		return nil
+	}
+	return c.Resources.Requests
+}
+
+// containerRequests sets r to c's list of kind, with the non-zero defaults
+// in the cpu0/memory0 slots (upstream applyNonMissing, which it applies to
+// every container's list of every kind: regular, sidecar and plain init
+// containers alike).
+func (r *reqList) containerRequests(pod *v1.Pod, c *v1.Container, kind int, infeasible bool) {
+	r.reset()
+	r.maxList(containerList(pod, c, kind, infeasible))
 	r.applyDefaults()
 }
 
-// findContainerStatus returns the status upstream's name-indexed map would
-// hold for name: the last init container status with that name, else the
-// last container status with that name, else nil.
-func findContainerStatus(pod *v1.Pod, name string) *v1.ContainerStatus {
-	for i := len(pod.Status.InitContainerStatuses) - 1; i >= 0; i-- {
-		if pod.Status.InitContainerStatuses[i].Name == name {
-			return &pod.Status.InitContainerStatuses[i]
-		}
+// loadRaw sets r to rl as it is: cpu0/memory0 mirror cpu/memory where
+// present and get no defaults (upstream adds none to the pod-level status
+// lists).
+func (r *reqList) loadRaw(rl v1.ResourceList) {
+	r.reset()
+	r.maxList(rl)
+	if r.present(slotCPU) {
+		r.setFixed(slotCPU0, r.fixed[slotCPU])
 	}
-	for i := len(pod.Status.ContainerStatuses) - 1; i >= 0; i-- {
+	if r.present(slotMemory) {
+		r.setFixed(slotMemory0, r.fixed[slotMemory])
+	}
+}
+
+// findContainerStatus is upstream's (component-helpers v0.37.2): the first
+// container status named name, else the first init container status named
+// name, else nil. Every container, init containers included, looks in both
+// lists in that order.
+func findContainerStatus(pod *v1.Pod, name string) *v1.ContainerStatus {
+	for i := range pod.Status.ContainerStatuses {
 		if pod.Status.ContainerStatuses[i].Name == name {
 			return &pod.Status.ContainerStatuses[i]
 		}
 	}
+	for i := range pod.Status.InitContainerStatuses {
+		if pod.Status.InitContainerStatuses[i].Name == name {
+			return &pod.Status.InitContainerStatuses[i]
+		}
+	}
 	return nil
+}
+
+// hasContainerStatuses reports whether pod has any container status entry:
+// without one, the allocated and actuated lists of every container are its
+// spec unless the resize is infeasible.
+func hasContainerStatuses(pod *v1.Pod) bool {
+	return len(pod.Status.ContainerStatuses)+len(pod.Status.InitContainerStatuses) > 0
+}
+
+// podStatusTotals reports whether upstream takes the allocated and actuated
+// totals from the pod-level status as they are (AggregateContainerRequests
+// with InPlacePodLevelResourcesVerticalScaling, on by default since v1.36):
+// status.allocatedResources, status.resources and status.resources.requests
+// all set, empty lists included.
+func podStatusTotals(pod *v1.Pod) bool {
+	return pod.Status.AllocatedResources != nil && pod.Status.Resources != nil && pod.Status.Resources.Requests != nil
 }
 
 // isPodResizeInfeasible is upstream IsPodResizeInfeasible: the first
@@ -345,7 +406,8 @@ func isSupportedPodLevelResource(name v1.ResourceName) bool {
 		strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix)
 }
 
-// podLevelRequestsSet is upstream IsPodLevelRequestsSet.
+// podLevelRequestsSet is upstream IsPodLevelRequestsSet: it reads the spec
+// only, never the pod-level status.
 func podLevelRequestsSet(pod *v1.Pod) bool {
 	if pod.Spec.Resources == nil {
 		return false
@@ -373,57 +435,162 @@ func podRequests(pod *v1.Pod) (req Resource, non0CPU, non0Mem int64) {
 
 // plainPodRequests is podRequests for the common pod, in int64 arithmetic
 // without the exact lists: no init containers, overhead or pod-level
-// resources, and every list a container's requests are taken from (its
-// spec, and its status's actuated and allocated resources if the status
-// has resources) holding at most cpu and memory, in whole millicores and
-// bytes, with sums that fit an int64. For any other pod ok is false and
-// the caller takes podRequestsExact, whose results these equal on every
-// pod they accept (TestPlainPodRequestsMatchExact).
+// requests, and every list the requests are read from holding at most cpu
+// and memory, in whole millicores and bytes, with sums that fit an int64.
+// It sums the first kind wanted (the spec, or the allocated lists when the
+// resize is infeasible) and, while every container's other wanted lists
+// equal that one (no status entry, or one that repeats the spec), lets the
+// sum stand for all the totals; at the first container whose lists differ
+// it starts the allocated and actuated sums from the sum so far. For any
+// other pod ok is false and the caller takes podRequestsExact, whose
+// results these equal on every pod they accept
+// (TestPlainPodRequestsMatchExact).
 func plainPodRequests(pod *v1.Pod) (req Resource, non0CPU, non0Mem int64, ok bool) {
 	if len(pod.Spec.InitContainers) > 0 || len(pod.Spec.Overhead) > 0 || pod.Spec.Resources != nil {
 		return Resource{}, 0, 0, false
 	}
-	infeasible, checked := false, false
-	var cpuSum, memSum, cpu0, mem0 int64
+	infeasible := isPodResizeInfeasible(pod)
+	fromPodStatus := podStatusTotals(pod)
+	// Allocated and actuated lists are read unless the pod-level status
+	// gives their totals or, without status entries, they are the spec.
+	fromContainers := !fromPodStatus && (infeasible || hasContainerStatuses(pod))
+	containers := pod.Spec.Containers
+	if infeasible && !fromContainers {
+		containers = nil // the spec is left out, and the statuses are not read
+	}
+	var base, alloc, act plainSum
+	split := false
 	fits := true // no sum overflowed
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
-		var cur plainReq
-		if cs := findContainerStatus(pod, c.Name); cs != nil && cs.Resources != nil {
-			// As containerRequests: max(spec, actuated, allocated), the
-			// spec left out when the resize is infeasible.
-			if !checked {
-				infeasible, checked = isPodResizeInfeasible(pod), true
-			}
-			if !infeasible && !cur.max(c.Resources.Requests) {
-				return Resource{}, 0, 0, false
-			}
-			if !cur.max(cs.Resources.Requests) || !cur.max(cs.AllocatedResources) {
-				return Resource{}, 0, 0, false
-			}
-		} else if !cur.max(c.Resources.Requests) {
+	for i := range containers {
+		c := &containers[i]
+		var b plainReq // the spec, or the allocated list when infeasible
+		if !infeasible && !b.max(c.Resources.Requests) {
 			return Resource{}, 0, 0, false
 		}
+		if fromContainers {
+			al, ac := b, b // the spec, or nothing when infeasible
+			if !plainStatusLists(pod, c, &al, &ac) {
+				return Resource{}, 0, 0, false
+			}
+			if infeasible {
+				b = al
+			}
+			if !split && (al != b || ac != b) {
+				split = true
+				alloc, act = base, base
+			}
+			if split {
+				alloc.add(&al, &fits)
+				act.add(&ac, &fits)
+			}
+		}
 		cpu, mem := DefaultMilliCPURequest, DefaultMemoryRequest
-		if cur.hasCPU {
-			cpu = cur.cpu
-			cpuSum = addChecked(cpuSum, cur.cpu, &fits)
+		if b.hasCPU {
+			cpu = b.cpu
+			base.cpu = addChecked(base.cpu, b.cpu, &fits)
+			base.hasCPU = true
 		}
-		if cur.hasMem {
-			mem = cur.mem
-			memSum = addChecked(memSum, cur.mem, &fits)
+		if b.hasMem {
+			mem = b.mem
+			base.mem = addChecked(base.mem, b.mem, &fits)
+			base.hasMem = true
 		}
-		cpu0 = addChecked(cpu0, cpu, &fits)
-		mem0 = addChecked(mem0, mem, &fits)
+		base.cpu0 = addChecked(base.cpu0, cpu, &fits)
+		base.mem0 = addChecked(base.mem0, mem, &fits)
 	}
 	if !fits {
 		return Resource{}, 0, 0, false
 	}
-	return Resource{MilliCPU: cpuSum, Memory: memSum}, cpu0, mem0, true
+	if !split && !fromPodStatus { // one sum stands for every total wanted
+		return Resource{MilliCPU: base.cpu, Memory: base.mem}, base.cpu0, base.mem0, true
+	}
+	var total, l plainList
+	base.list(&total, len(containers) > 0)
+	if split {
+		alloc.list(&l, true)
+		total.max(&l)
+		act.list(&l, true)
+		total.max(&l)
+	}
+	if fromPodStatus {
+		if !l.raw(pod.Status.Resources.Requests) {
+			return Resource{}, 0, 0, false
+		}
+		total.max(&l)
+		if !l.raw(pod.Status.AllocatedResources) {
+			return Resource{}, 0, 0, false
+		}
+		total.max(&l)
+	}
+	// An absent slot holds 0, which is what the exact path reports for it.
+	return Resource{MilliCPU: total.v[plainCPU], Memory: total.v[plainMem]}, total.v[plainCPU0], total.v[plainMem0], true
 }
 
-// plainReq is one container's effective cpu (millicores) and memory
-// (bytes), each present or not.
+// plainStatusLists sets *alloc and *act, which hold c's spec list (or
+// nothing when the resize is infeasible), to c's allocated and actuated
+// lists (containerList), reading c's status entry once; false if one is
+// not plain.
+func plainStatusLists(pod *v1.Pod, c *v1.Container, alloc, act *plainReq) bool {
+	cs := findContainerStatus(pod, c.Name)
+	if cs == nil {
+		return true
+	}
+	if cs.AllocatedResources != nil {
+		*alloc = plainReq{}
+		if !alloc.max(cs.AllocatedResources) {
+			return false
+		}
+		*act = *alloc
+	}
+	if cs.Resources != nil && cs.Resources.Requests != nil {
+		*act = plainReq{}
+		if !act.max(cs.Resources.Requests) {
+			return false
+		}
+	}
+	return true
+}
+
+// plainSum is a sum of plainReqs and of the same with the defaults: cpu
+// and memory present once a summand has them.
+type plainSum struct {
+	cpu, mem, cpu0, mem0 int64
+	hasCPU, hasMem       bool
+}
+
+func (s *plainSum) add(r *plainReq, fits *bool) {
+	cpu, mem := DefaultMilliCPURequest, DefaultMemoryRequest
+	if r.hasCPU {
+		cpu = r.cpu
+		s.cpu = addChecked(s.cpu, r.cpu, fits)
+		s.hasCPU = true
+	}
+	if r.hasMem {
+		mem = r.mem
+		s.mem = addChecked(s.mem, r.mem, fits)
+		s.hasMem = true
+	}
+	s.cpu0 = addChecked(s.cpu0, cpu, fits)
+	s.mem0 = addChecked(s.mem0, mem, fits)
+}
+
+// list sets l to s; nonEmpty says whether s has a summand (the defaulted
+// sums are present then).
+func (s *plainSum) list(l *plainList, nonEmpty bool) {
+	*l = plainList{v: [numPlain]int64{s.cpu, s.mem, s.cpu0, s.mem0}}
+	if s.hasCPU {
+		l.has |= 1 << plainCPU
+	}
+	if s.hasMem {
+		l.has |= 1 << plainMem
+	}
+	if nonEmpty {
+		l.has |= 1<<plainCPU0 | 1<<plainMem0
+	}
+}
+
+// plainReq is one list's cpu (millicores) and memory (bytes), each present
+// or not.
 type plainReq struct {
 	cpu, mem       int64
 	hasCPU, hasMem bool
@@ -459,49 +626,70 @@ func (r *plainReq) max(rl v1.ResourceList) bool {
 	return found == len(rl)
 }
 
-// plainInitPodRequests is podRequests, in int64 arithmetic, for a pod
-// with init containers or overhead: the second common shape (sidecars,
-// runtime classes), taken when plainPodRequests refuses. It follows
-// podRequestsExact step for step on cpu and memory alone, and refuses
-// (ok false) a pod with pod-level resources, a list or overhead holding
-// any other name, an amount that is not a whole unit, or a sum past
-// int64. It is a separate function so that the common pod's path keeps
-// its single cheap test (TestPlainInitPodRequestsMatchExact).
+// plainInitPodRequests is podRequests, in int64 arithmetic, for a pod with
+// init containers or overhead (sidecars, runtime classes): taken when
+// plainPodRequests refuses. It follows podRequestsExact step for step on
+// cpu and memory alone, in one walk over the containers that folds each
+// kind's list into that kind's aggregation. As long as every container's lists of the kinds wanted are
+// equal (no status entry, or one that repeats the spec), so are the
+// aggregations, and one fold stands for all; it is copied into one per
+// kind at the first container whose lists differ. It refuses (ok false) a
+// pod with pod-level requests, a list or overhead holding any other name,
+// an amount that is not a whole unit, or a sum past int64
+// (TestPlainInitPodRequestsMatchExact).
 func plainInitPodRequests(pod *v1.Pod) (req Resource, non0CPU, non0Mem int64, ok bool) {
 	if pod.Spec.Resources != nil {
 		return Resource{}, 0, 0, false
 	}
 	infeasible := isPodResizeInfeasible(pod)
-	fits := true
-	var cur, total plainList
-	for i := range pod.Spec.Containers {
-		if !cur.container(pod, &pod.Spec.Containers[i], true, infeasible) {
-			return Resource{}, 0, 0, false
-		}
-		total.add(&cur, &fits)
+	fromPodStatus := podStatusTotals(pod)
+	// The kinds aggregated from the containers: spec unless the resize is
+	// infeasible; allocated and actuated unless the pod-level status gives
+	// them or, without status entries, they are the spec.
+	var want [numKinds]bool
+	want[kindSpec] = !infeasible
+	if !fromPodStatus && (infeasible || hasContainerStatuses(pod)) {
+		want[kindAllocated], want[kindActuated] = true, true
 	}
-	if len(pod.Spec.InitContainers) > 0 {
-		var side, initMax, tmp plainList
+	fits := true
+	var total, l plainList
+	// With none wanted (an infeasible resize, the totals from the pod-level
+	// status) the containers are not read.
+	if want != [numKinds]bool{} {
+		var w plainWalk
+		for i := range pod.Spec.Containers {
+			if !w.lists(pod, &pod.Spec.Containers[i], &want, infeasible) {
+				return Resource{}, 0, 0, false
+			}
+			w.fold(&want, false, false, &fits)
+		}
 		for i := range pod.Spec.InitContainers {
 			c := &pod.Spec.InitContainers[i]
-			if isRestartable(c) {
-				if !cur.container(pod, c, true, infeasible) {
-					return Resource{}, 0, 0, false
+			if !w.lists(pod, c, &want, infeasible) {
+				return Resource{}, 0, 0, false
+			}
+			w.fold(&want, true, isRestartable(c), &fits)
+		}
+		if !w.split {
+			w.folds[0].result(&total)
+		} else {
+			for k := range numKinds {
+				if want[k] {
+					w.folds[k].result(&l)
+					total.max(&l)
 				}
-				total.add(&cur, &fits)
-				side.add(&cur, &fits)
-				initMax.max(&side)
-			} else {
-				if !cur.container(pod, c, false, infeasible) {
-					return Resource{}, 0, 0, false
-				}
-				tmp = plainList{}
-				tmp.add(&cur, &fits)
-				tmp.add(&side, &fits)
-				initMax.max(&tmp)
 			}
 		}
-		total.max(&initMax)
+	}
+	if fromPodStatus {
+		if !l.raw(pod.Status.Resources.Requests) {
+			return Resource{}, 0, 0, false
+		}
+		total.max(&l)
+		if !l.raw(pod.Status.AllocatedResources) {
+			return Resource{}, 0, 0, false
+		}
+		total.max(&l)
 	}
 	if len(pod.Spec.Overhead) > 0 {
 		var oh plainReq
@@ -524,6 +712,86 @@ func plainInitPodRequests(pod *v1.Pod) (req Resource, non0CPU, non0Mem int64, ok
 	return Resource{MilliCPU: total.v[plainCPU], Memory: total.v[plainMem]}, total.v[plainCPU0], total.v[plainMem0], true
 }
 
+// plainWalk is plainInitPodRequests's state: the current container's lists
+// and the aggregations so far.
+type plainWalk struct {
+	cur   [numKinds]plainReq
+	folds [numKinds]plainFold // folds[0] stands for every kind wanted until split
+	split bool
+}
+
+// lists sets w.cur[k] to c's list of kind k for every kind wanted
+// (containerList), reading c's status entry once; false if a list it reads
+// is not plain. A kind not wanted holds a copy of a wanted one.
+func (w *plainWalk) lists(pod *v1.Pod, c *v1.Container, want *[numKinds]bool, infeasible bool) bool {
+	spec, alloc, act := &w.cur[kindSpec], &w.cur[kindAllocated], &w.cur[kindActuated]
+	*spec = plainReq{}
+	if !infeasible && !spec.max(c.Resources.Requests) {
+		return false
+	}
+	*alloc, *act = *spec, *spec // the spec, or nothing when the resize is infeasible
+	if !want[kindAllocated] {
+		return true
+	}
+	if !plainStatusLists(pod, c, alloc, act) {
+		return false
+	}
+	if infeasible {
+		*spec = *alloc // not wanted; keeps the lists comparable
+	}
+	return true
+}
+
+// fold folds w.cur into the aggregations, as a regular container, a
+// sidecar or a plain init container.
+func (w *plainWalk) fold(want *[numKinds]bool, init, restartable bool, fits *bool) {
+	if !w.split {
+		if w.cur[kindAllocated] == w.cur[kindSpec] && w.cur[kindActuated] == w.cur[kindSpec] {
+			w.folds[0].fold(&w.cur[kindSpec], init, restartable, fits)
+			return
+		}
+		w.split = true
+		for k := 1; k < numKinds; k++ {
+			w.folds[k] = w.folds[0]
+		}
+	}
+	for k := range numKinds {
+		if want[k] {
+			w.folds[k].fold(&w.cur[k], init, restartable, fits)
+		}
+	}
+}
+
+// plainFold is one kind's aggregation over the containers walked so far
+// (aggScratch.aggregate): the sum, the running sum of the sidecars and the
+// maximum of the init containers' candidates.
+type plainFold struct {
+	sum, side, initMax plainList
+}
+
+func (f *plainFold) fold(r *plainReq, init, restartable bool, fits *bool) {
+	switch {
+	case !init:
+		f.sum.addReq(r, fits)
+	case restartable:
+		f.sum.addReq(r, fits)
+		f.side.addReq(r, fits)
+		f.initMax.max(&f.side)
+	default:
+		var l plainList
+		l.set(r)
+		l.add(&f.side, fits)
+		f.initMax.max(&l)
+	}
+}
+
+// result sets l to the aggregation: the per-slot maximum of the sum and
+// the init containers' candidates.
+func (f *plainFold) result(l *plainList) {
+	*l = f.sum
+	l.max(&f.initMax)
+}
+
 // Slots of a plainList: cpu (millicores), memory (bytes), and the same two
 // with the non-zero defaults (reqList's slotCPU0 and slotMemory0).
 const (
@@ -541,24 +809,8 @@ type plainList struct {
 	has uint8 // bit i set: v[i] is present
 }
 
-// container sets l to c's effective requests with the defaults applied,
-// as reqList.containerRequests; false if a list it reads is not plain.
-func (l *plainList) container(pod *v1.Pod, c *v1.Container, useStatus, infeasible bool) bool {
-	var r plainReq
-	var cs *v1.ContainerStatus
-	if useStatus {
-		cs = findContainerStatus(pod, c.Name)
-	}
-	if cs != nil && cs.Resources != nil {
-		if !infeasible && !r.max(c.Resources.Requests) {
-			return false
-		}
-		if !r.max(cs.Resources.Requests) || !r.max(cs.AllocatedResources) {
-			return false
-		}
-	} else if !r.max(c.Resources.Requests) {
-		return false
-	}
+// set sets l to r with the defaults applied (reqList.applyDefaults).
+func (l *plainList) set(r *plainReq) {
 	*l = plainList{v: [numPlain]int64{r.cpu, r.mem, DefaultMilliCPURequest, DefaultMemoryRequest}, has: 1<<plainCPU0 | 1<<plainMem0}
 	if r.hasCPU {
 		l.v[plainCPU0] = r.cpu
@@ -568,7 +820,38 @@ func (l *plainList) container(pod *v1.Pod, c *v1.Container, useStatus, infeasibl
 		l.v[plainMem0] = r.mem
 		l.has |= 1 << plainMem
 	}
+}
+
+// raw sets l to rl without defaults (reqList.loadRaw); false if rl is not
+// plain.
+func (l *plainList) raw(rl v1.ResourceList) bool {
+	var r plainReq
+	if !r.max(rl) {
+		return false
+	}
+	*l = plainList{v: [numPlain]int64{r.cpu, r.mem, r.cpu, r.mem}}
+	if r.hasCPU {
+		l.has |= 1<<plainCPU | 1<<plainCPU0
+	}
+	if r.hasMem {
+		l.has |= 1<<plainMem | 1<<plainMem0
+	}
 	return true
+}
+
+// addReq adds r with the defaults applied into l (add of set(r)).
+func (l *plainList) addReq(r *plainReq, fits *bool) {
+	cpu, mem := DefaultMilliCPURequest, DefaultMemoryRequest
+	if r.hasCPU {
+		cpu = r.cpu
+		l.addSlot(plainCPU, r.cpu, fits)
+	}
+	if r.hasMem {
+		mem = r.mem
+		l.addSlot(plainMem, r.mem, fits)
+	}
+	l.addSlot(plainCPU0, cpu, fits)
+	l.addSlot(plainMem0, mem, fits)
 }
 
 // addSlot adds n to slot i (an absent slot counts as zero).
@@ -607,50 +890,101 @@ func addChecked(a, b int64, fits *bool) int64 {
 	return s
 }
 
+// aggScratch holds the lists one aggregation works in, reused by the
+// aggregations of a pod.
+type aggScratch struct {
+	cur, side, initMax reqList
+}
+
+// aggregate sets out to the pod-wide total of kind (upstream
+// aggregateContainerResourcesByFn): the regular containers' lists summed;
+// then, walking the init containers in order, a sidecar's list is added to
+// the sum and to the running sum of the sidecars, which is its candidate; a
+// plain init container's candidate is its list plus the running sum of the
+// sidecars before it. The result is the per-name maximum of the sum and
+// the candidates.
+func (s *aggScratch) aggregate(pod *v1.Pod, kind int, infeasible bool, out *reqList) {
+	out.reset()
+	for i := range pod.Spec.Containers {
+		s.cur.containerRequests(pod, &pod.Spec.Containers[i], kind, infeasible)
+		out.add(&s.cur)
+	}
+	if len(pod.Spec.InitContainers) == 0 {
+		return
+	}
+	s.side.reset()
+	s.initMax.reset()
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		s.cur.containerRequests(pod, c, kind, infeasible)
+		if isRestartable(c) {
+			out.add(&s.cur)
+			s.side.add(&s.cur)
+			s.initMax.max(&s.side)
+		} else {
+			s.cur.add(&s.side)
+			s.initMax.max(&s.cur)
+		}
+	}
+	out.max(&s.initMax)
+}
+
 // podRequestsExact is podRequests for any pod, with exact amounts
 // throughout (sums of Quantities where an amount is not a whole unit or
 // does not fit an int64).
 func podRequestsExact(pod *v1.Pod) (req Resource, non0CPU, non0Mem int64) {
 	infeasible := isPodResizeInfeasible(pod)
-	var cur, total reqList
-	for i := range pod.Spec.Containers {
-		cur.containerRequests(pod, &pod.Spec.Containers[i], true, infeasible)
-		total.add(&cur)
+	var s aggScratch
+	var total, other reqList
+	// total = the per-name maximum of the spec (S), actuated (U) and
+	// allocated (A) totals, S left out when the resize is infeasible
+	// (upstream AggregateContainerRequests).
+	if !infeasible {
+		s.aggregate(pod, kindSpec, false, &total)
 	}
-	if len(pod.Spec.InitContainers) > 0 {
-		var side, initMax, tmp reqList
-		for i := range pod.Spec.InitContainers {
-			c := &pod.Spec.InitContainers[i]
-			if isRestartable(c) {
-				cur.containerRequests(pod, c, true, infeasible)
-				total.add(&cur)
-				side.add(&cur)
-				initMax.max(&side)
-			} else {
-				cur.containerRequests(pod, c, false, infeasible)
-				tmp.reset()
-				tmp.add(&cur)
-				tmp.add(&side)
-				initMax.max(&tmp)
-			}
-		}
-		total.max(&initMax)
+	switch {
+	case podStatusTotals(pod):
+		other.loadRaw(pod.Status.Resources.Requests)
+		total.max(&other)
+		other.loadRaw(pod.Status.AllocatedResources)
+		total.max(&other)
+	case infeasible || hasContainerStatuses(pod):
+		s.aggregate(pod, kindAllocated, infeasible, &other)
+		total.max(&other)
+		s.aggregate(pod, kindActuated, infeasible, &other)
+		total.max(&other)
 	}
+	// Otherwise every container's allocated and actuated lists are its
+	// spec: A = U = S.
 
+	// Pod-level requests in effect (upstream PodRequests): the effective
+	// list E is spec.resources.requests, or, once status.resources is set,
+	// the per-name maximum of spec.resources.requests (left out when the
+	// resize is infeasible), status.resources.requests and
+	// status.allocatedResources. Its cpu, memory and hugepages-* replace
+	// the aggregate's; other names are ignored.
 	podLevel := podLevelRequestsSet(pod)
 	if podLevel {
-		for name, q := range pod.Spec.Resources.Requests {
-			switch {
-			case name == v1.ResourceCPU:
-				n := loadNum(&q, resource.Milli)
-				total.setFixed(slotCPU, n)
-				total.setFixed(slotCPU0, n)
-			case name == v1.ResourceMemory:
-				n := loadNum(&q, 0)
-				total.setFixed(slotMemory, n)
-				total.setFixed(slotMemory0, n)
-			case strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix):
-				total.setScalar(name, loadNum(&q, 0))
+		e := &other
+		e.reset()
+		if pod.Status.Resources == nil || !infeasible {
+			e.maxList(pod.Spec.Resources.Requests)
+		}
+		if pod.Status.Resources != nil {
+			e.maxList(pod.Status.Resources.Requests)
+			e.maxList(pod.Status.AllocatedResources)
+		}
+		if e.present(slotCPU) {
+			total.setFixed(slotCPU, e.fixed[slotCPU])
+			total.setFixed(slotCPU0, e.fixed[slotCPU])
+		}
+		if e.present(slotMemory) {
+			total.setFixed(slotMemory, e.fixed[slotMemory])
+			total.setFixed(slotMemory0, e.fixed[slotMemory])
+		}
+		for i := range e.scalars {
+			if strings.HasPrefix(string(e.scalars[i].name), v1.ResourceHugePagesPrefix) {
+				total.setScalar(e.scalars[i].name, e.scalars[i].n)
 			}
 		}
 	}
@@ -692,7 +1026,8 @@ func podRequestsExact(pod *v1.Pod) (req Resource, non0CPU, non0Mem int64) {
 	}
 
 	// 4.3: with pod-level requests in effect the default applies only to a
-	// key the plain aggregation lacks; otherwise always.
+	// key the plain aggregation lacks (upstream
+	// getNonMissingContainerRequests); otherwise always.
 	cpuSlot, memSlot := slotCPU0, slotMemory0
 	if podLevel && total.present(slotCPU) {
 		cpuSlot = slotCPU
