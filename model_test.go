@@ -34,6 +34,9 @@ type model struct {
 	// snapshot sees it: every change of any entry's PVC counts (nodeless
 	// entries' included) and RemoveNode's subtraction since its last refresh.
 	pvcDelta map[string]int
+	// pvcCum is the same, never cleared: what a new snapshot's first
+	// refresh applies while the cache has no node object.
+	pvcCum map[string]int
 }
 
 type mPod struct {
@@ -67,6 +70,7 @@ func newModel(ttl time.Duration) *model {
 		images:   map[string]*mImage{},
 		touched:  map[string]bool{},
 		pvcDelta: map[string]int{},
+		pvcCum:   map[string]int{},
 	}
 }
 
@@ -94,6 +98,7 @@ func (m *model) agg(info *nodeinfo.PodInfo, assumed bool) {
 	}
 	for _, k := range info.PVCKeys() {
 		m.pvcDelta[k]++
+		m.pvcCum[k]++
 	}
 	for _, hp := range info.HostPorts() {
 		if e.ports[hp.IP] == nil {
@@ -131,6 +136,7 @@ func (m *model) sub(p *mPod, aff, anti bool) {
 	e.pods = swapRemove(e.pods, key)
 	for _, k := range p.info.PVCKeys() {
 		m.pvcDelta[k]--
+		m.pvcCum[k]--
 	}
 	for _, hp := range p.info.HostPorts() {
 		delete(e.ports[hp.IP], nodeinfo.ProtocolPort{Protocol: string(hp.Protocol), Port: hp.Port})
@@ -315,6 +321,7 @@ func (m *model) removeNode(n *v1.Node) error {
 	m.touched[n.Name] = true
 	for k, c := range e.aggregate().pvc {
 		m.pvcDelta[k] -= c
+		m.pvcCum[k] -= c
 	}
 	e.node = nil
 	if len(e.pods) == 0 {

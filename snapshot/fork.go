@@ -134,6 +134,7 @@ type Fork struct {
 	pos     []int32     // slot -> list position of the state whose listTok is posTok; shared, read-only
 	posDup  bool        // that list holds a slot twice
 	posTok  uint64      // see pos
+	noCum   [2]*aux     // a source aux and its copy without the running PVC delta (fork states carry none)
 }
 
 // forkEdit is an edit of the fork's current state, opened by the first
@@ -352,6 +353,16 @@ func (f *Fork) open() *forkEdit {
 	e := f.ed
 	f.editing = true
 	e.s = *f.cur.s
+	if e.s.aux != nil && e.s.aux.pvcCum.Len() > 0 {
+		// A fork's state is never refreshed and carries no running PVC
+		// delta (which only a nodeless published snapshot reads).
+		if f.noCum[0] != e.s.aux {
+			a := *e.s.aux
+			a.pvcCum = immutable.Map[int64]{}
+			f.noCum = [2]*aux{e.s.aux, &a}
+		}
+		e.s.aux = f.noCum[1]
+	}
 	e.s.nodes.EditInto(&e.nodes)
 	e.s.index.EditInto(&e.index)
 	e.s.pvc.EditInto(&e.pvc)

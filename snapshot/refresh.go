@@ -74,6 +74,12 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 		s.ll = &longLived{base: p.nodes, nextSlot: int32(p.nodes.Len())}
 		s.nodes = p.clonesNow(p.nodes)
 		s.ll.pvc = &refLive{counts: sumListed(s.order, func(slot int32) *nodeinfo.NodeInfo { return s.nodes.Get(int(slot)) })}
+		if p.index.Len() == 0 {
+			// No node object: upstream's first refresh rebuilds nothing and
+			// applies the pending delta (pvcref.go, nodelessCounts).
+			s.ll.pvc.counts = positiveOrNone(cumOf(p))
+			s.pvc = usedFrom(s.ll.pvc.counts)
+		}
 		return s.lists().err
 	}
 	ll := s.ll

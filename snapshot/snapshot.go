@@ -387,16 +387,24 @@ func (s *Snapshot) Get(name string) (*nodeinfo.NodeInfo, error) {
 // IsPVCUsedByPods reports whether a pod on a listed node uses the claim key
 // ("namespace/name").
 func (s *Snapshot) IsPVCUsedByPods(key string) bool {
-	_, ok := s.pvc.Get(key)
+	_, ok := s.usedPVCs().Get(key)
 	return ok
 }
 
 // NumUsedPVCs returns the size of the used-PVC set.
-func (s *Snapshot) NumUsedPVCs() int { return s.pvc.Len() }
+func (s *Snapshot) NumUsedPVCs() int { return s.usedPVCs().Len() }
 
 // RangeUsedPVCs calls fn for each used PVC key until fn returns false.
 func (s *Snapshot) RangeUsedPVCs(fn func(key string) bool) {
-	s.pvc.Range(func(k string, _ struct{}) bool { return fn(k) })
+	s.usedPVCs().Range(func(k string, _ struct{}) bool { return fn(k) })
+}
+
+// usedPVCs is the used-PVC set: the claims counted above 0.
+func (s *Snapshot) usedPVCs() immutable.Map[struct{}] {
+	if c, ok := s.nodelessCounts(); ok {
+		return usedFrom(c) // a cache without nodes: rare, and small
+	}
+	return s.pvc
 }
 
 // podChange is one entry of the pod log: key's entry from then on, or its
