@@ -125,8 +125,16 @@ func auxOf(s *Snapshot) aux {
 // PodGroups returns the snapshot's pod groups and composite pod groups:
 // an immutable table (its gates are the cache's; empty when they are
 // off), shared with the cache's later snapshots wherever unchanged.
+//
+// As upstream's UpdateSnapshot, which copies the pod groups after its
+// node-list check, a snapshot whose list is inconsistent (Err) shows the
+// pod groups of its last consistent refresh: none for a published one.
 func (s *Snapshot) PodGroups() podgroup.Table {
-	return s.CacheGroups().AsSnapshot()
+	t := s.CacheGroups()
+	if s.ll == nil && s.lists().err != nil {
+		return podgroup.NewTable(t.GenericWorkloadEnabled(), t.CompositePodGroupEnabled()).AsSnapshot()
+	}
+	return t.AsSnapshot()
 }
 
 // WithPodGroups returns a copy of s (O(1)) carrying the pod groups t, as
@@ -148,19 +156,6 @@ func (s *Snapshot) CacheGroups() podgroup.Table {
 		return podgroup.Table{}
 	}
 	return s.aux.groups
-}
-
-// nodelessCounts returns the counts of a new snapshot (not refreshed)
-// taken while the cache has no node object: upstream's first refresh then
-// rebuilds nothing and applies the pending delta, which, for the only
-// snapshot of a cache, is every change since the cache started (the
-// running sum); a count below zero makes it rebuild, to nothing. ok is
-// false for other snapshots.
-func (s *Snapshot) nodelessCounts() (counts immutable.Map[int32], ok bool) {
-	if s.ll != nil || s.index.Len() > 0 || s.aux == nil || s.aux.pvcCum.Len() == 0 {
-		return immutable.Map[int32]{}, false
-	}
-	return positiveOrNone(s.aux.pvcCum), true
 }
 
 // positiveOrNone returns cum as counts, or none if some is below zero.
@@ -201,10 +196,6 @@ func usedFrom(counts immutable.Map[int32]) immutable.Map[struct{}] {
 // what upstream's pending delta added since its last list rebuild; for
 // the others it is the sum over listed nodes.
 func (s *Snapshot) PVCRefCount(key string) int {
-	if c, ok := s.nodelessCounts(); ok {
-		n, _ := c.Get(key)
-		return int(n)
-	}
 	if s.ll != nil && s.ll.pvc != nil {
 		n, _ := s.ll.pvc.counts.Get(key)
 		return int(n)

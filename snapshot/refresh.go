@@ -4,6 +4,7 @@ import (
 	"github.com/schedcache/schedcache/internal/immutable"
 	"github.com/schedcache/schedcache/internal/nodelists"
 	"github.com/schedcache/schedcache/nodeinfo"
+	"github.com/schedcache/schedcache/podgroup"
 )
 
 // longLived is what a snapshot refreshed by UpdateFrom keeps besides the
@@ -79,6 +80,12 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 			// applies the pending delta (pvcref.go, nodelessCounts).
 			s.ll.pvc.counts = positiveOrNone(cumOf(p))
 			s.pvc = usedFrom(s.ll.pvc.counts)
+		}
+		if s.lists().err != nil && s.aux != nil {
+			// Upstream copies the pod groups after its list check: none.
+			a := auxOf(s)
+			a.groups = podgroup.NewTable(a.groups.GenericWorkloadEnabled(), a.groups.CompositePodGroupEnabled())
+			s.aux = &a
 		}
 		return s.lists().err
 	}
@@ -161,7 +168,15 @@ func (s *Snapshot) UpdateFrom(p *Snapshot) error {
 		used = usedFrom(refs)
 	}
 	s.ll.pvc = &refLive{counts: refs}
-	s.aux = p.aux // the running PVC sum read now, and the pod groups now
+	if err != nil && s.aux != p.aux {
+		// Upstream copies the pod groups after its list check: a refresh
+		// that reports an inconsistent list keeps the ones it had.
+		a := auxOf(p)
+		a.groups = auxOf(s).groups
+		s.aux = &a
+	} else {
+		s.aux = p.aux // the running PVC sum read now, and the pod groups now
+	}
 	s.nodes, s.index = nodes.Done(), index.Done()
 	pl := p.lists()
 	s.order = order
