@@ -335,19 +335,6 @@ func checkModel(t *testing.T, c *schedcache.Cache, m *model, snap, prev *schedca
 			require.ErrorIs(t, err, schedcache.ErrNodeInfoNotFound)
 		}
 	}
-	if m.withNodes() == 0 {
-		// No node object: a new snapshot's first refresh applies every
-		// change since the start (v1.37's pending delta), unless a count
-		// is below zero (then it rebuilds, to nothing).
-		usedPVC = map[string]bool{}
-		neg := false
-		for _, v := range m.pvcCum {
-			neg = neg || v < 0
-		}
-		for k, v := range m.pvcCum {
-			usedPVC[k] = v > 0 && !neg
-		}
-	}
 	for i := 0; i < 3; i++ {
 		k := fmt.Sprintf("ns/claim-%d", i)
 		require.Equal(t, usedPVC[k], snap.IsPVCUsedByPods(k), "%s: IsPVCUsedByPods(%s)", at, k)

@@ -158,19 +158,6 @@ func (s *Snapshot) CacheGroups() podgroup.Table {
 	return s.aux.groups
 }
 
-// nodelessCounts returns the counts of a new snapshot (not refreshed)
-// taken while the cache has no node object: upstream's first refresh then
-// rebuilds nothing and applies the pending delta, which, for the only
-// snapshot of a cache, is every change since the cache started (the
-// running sum); a count below zero makes it rebuild, to nothing. ok is
-// false for other snapshots (fork states carry no running sum).
-func (s *Snapshot) nodelessCounts() (counts immutable.Map[int32], ok bool) {
-	if s.ll != nil || s.index.Len() > 0 || s.aux == nil || s.aux.pvcCum.Len() == 0 {
-		return immutable.Map[int32]{}, false
-	}
-	return positiveOrNone(s.aux.pvcCum), true
-}
-
 // positiveOrNone returns cum as counts, or none if some is below zero.
 func positiveOrNone(cum immutable.Map[int64]) immutable.Map[int32] {
 	e := immutable.Map[int32]{}.Edit()
@@ -209,10 +196,6 @@ func usedFrom(counts immutable.Map[int32]) immutable.Map[struct{}] {
 // what upstream's pending delta added since its last list rebuild; for
 // the others it is the sum over listed nodes.
 func (s *Snapshot) PVCRefCount(key string) int {
-	if c, ok := s.nodelessCounts(); ok {
-		n, _ := c.Get(key)
-		return int(n)
-	}
 	if s.ll != nil && s.ll.pvc != nil {
 		n, _ := s.ll.pvc.counts.Get(key)
 		return int(n)

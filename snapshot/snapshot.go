@@ -401,9 +401,6 @@ func (s *Snapshot) RangeUsedPVCs(fn func(key string) bool) {
 
 // usedPVCs is the used-PVC set: the claims counted above 0.
 func (s *Snapshot) usedPVCs() immutable.Map[struct{}] {
-	if c, ok := s.nodelessCounts(); ok {
-		return usedFrom(c) // a cache without nodes: rare, and small
-	}
 	return s.pvc
 }
 
