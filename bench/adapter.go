@@ -1,6 +1,6 @@
 // Package bench runs the standard workloads (docs/workloads.md,
 // W1–W6) on schedcache and on the upstream kube-scheduler cache
-// (k8s.io/kubernetes v1.35.4, pkg/scheduler/backend/cache) through one small
+// (k8s.io/kubernetes v1.37.2, pkg/scheduler/backend/cache) through one small
 // interface, so that every workload runs unchanged on both, and checks the
 // two for observable equivalence (diff_test.go).
 //
@@ -38,11 +38,17 @@ var Impls = []string{Upstream, SchedCache}
 
 // Options configure NewImpl.
 type Options struct {
-	// TTL of assumed pods after FinishBinding; 0 (production): never expire.
+	// TTL of assumed pods after FinishBinding; 0 (production): never
+	// expire. schedcache only (its extension, docs/upstream-semantics.md
+	// 11.1): upstream v1.37.2 has neither FinishBinding nor expiry, and
+	// NewImpl refuses a TTL for it.
 	TTL time.Duration
-	// Period between expiry passes. schedcache only: upstream's period is
-	// the package constant cleanAssumedPeriod (1s) and cannot be changed.
+	// Period between expiry passes; schedcache only.
 	Period time.Duration
+	// GenericWorkload and CompositePodGroup are the pod-group switches of
+	// both caches (upstream's cache.New arguments, schedcache's
+	// WithPodGroups); off, as upstream's feature gates by default.
+	GenericWorkload, CompositePodGroup bool
 }
 
 // Impl is one cache implementation. Every method is safe for concurrent use
@@ -55,8 +61,8 @@ type Impl interface {
 	UpdateNode(oldNode, newNode *v1.Node) error
 	RemoveNode(*v1.Node) error
 	AssumePod(*v1.Pod) error
-	FinishBinding(*v1.Pod) error
 	ForgetPod(*v1.Pod) error
+	RemoveAssumedPod(*v1.Pod) error
 	AddPod(*v1.Pod) error
 	UpdatePod(oldPod, newPod *v1.Pod) error
 	RemovePod(*v1.Pod) error
@@ -111,10 +117,24 @@ type Reader interface {
 	List() int
 }
 
+// Expirer is an Impl whose assumed pods can expire: schedcache with a
+// TTL (Options.TTL). Upstream v1.37.2 has no FinishBinding.
+type Expirer interface {
+	Impl
+	// FinishBinding starts the TTL of an assumed pod.
+	FinishBinding(*v1.Pod) error
+}
+
+// errNoExpiry refuses Options.TTL for upstream.
+var errNoExpiry = errors.New("bench: upstream v1.37.2 has no FinishBinding and no expiry of assumed pods (Options.TTL)")
+
 // NewImpl starts a new empty cache of the named implementation.
 func NewImpl(name string, o Options) (Impl, error) {
 	switch name {
 	case Upstream:
+		if o.TTL != 0 {
+			return nil, errNoExpiry
+		}
 		return newUpstream(o), nil
 	case SchedCache:
 		return newSchedCache(o)
@@ -157,8 +177,9 @@ func Load(impl Impl, c *workload.Cluster) error {
 	return impl.Flush()
 }
 
-// discard is the logger handed to both caches: upstream logs every expired
-// pod at Info level, which would otherwise dominate W5 with stderr writes.
+// discard is the logger handed to both caches: upstream logs some calls at
+// Info level (a confirmation on another node than assumed), and schedcache
+// every expired pod, which would otherwise dominate W5 with stderr writes.
 var discard = logr.Discard()
 
 // ---- upstream ----
@@ -170,12 +191,15 @@ type upstreamImpl struct {
 	cancel context.CancelFunc
 }
 
+// newUpstream starts an upstream cache without an API dispatcher (the
+// scheduler's SchedulerAsyncAPICalls path, unused here); o.TTL is ignored
+// (NewImpl refuses it).
 func newUpstream(o Options) *upstreamImpl {
-	// The expiry loop publishes scheduler_cache_size and panics on a nil
+	// The metrics loop publishes scheduler_cache_size and panics on a nil
 	// gauge unless the scheduler metrics are registered first.
 	registerMetrics.Do(upmetrics.Register)
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), discard))
-	return &upstreamImpl{c: upcache.New(ctx, o.TTL, nil), cancel: cancel}
+	return &upstreamImpl{c: upcache.New(ctx, nil, o.GenericWorkload, o.CompositePodGroup), cancel: cancel}
 }
 
 func (u *upstreamImpl) Name() string { return Upstream }
@@ -187,8 +211,8 @@ func (u *upstreamImpl) UpdateNode(o, n *v1.Node) error {
 }
 func (u *upstreamImpl) RemoveNode(n *v1.Node) error       { return u.c.RemoveNode(discard, n) }
 func (u *upstreamImpl) AssumePod(p *v1.Pod) error         { return u.c.AssumePod(discard, p) }
-func (u *upstreamImpl) FinishBinding(p *v1.Pod) error     { return u.c.FinishBinding(discard, p) }
 func (u *upstreamImpl) ForgetPod(p *v1.Pod) error         { return u.c.ForgetPod(discard, p) }
+func (u *upstreamImpl) RemoveAssumedPod(p *v1.Pod) error  { return u.c.RemoveAssumedPod(discard, p) }
 func (u *upstreamImpl) AddPod(p *v1.Pod) error            { return u.c.AddPod(discard, p) }
 func (u *upstreamImpl) UpdatePod(o, n *v1.Pod) error      { return u.c.UpdatePod(discard, o, n) }
 func (u *upstreamImpl) RemovePod(p *v1.Pod) error         { return u.c.RemovePod(discard, p) }
@@ -273,6 +297,9 @@ func newSchedCache(o Options) (*schedImpl, error) {
 	if o.Period > 0 {
 		opts = append(opts, schedcache.WithPeriod(o.Period))
 	}
+	if o.GenericWorkload || o.CompositePodGroup {
+		opts = append(opts, schedcache.WithPodGroups(o.GenericWorkload, o.CompositePodGroup))
+	}
 	c, err := schedcache.New(context.Background(), opts...)
 	if err != nil {
 		return nil, err
@@ -292,6 +319,7 @@ func (s *schedImpl) RemoveNode(n *v1.Node) error       { return s.c.RemoveNode(d
 func (s *schedImpl) AssumePod(p *v1.Pod) error         { return s.c.AssumePod(discard, p) }
 func (s *schedImpl) FinishBinding(p *v1.Pod) error     { return s.c.FinishBinding(discard, p) }
 func (s *schedImpl) ForgetPod(p *v1.Pod) error         { return s.c.ForgetPod(discard, p) }
+func (s *schedImpl) RemoveAssumedPod(p *v1.Pod) error  { return s.c.RemoveAssumedPod(discard, p) }
 func (s *schedImpl) AddPod(p *v1.Pod) error            { return s.c.AddPod(discard, p) }
 func (s *schedImpl) UpdatePod(o, n *v1.Pod) error      { return s.c.UpdatePod(discard, o, n) }
 func (s *schedImpl) RemovePod(p *v1.Pod) error         { return s.c.RemovePod(discard, p) }

@@ -332,7 +332,9 @@ const (
 
 // BenchmarkW3: S scheduler goroutines schedule b.N pending pods: refresh
 // the snapshot, pick the least-allocated of 50 randomly sampled nodes that
-// fit, AssumePod, FinishBinding; 1% of bindings fail and are forgotten, the
+// fit, AssumePod (no FinishBinding: upstream v1.37.2 has none, and
+// schedcache's is a no-op without a TTL); 1% of bindings fail and are
+// forgotten, the
 // others are confirmed with AddPod by a separate informer goroutine after a
 // fixed delay (informer path: Async for schedcache). The timed region ends
 // when every confirmation is applied. ns/op is per pod.
@@ -443,10 +445,6 @@ func benchW3(b *testing.B, impl string, spec workload.ClusterSpec, nSched int) {
 				my := seq.Add(1)
 				if prev := lastAssume[nodeIndex[best]].Swap(uint64(my)); int64(prev) > before {
 					conflicts.Add(1)
-				}
-				if err := f.impl.FinishBinding(p); err != nil {
-					fail(err)
-					return
 				}
 				if rng.IntN(100) < w3FailPercent {
 					if err := f.impl.ForgetPod(p); err != nil {
@@ -614,10 +612,11 @@ func benchW4(b *testing.B, impl string, spec workload.ClusterSpec) {
 const (
 	w5Pods   = 10000
 	w5TTL    = 500 * time.Millisecond
-	w5Period = 50 * time.Millisecond // schedcache; upstream's period is fixed at 1s
+	w5Period = 50 * time.Millisecond
 	// w5Window is how long each iteration runs the background W2 stream:
-	// long enough for upstream's 1s expiry period to come round after the
-	// TTL, so that every storm completes inside it on both implementations.
+	// chosen when upstream (v1.35.4, expiry period fixed at 1s) ran W5
+	// too, so that its storms completed inside it; kept so that
+	// schedcache's figures stay comparable with those runs.
 	w5Window    = 2 * time.Second
 	w5Tick      = time.Millisecond
 	w5BatchSize = 20 // W2 events per tick: 20,000 events/s
@@ -630,7 +629,8 @@ const (
 // calls) for a 2s window. With storm=on, 10,000 pods on random nodes are
 // assumed and binding-finished just before the window (untimed: that is the
 // scheduler's work, not the storm) with TTL 500ms, so they all expire inside
-// the window (schedcache expiry period 50ms; upstream's is fixed at 1s).
+// the window (expiry period 50ms). schedcache only: upstream v1.37.2 has
+// neither FinishBinding nor expiry, so impl=upstream is skipped.
 // Batch latency is measured from the batch's scheduled tick, so stalls are
 // not hidden by a late start (no coordinated omission).
 //
@@ -651,6 +651,9 @@ func BenchmarkW5(b *testing.B) {
 }
 
 func benchW5(b *testing.B, impl string, spec workload.ClusterSpec, storm bool) {
+	if impl == Upstream {
+		b.Skip(errNoExpiry)
+	}
 	f := getFixture(b, impl, "W5", spec, Options{TTL: w5TTL, Period: w5Period})
 	if f.churn == nil {
 		f.churn = workload.NewInformerChurn(f.cluster, 505)
@@ -681,7 +684,7 @@ func benchW5(b *testing.B, impl string, spec workload.ClusterSpec, storm bool) {
 				}
 			}
 			for _, p := range f.pool {
-				if err := f.impl.FinishBinding(p); err != nil {
+				if err := f.impl.(Expirer).FinishBinding(p); err != nil {
 					b.Fatalf("finish binding: %v", err)
 				}
 			}
@@ -828,8 +831,9 @@ func BenchmarkW6(b *testing.B) {
 
 // ---- single synchronous cycle ----
 
-// BenchmarkCycle: AssumePod + FinishBinding + AddPod + RemovePod of one pod,
-// synchronously, on the loaded 5k cluster. ns/op is per cycle (4 calls).
+// BenchmarkCycle: AssumePod + AddPod + RemovePod of one pod, synchronously,
+// on the loaded 5k cluster. ns/op is per cycle (3 calls; raw files measured
+// against upstream v1.35.4 also had a FinishBinding, which v1.37.2 lacks).
 func BenchmarkCycle(b *testing.B) { benchCycle(b, false) }
 
 // BenchmarkCycleVisible is BenchmarkCycle plus what a scheduler needs before
@@ -872,9 +876,6 @@ func benchCycle(b *testing.B, visible bool) {
 						if err := r.Refresh(); err != nil {
 							b.Fatal(err)
 						}
-					}
-					if err := f.impl.FinishBinding(p); err != nil {
-						b.Fatal(err)
 					}
 					if err := f.impl.AddPod(p); err != nil {
 						b.Fatal(err)

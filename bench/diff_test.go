@@ -3,9 +3,12 @@ package bench
 // Differential tests: schedcache against the upstream cache.
 //
 // TestDiffCache applies long random operation sequences to both caches
-// synchronously (TTL 0, so no expiry) and compares everything observable
-// after every step. TestDiffPodInfo compares the per-pod request calculation.
-// -short runs a CI-sized version; -diff.steps=N sets the number of steps.
+// synchronously (no TTL: assumed pods never expire, as in upstream v1.37.2)
+// and compares everything observable after every step, error texts
+// included; half of its sequences run with the pod-group switches on
+// (diffgroups_test.go). TestDiffPodInfo compares the per-pod request
+// calculation. -short runs a CI-sized version; -diff.steps=N sets the
+// number of steps.
 
 import (
 	"errors"
@@ -22,6 +25,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -33,7 +38,7 @@ import (
 	"github.com/schedcache/schedcache/workload"
 )
 
-var diffSteps = flag.Int("diff.steps", 0, "steps of TestDiffCache (0: 4,000 with -short, 40,000 otherwise); also scales TestDiffPodInfo")
+var diffSteps = flag.Int("diff.steps", 0, "steps of TestDiffCache (0: 4,000 with -short, 40,000 otherwise); also scales TestDiffPodInfo (5 pods a step; 10,000 with -short)")
 
 var diffQuirks = flag.Bool("diff.quirks", false, "TestDiffCache: generate, in every sequence, inputs informers never produce (UpdateNode of an entry without a node object or with a wrong old zone, AddNode of a live node into another zone, RemoveNode naming the wrong zone); without it, half the sequences do")
 
@@ -154,7 +159,7 @@ func upSum(ni fwk.NodeInfo) nodeSum {
 		Pods:        upPods(ni.GetPods()),
 		Affinity:    upPods(ni.GetPodsWithAffinity()),
 		AntiAff:     upPods(ni.GetPodsWithRequiredAntiAffinity()),
-		Ports:       portList(ni.GetUsedPorts(), func(p fwk.ProtocolPort) string { return fmt.Sprintf("%s/%d", p.Protocol, p.Port) }),
+		Ports:       portList(ni.GetUsedPorts(), func(p fwk.ProtocolPort) string { return p.Protocol + "/" + strconv.Itoa(int(p.Port)) }),
 		PVC:         intMap(ni.GetPVCRefCounts()),
 	}
 	if im := ni.GetImageStates(); len(im) > 0 {
@@ -175,7 +180,7 @@ func scSum(ni *nodeinfo.NodeInfo) nodeSum {
 		Pods:        scPods(ni.NumPods(), ni.PodAt),
 		Affinity:    scPods(ni.NumPodsWithAffinity(), ni.PodWithAffinityAt),
 		AntiAff:     scPods(ni.NumPodsWithRequiredAntiAffinity(), ni.PodWithRequiredAntiAffinityAt),
-		Ports:       portList(ni.UsedPorts(), func(p nodeinfo.ProtocolPort) string { return fmt.Sprintf("%s/%d", p.Protocol, p.Port) }),
+		Ports:       portList(ni.UsedPorts(), func(p nodeinfo.ProtocolPort) string { return p.Protocol + "/" + strconv.Itoa(int(p.Port)) }),
 		PVC:         intMap(ni.PVCRefCounts()),
 	}
 	if im := ni.ImageStates(); len(im) > 0 {
@@ -195,41 +200,84 @@ const (
 )
 
 type differ struct {
-	t     *testing.T
-	g     *gen
-	up    *upstreamImpl
-	sc    *schedImpl
-	lived []livedPair // long-lived snapshots of both caches, refreshed at random points; lived[0] at every step
-	// everyStep is an upstream long-lived snapshot refreshed after every
-	// step and never reset: the published snapshot's image counts are its.
+	t  *testing.T
+	g  *gen
+	up *upFan // upstream: the main cache and one per long-lived snapshot, fed the same calls
+	sc *schedImpl
+	// lived are long-lived snapshots of both caches, refreshed at random
+	// points; lived[0] at every step. Each upstream snapshot is refreshed
+	// from an upstream cache of its own (livedPair.upc).
+	lived []livedPair
+	// everyStep is an upstream long-lived snapshot of the main cache
+	// refreshed after every step and never reset: the published snapshot's
+	// image counts are its.
 	everyStep *upcache.Snapshot
-	quirks    bool // generate inputs informers never produce (see diffQuirks)
+	// pristine is an upstream cache fed the same calls whose snapshots are
+	// never refreshed: its pending PVC delta is the one a cache's first
+	// snapshot would consume (compareFreshPVC).
+	pristine *upstreamImpl
+	dump     *upcache.Dump // upstream's Dump at this step's comparison
+	quirks   bool          // generate inputs informers never produce (see diffQuirks)
+	groups   bool          // the pod-group switches are on (both caches)
+	grp      groupUniverse
 
-	keys     []string           // every pod UID used so far
-	keyPod   map[string]*v1.Pod // a pod object per UID (for lookups of absent keys)
-	lastNode map[string]*v1.Node
-	nextUID  int
-	step     int
-	history  []string // recent operations, for failure messages
-	counts   map[string]int
+	lastPG    map[string]*schedulingv1beta1.PodGroup           // "ns/name" -> last object added or updated
+	lastCPG   map[string]*schedulingv1alpha3.CompositePodGroup // likewise
+	keys      []string                                         // every pod UID used so far
+	keyPod    map[string]*v1.Pod                               // a pod object per UID (for lookups of absent keys)
+	lastNode  map[string]*v1.Node
+	claimKeys map[string]bool // every claim key either cache's PVC counts have held, and the generator's
+	nextUID   int
+	step      int
+	history   []string // recent operations, for failure messages
+	counts    map[string]int
+	deferred  map[string]string // kind of difference -> its first example (deferf)
 }
 
-func newDiffer(t *testing.T, seed uint64) *differ {
-	up := newUpstream(Options{})
-	sc, err := newSchedCache(Options{})
+// livedPct is how often each long-lived snapshot pair of a differ is
+// refreshed (percent of steps), one entry per pair.
+var livedPct = []int{100, 30, 5}
+
+// newDiffer returns a differ on two new caches with the pod-group switches
+// off.
+func newDiffer(t *testing.T, seed uint64) *differ { return newDifferWith(t, seed, false) }
+
+// newDifferWith returns a differ on new caches; groups turns both
+// pod-group switches on (GenericWorkload and CompositePodGroup) for the
+// caches and, for the test's duration, upstream's feature gates, which its
+// snapshots read when they are made.
+func newDifferWith(t *testing.T, seed uint64, groups bool) *differ {
+	o := Options{GenericWorkload: groups, CompositePodGroup: groups}
+	if groups {
+		setGroupGates(t)
+	}
+	up := &upFan{upstreamImpl: newUpstream(o)}
+	sc, err := newSchedCache(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { up.Close(); sc.Close() })
-	return &differ{
+	var d *differ
+	t.Cleanup(func() { d.checkDeferred() })
+	d = &differ{
 		t: t, g: newGen(seed), up: up, sc: sc, quirks: *diffQuirks, everyStep: upcache.NewEmptySnapshot(),
-		lived: []livedPair{
-			{pct: 100, up: upcache.NewEmptySnapshot(), sc: schedcache.NewEmptySnapshot()},
-			{pct: 30, up: upcache.NewEmptySnapshot(), sc: schedcache.NewEmptySnapshot()},
-			{pct: 5, up: upcache.NewEmptySnapshot(), sc: schedcache.NewEmptySnapshot()},
-		},
-		keyPod: map[string]*v1.Pod{}, lastNode: map[string]*v1.Node{}, counts: map[string]int{},
+		groups: groups, grp: newGroupUniverse(),
+		keyPod: map[string]*v1.Pod{}, lastNode: map[string]*v1.Node{}, counts: map[string]int{}, claimKeys: map[string]bool{}, deferred: map[string]string{},
+		lastPG: map[string]*schedulingv1beta1.PodGroup{}, lastCPG: map[string]*schedulingv1alpha3.CompositePodGroup{},
 	}
+	for _, ns := range namespaces {
+		for _, c := range claimNames {
+			d.claimKeys[ns+"/"+c] = true
+		}
+	}
+	d.pristine = newUpstream(o)
+	up.more = append(up.more, d.pristine)
+	for _, pct := range livedPct {
+		upc := newUpstream(o)
+		up.more = append(up.more, upc)
+		d.lived = append(d.lived, livedPair{pct: pct, upc: upc, up: upcache.NewEmptySnapshot(), sc: schedcache.NewEmptySnapshot()})
+	}
+	return d
 }
 
 func (d *differ) fatalf(format string, args ...any) {
@@ -244,9 +292,8 @@ func errStr(err error) string {
 	return err.Error()
 }
 
-// both records op and checks that both calls failed or both succeeded.
-func (d *differ) both(op string, eu, es error) {
-	d.t.Helper()
+// record adds op and its results to the history and counts it.
+func (d *differ) record(op string, eu, es error, suffix string) {
 	d.history = append(d.history, fmt.Sprintf("%d: %s -> upstream %s / schedcache %s", d.step, op, errStr(eu), errStr(es)))
 	if len(d.history) > 25 {
 		d.history = d.history[1:]
@@ -255,10 +302,66 @@ func (d *differ) both(op string, eu, es error) {
 	if eu != nil {
 		kind += "/err"
 	}
-	d.counts[kind]++
+	d.counts[kind+suffix]++
+}
+
+// both records op and checks that both calls failed or both succeeded, and
+// that both failed with the same text: schedcache's errors carry
+// upstream's texts wherever upstream refuses a call.
+func (d *differ) both(op string, eu, es error) {
+	d.t.Helper()
+	d.record(op, eu, es, "")
 	if (eu == nil) != (es == nil) {
 		d.fatalf("%s: upstream error %v, schedcache error %v", op, eu, es)
 	}
+	if eu != nil && eu.Error() != es.Error() {
+		d.textDiffers(op, eu, es)
+	}
+}
+
+// textDiffers records a call both caches refused with different texts.
+// The sequence goes on (both refused: neither changed), and the test
+// fails when it ends (checkDeferred).
+func (d *differ) textDiffers(op string, eu, es error) {
+	kind, _, _ := strings.Cut(op, " ")
+	d.deferf(kind+": error texts differ", "%s:\n      upstream   %q\n      schedcache %q", op, eu.Error(), es.Error())
+}
+
+// deferf records a difference after which the caches' states still agree
+// (a refusal's text, a fresh snapshot's count): the sequence goes on, and
+// the test fails when it ends, listing each kind of difference with its
+// count and first example, so that one difference does not hide what the
+// rest of the sequence would find.
+func (d *differ) deferf(kind, format string, args ...any) {
+	if _, seen := d.deferred[kind]; !seen {
+		d.deferred[kind] = fmt.Sprintf("step %d: ", d.step) + fmt.Sprintf(format, args...)
+	}
+	d.counts[kind]++
+}
+
+// checkDeferred fails the test if deferf recorded anything.
+func (d *differ) checkDeferred() {
+	d.t.Helper()
+	if len(d.deferred) == 0 {
+		return
+	}
+	var b strings.Builder
+	for _, k := range sortedKeys(d.deferred) {
+		fmt.Fprintf(&b, "\n  %s (%d times), first at %s", k, d.counts[k], d.deferred[k])
+	}
+	d.t.Errorf("schedcache differs from upstream:%s", b.String())
+}
+
+// bothProtective is both for a call that upstream refuses and schedcache
+// refuses protectively (docs/rejections.md): schedcache's error must wrap
+// want, and its text may differ from upstream's.
+func (d *differ) bothProtective(op string, eu, es, want error) {
+	d.t.Helper()
+	if eu == nil || !errors.Is(es, want) {
+		d.both(op, eu, es)
+		return
+	}
+	d.record(op, eu, es, "/protective")
 }
 
 func (d *differ) newUID() string {
@@ -282,7 +385,10 @@ type state struct {
 }
 
 func (d *differ) state() state {
-	dump := d.up.c.Dump()
+	dump := d.dump // the last comparison's: nothing changed since
+	if dump == nil {
+		dump = d.up.c.Dump()
+	}
 	st := state{stored: map[string]*v1.Pod{}, assumed: map[string]bool{}}
 	// Keys absent from the caches stay interesting (re-assume, re-add,
 	// errors), but only a bounded number of them: checking every key after
@@ -360,6 +466,10 @@ func (d *differ) stepOnce() {
 		}
 	}
 
+	if g.pct(d.grp.pct) {
+		d.stepGroup(st)
+		return
+	}
 	x := g.r.IntN(100)
 	if len(st.stored) > diffMaxPods && x < 66 && g.pct(40) {
 		x = 70 // RemovePod: keep the population (and the per-step cost) bounded
@@ -381,21 +491,24 @@ func (d *differ) stepOnce() {
 		}
 		d.both("AssumePod "+uid+" on "+p.Spec.NodeName, d.up.AssumePod(p), d.sc.AssumePod(p))
 
-	case x < 24: // FinishBinding
+	case x < 24: // RemoveAssumedPod: an assumed pod deleted from the cluster
 		var p *v1.Pod
-		if len(d.keys) == 0 || g.pct(10) {
-			uid := d.newUID()
-			p = g.pod(uid, d.nodeName())
-			d.keyPod[uid] = p
-		} else {
-			k := d.randomKey(d.keys)
-			if s, ok := st.stored[k]; ok {
-				p = s
-			} else {
-				p = d.keyPod[k]
+		switch {
+		case len(assumed) > 0 && g.pct(70):
+			p = st.stored[d.randomKey(assumed)]
+			if g.pct(15) {
+				p = withNode(p, d.otherNode(p.Spec.NodeName)) // mismatch: error
+			} else if g.pct(30) {
+				p = withNode(p, p.Spec.NodeName) // another object, same node
 			}
+		case len(added) > 0 && g.pct(60):
+			p = st.stored[d.randomKey(added)] // not assumed: error
+		case len(absentKeys) > 0:
+			p = d.keyPod[d.randomKey(absentKeys)] // absent: nil, no-op
+		default:
+			return
 		}
-		d.both("FinishBinding "+string(p.UID), d.up.FinishBinding(p), d.sc.FinishBinding(p))
+		d.both("RemoveAssumedPod "+string(p.UID)+" on "+p.Spec.NodeName, d.up.RemoveAssumedPod(p), d.sc.RemoveAssumedPod(p))
 
 	case x < 32: // ForgetPod
 		var p *v1.Pod
@@ -497,8 +610,7 @@ func (d *differ) stepOnce() {
 		}
 		n := g.node(name, zone)
 		d.lastNode[name] = n
-		_, ok := d.checkAddNode(n)
-		_ = ok
+		d.checkAddNode(n)
 
 	case x < 96: // UpdateNode: old non-nil, same name
 		var old *v1.Node
@@ -565,25 +677,35 @@ func zoneOf(n *v1.Node) int {
 	return 1
 }
 
-func (d *differ) checkAddNode(n *v1.Node) (nodeSum, bool) {
+// checkAddNode adds n to both caches and compares schedcache's returned
+// NodeInfo with upstream's entry (GetNode: upstream's AddNode returns
+// nothing since v1.37).
+func (d *differ) checkAddNode(n *v1.Node) {
 	d.t.Helper()
-	niU := d.up.c.AddNode(discard, n)
+	eu := d.up.AddNode(n)
 	niS, es := d.sc.c.AddNode(discard, n)
-	d.both("AddNode "+n.Name+fmt.Sprintf(" zone %d", zoneOf(n)), nil, es)
-	su, ss := upSum(niU), scSum(niS)
-	if diff := diffSums(su, ss); diff != "" {
-		d.fatalf("AddNode %s returned NodeInfo differs (-upstream +schedcache):\n%s", n.Name, diff)
-	}
-	return su, true
+	d.both("AddNode "+n.Name+fmt.Sprintf(" zone %d", zoneOf(n)), eu, es)
+	d.checkReturnedNode("AddNode", n.Name, niS)
 }
 
 func (d *differ) checkUpdateNode(old, n *v1.Node) {
 	d.t.Helper()
-	niU := d.up.c.UpdateNode(discard, old, n)
+	eu := d.up.UpdateNode(old, n)
 	niS, es := d.sc.c.UpdateNode(discard, old, n)
-	d.both(fmt.Sprintf("UpdateNode %s zone %d -> %d", n.Name, zoneOf(old), zoneOf(n)), nil, es)
+	d.both(fmt.Sprintf("UpdateNode %s zone %d -> %d", n.Name, zoneOf(old), zoneOf(n)), eu, es)
+	d.checkReturnedNode("UpdateNode", n.Name, niS)
+}
+
+// checkReturnedNode compares the NodeInfo schedcache's op returned for
+// name with upstream's entry now.
+func (d *differ) checkReturnedNode(op, name string, niS *nodeinfo.NodeInfo) {
+	d.t.Helper()
+	niU, err := d.up.c.GetNode(name)
+	if err != nil {
+		d.fatalf("%s %s: upstream GetNode: %v", op, name, err)
+	}
 	if diff := diffSums(upSum(niU), scSum(niS)); diff != "" {
-		d.fatalf("UpdateNode %s returned NodeInfo differs (-upstream +schedcache):\n%s", n.Name, diff)
+		d.fatalf("%s %s returned NodeInfo differs from upstream's entry (-upstream +schedcache):\n%s", op, name, diff)
 	}
 }
 
@@ -607,16 +729,21 @@ func (d *differ) compare() {
 		gs, es := sc.GetPod(p)
 		if (eu == nil) != (es == nil) || gu != gs {
 			d.fatalf("GetPod %s: upstream %s %v, schedcache %s %v", k, podOrNil(gu), eu, podOrNil(gs), es)
+		} else if eu != nil && eu.Error() != es.Error() {
+			d.textDiffers("GetPod "+k, eu, es)
 		}
 		au, eu := up.IsAssumedPod(p)
 		as, es := sc.IsAssumedPod(p)
 		if au != as || (eu == nil) != (es == nil) {
 			d.fatalf("IsAssumedPod %s: upstream %v %v, schedcache %v %v", k, au, eu, as, es)
+		} else if eu != nil && eu.Error() != es.Error() {
+			d.textDiffers("IsAssumedPod "+k, eu, es)
 		}
 	}
 
 	// Dump: every entry, ghosts and nodeless ones included.
 	du := up.Dump()
+	d.dump = du
 	ds, err := sc.Dump()
 	if err != nil {
 		d.fatalf("schedcache Dump: %v", err)
@@ -633,8 +760,14 @@ func (d *differ) compare() {
 	if a, b := sortedKeys(du.AssumedPods), sortedKeys(ds.AssumedPods); !slices.Equal(a, b) {
 		d.fatalf("assumed pods: upstream %v, schedcache %v", a, b)
 	}
+	for _, ni := range du.Nodes {
+		for k := range ni.PVCRefCounts {
+			d.claimKeys[k] = true
+		}
+	}
 
 	d.compareSnapshots()
+	d.compareGroups()
 }
 
 // pvcHolders describes the upstream entries whose PVCRefCounts hold key.
@@ -683,53 +816,178 @@ func scNames(l []*nodeinfo.NodeInfo) []string {
 
 // livedPair is a long-lived snapshot of each cache, refreshed together
 // with UpdateSnapshot at random steps (pct percent of them), as a
-// scheduler refreshes its own at the start of each cycle.
+// scheduler refreshes its own at the start of each cycle. The upstream
+// one is refreshed from upc, an upstream cache of its own fed the same
+// calls as the main one: upstream keeps one pending PVC delta per cache
+// and the first snapshot refreshed consumes it (upstream-semantics 5.4),
+// so each of several snapshots refreshed from one cache would count what
+// the others left. schedcache gives each of its snapshots what it would
+// count were it the only one, which is what upc's snapshot counts.
 type livedPair struct {
 	pct int
+	upc *upstreamImpl
 	up  *upcache.Snapshot
 	sc  *schedcache.Snapshot
+	// groupsStale: an upstream refresh failed (inconsistent list) since
+	// the last that did not, so its pod groups lag.
+	groupsStale bool
+}
+
+// upFan is the upstream side of a differ: the main cache (the embedded
+// upstreamImpl: fresh snapshots, Dump, listers) and more, the long-lived
+// pairs' caches. Every call that changes a cache is made on all of them,
+// in the same order; the main cache's result is returned, or an error
+// naming the disagreement if another cache answered otherwise (they hold
+// the same state, so they never should).
+type upFan struct {
+	*upstreamImpl
+	more []*upstreamImpl
+}
+
+// each calls f on every cache and returns the main cache's error.
+func (u *upFan) each(f func(c *upstreamImpl) error) error {
+	err := f(u.upstreamImpl)
+	for _, c := range u.more {
+		if e := f(c); errStr(e) != errStr(err) {
+			return fmt.Errorf("upstream caches disagree: main %v, another %v", err, e)
+		}
+	}
+	return err
+}
+
+// void calls f on every cache (the calls that return nothing).
+func (u *upFan) void(f func(c upcache.Cache)) {
+	f(u.c)
+	for _, c := range u.more {
+		f(c.c)
+	}
+}
+
+func (u *upFan) AddNode(n *v1.Node) error {
+	return u.each(func(c *upstreamImpl) error { return c.AddNode(n) })
+}
+func (u *upFan) UpdateNode(o, n *v1.Node) error {
+	return u.each(func(c *upstreamImpl) error { return c.UpdateNode(o, n) })
+}
+func (u *upFan) RemoveNode(n *v1.Node) error {
+	return u.each(func(c *upstreamImpl) error { return c.RemoveNode(n) })
+}
+func (u *upFan) AssumePod(p *v1.Pod) error {
+	return u.each(func(c *upstreamImpl) error { return c.AssumePod(p) })
+}
+func (u *upFan) ForgetPod(p *v1.Pod) error {
+	return u.each(func(c *upstreamImpl) error { return c.ForgetPod(p) })
+}
+func (u *upFan) RemoveAssumedPod(p *v1.Pod) error {
+	return u.each(func(c *upstreamImpl) error { return c.RemoveAssumedPod(p) })
+}
+func (u *upFan) AddPod(p *v1.Pod) error {
+	return u.each(func(c *upstreamImpl) error { return c.AddPod(p) })
+}
+func (u *upFan) UpdatePod(o, n *v1.Pod) error {
+	return u.each(func(c *upstreamImpl) error { return c.UpdatePod(o, n) })
+}
+func (u *upFan) RemovePod(p *v1.Pod) error {
+	return u.each(func(c *upstreamImpl) error { return c.RemovePod(p) })
+}
+func (u *upFan) Submit(ev workload.Event) error { return Apply(u, ev) }
+func (u *upFan) Close() {
+	u.upstreamImpl.Close()
+	for _, c := range u.more {
+		c.Close()
+	}
 }
 
 // compareSnapshots compares, after every step: a fresh upstream snapshot
 // (NewEmptySnapshot + UpdateSnapshot) with schedcache's published snapshot
-// and with a fresh schedcache snapshot; and each long-lived pair, refreshed
-// now or not. Everything is compared exactly: node order, every entry
-// (image counts included), the affinity lists, the used PVCs, Get of every
-// name, NumNodes and the refresh errors; except the published snapshot's
-// image counts, which are compared with everyStep's (as of each node's
-// last change).
+// and with a fresh schedcache snapshot; and each long-lived pair when
+// refreshed (every 8th step when not). Everything is compared exactly:
+// node order, every entry (image counts included), the affinity lists, the
+// PVC reference counts, Get of every name, NumNodes, the refresh errors and
+// their texts, and the pod groups; except the published snapshot's image
+// counts, which are compared with everyStep's (as of each node's last
+// change).
 func (d *differ) compareSnapshots() {
 	d.t.Helper()
 	fresh := upcache.NewEmptySnapshot()
 	eu := d.up.c.UpdateSnapshot(discard, fresh)
 	mine := schedcache.NewEmptySnapshot()
 	es := d.sc.c.UpdateSnapshot(discard, mine)
-	d.compareSnap("fresh snapshot", fresh, mine, eu, es, true)
+	// Without node objects in the cache a first refresh adds the pending
+	// PVC delta (compareFreshPVC); the main cache's is consumed every step.
+	rebuilt := eu != nil || d.hasLiveNode()
+	d.compareSnap("fresh snapshot", fresh, mine, eu, es, true, rebuilt)
+	if !rebuilt {
+		d.compareFreshPVC("fresh snapshot", mine)
+	}
+	// With an inconsistent list upstream's refresh copies no groups
+	// (upstream-semantics 5.2 step 7): a difference is then deferred.
+	freshGroups := ""
+	if eu != nil {
+		freshGroups = "fresh snapshot pod groups after a refresh error"
+	}
+	d.compareSnapGroups("fresh snapshot", fresh, mine.PodGroups(), freshGroups)
 	// The published snapshot is a fresh one but for image counts, which
 	// are as of each node's last change: those of upstream's long-lived
 	// snapshot refreshed after every step.
 	_ = d.up.c.UpdateSnapshot(discard, d.everyStep)
 	ss := d.sc.c.Snapshot()
-	d.compareSnap("published snapshot", fresh, ss, eu, ss.Err(), false)
+	// A published snapshot's PVC counts are those of a rebuild, the sums
+	// over its listed nodes (Snapshot.PVCRefCount): a fresh upstream
+	// snapshot's when rebuilt, none without node objects.
+	d.compareSnap("published snapshot", fresh, ss, eu, ss.Err(), false, rebuilt)
+	for _, key := range sortedKeys(d.claimKeys) {
+		if n := ss.PVCRefCount(key); !rebuilt && (n != 0 || ss.IsPVCUsedByPods(key)) {
+			d.deferf("published snapshot without node objects: PVC counts differ",
+				"PVC %s counted %d (used %v), want none", key, n, ss.IsPVCUsedByPods(key))
+		}
+	}
+	if !ss.PodGroups().Equal(mine.PodGroups()) {
+		// The fresh snapshot's groups, compared with upstream's above,
+		// must be the published ones.
+		d.fatalf("published snapshot: pod groups are not the fresh snapshot's")
+	}
 	for i := range d.lived {
 		l := &d.lived[i]
-		if d.g.pct(l.pct) {
-			ambiguous := d.ambiguousRefresh(l.up)
-			eu := d.up.c.UpdateSnapshot(discard, l.up)
-			es := d.sc.c.UpdateSnapshot(discard, l.sc)
-			if ambiguous && !slices.Equal(d.snapNames(l.up), d.snapNames(l.sc)) {
-				// Upstream deleted stale entries in Go's random map
-				// order: another run of upstream could have kept what
-				// schedcache kept. Start this pair afresh.
-				d.counts["ambiguous refresh"]++
-				l.up, l.sc = upcache.NewEmptySnapshot(), schedcache.NewEmptySnapshot()
-				eu = d.up.c.UpdateSnapshot(discard, l.up)
-				es = d.sc.c.UpdateSnapshot(discard, l.sc)
+		what := fmt.Sprintf("long-lived snapshot %d (refreshed at %d%% of steps)", i, l.pct)
+		if !d.g.pct(l.pct) {
+			// Neither snapshot changes between refreshes: spot-checked.
+			if d.step%8 == 0 {
+				d.compareSnap(what+"; not now", l.up, l.sc, nil, nil, true, true)
 			}
-			d.compareSnap(fmt.Sprintf("long-lived snapshot %d (refreshed at %d%% of steps)", i, l.pct), l.up, l.sc, eu, es, true)
-		} else {
-			d.compareSnap(fmt.Sprintf("long-lived snapshot %d (refreshed at %d%% of steps; not now)", i, l.pct), l.up, l.sc, nil, nil, true)
+			continue
 		}
+		ambiguous := d.ambiguousRefresh(l.upc, l.up)
+		eu := l.upc.c.UpdateSnapshot(discard, l.up)
+		es := d.sc.c.UpdateSnapshot(discard, l.sc)
+		if ambiguous && !slices.Equal(d.snapNames(l.up), d.snapNames(l.sc)) {
+			// Upstream deleted stale entries in Go's random map
+			// order: another run of upstream could have kept what
+			// schedcache kept. Start this pair afresh.
+			d.counts["ambiguous refresh"]++
+			l.up, l.sc = upcache.NewEmptySnapshot(), schedcache.NewEmptySnapshot()
+			eu = l.upc.c.UpdateSnapshot(discard, l.up)
+			es = d.sc.c.UpdateSnapshot(discard, l.sc)
+		}
+		d.compareSnap(what, l.up, l.sc, eu, es, true, true)
+		// The groups are compared after each refresh only: neither
+		// snapshot changes between refreshes, and one never refreshed has
+		// no gates in schedcache (they come from the cache) where
+		// upstream's has the process-wide gates read when it was made.
+		// Upstream does not refresh the groups when it reports an
+		// inconsistent node list (upstream-semantics 5.2 step 7): a
+		// difference in the groups is then deferred until they are.
+		if eu == nil {
+			l.groupsStale = false
+		} else if d.groups {
+			l.groupsStale = true
+			d.counts["long-lived snapshot: pod groups not refreshed"]++
+		}
+		deferred := ""
+		if l.groupsStale {
+			deferred = "long-lived snapshot pod groups after a refresh error"
+		}
+		d.compareSnapGroups(fmt.Sprintf("%s; refreshed now: upstream %v", what, eu), l.up, l.sc.PodGroups(), deferred)
 	}
 	ls, _ := ss.List()
 	for _, ni := range ls {
@@ -743,13 +1001,66 @@ func (d *differ) compareSnapshots() {
 	}
 }
 
+// compareFreshPVC compares the PVC counts of a fresh snapshot of a cache
+// without node objects with those of an upstream snapshot made and
+// refreshed once on a cache never refreshed before.
+// That refresh rebuilds the counts from the listed nodes, unless the cache
+// has no node object: then it finds nothing new and adds the cache's
+// pending delta to the empty counts, which on the main cache (refreshed
+// every step) is the last step's only, and on the pristine cache
+// everything since the cache was made.
+func (d *differ) compareFreshPVC(what string, mine *schedcache.Snapshot) {
+	d.t.Helper()
+	want := map[string]int{}
+	delta := reflect.ValueOf(d.pristine.c).Elem().FieldByName("pvcRefCountsDelta")
+	for it := delta.MapRange(); it.Next(); {
+		k, n := it.Key().String(), int(it.Value().Int())
+		d.claimKeys[k] = true
+		if want[k] += n; want[k] < 0 {
+			want = map[string]int{} // a negative count: rebuilt from the (empty) list
+			break
+		} else if want[k] == 0 {
+			delete(want, k)
+		}
+	}
+	for _, key := range sortedKeys(d.claimKeys) {
+		if got := mine.PVCRefCount(key); got != want[key] || mine.IsPVCUsedByPods(key) != (want[key] > 0) {
+			d.deferf(what+" without node objects: PVC counts differ",
+				"PVC %s: upstream's first refresh counts %d, schedcache %d (used %v); entries referencing it: %s",
+				key, want[key], got, mine.IsPVCUsedByPods(key), d.pvcHolders(key))
+		}
+	}
+}
+
+// hasLiveNode reports whether upstream's cache has an entry with a node
+// object.
+func (d *differ) hasLiveNode() bool {
+	for _, ni := range d.dump.Nodes {
+		if ni.Node() != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// upPVCRefCounts returns upstream's snapshot's PVC reference counts
+// (unexported; read by reflection, as upTreeNodes reads the tree).
+func upPVCRefCounts(s *upcache.Snapshot) map[string]int {
+	m := reflect.ValueOf(s).Elem().FieldByName("usedPVCRefCounts")
+	out := make(map[string]int, m.Len())
+	for it := m.MapRange(); it.Next(); {
+		out[it.Key().String()] = int(it.Value().Int())
+	}
+	return out
+}
+
 // inconsistentRe reads the four counts of upstream's inconsistent-list
 // error.
 var inconsistentRe = regexp.MustCompile(`NodeInfoList=(\d+) not equal to length of nodes in tree=(\d+) , length of NodeInfoMap=(\d+), length of nodes in cache=(\d+)`)
 
 // compareSnap compares one snapshot of each cache and their refresh
 // errors; images false skips image counts.
-func (d *differ) compareSnap(what string, up *upcache.Snapshot, sc *schedcache.Snapshot, eu, es error, images bool) {
+func (d *differ) compareSnap(what string, up *upcache.Snapshot, sc *schedcache.Snapshot, eu, es error, images, pvc bool) {
 	d.t.Helper()
 	if (eu == nil) != (es == nil) {
 		lu, _ := up.NodeInfos().List()
@@ -765,11 +1076,14 @@ func (d *differ) compareSnap(what string, up *upcache.Snapshot, sc *schedcache.S
 		if got := fmt.Sprint(ie.ListLen, ie.TreeNodes, ie.MapLen, ie.CacheEntries); got != strings.Join(m[1:], " ") {
 			d.fatalf("%s: refresh error counts: upstream %v, schedcache %v", what, m[1:], got)
 		}
+		if eu.Error() != es.Error() {
+			d.textDiffers("UpdateSnapshot ("+what+")", eu, es)
+		}
 	}
 	lu, _ := up.NodeInfos().List()
 	ls, _ := sc.List()
-	if a, b := upNames(lu), scNames(ls); !slices.Equal(a, b) || up.NumNodes() != sc.NumNodes() {
-		d.fatalf("%s: node order: upstream %v (%d), schedcache %v (%d)", what, a, up.NumNodes(), b, sc.NumNodes())
+	if a, b := upNames(lu), scNames(ls); !slices.Equal(a, b) || up.NumNodesInPlacement() != sc.NumNodes() {
+		d.fatalf("%s: node order: upstream %v (%d), schedcache %v (%d)", what, a, up.NumNodesInPlacement(), b, sc.NumNodes())
 	}
 	sums := func(u fwk.NodeInfo, s *nodeinfo.NodeInfo) (nodeSum, nodeSum) {
 		su, ss := upSum(u), scSum(s)
@@ -793,12 +1107,19 @@ func (d *differ) compareSnap(what string, up *upcache.Snapshot, sc *schedcache.S
 	if a, b := upNames(au), scNames(as); !slices.Equal(a, b) {
 		d.fatalf("%s: HavePodsWithRequiredAntiAffinityList: upstream %v, schedcache %v", what, a, b)
 	}
-	for _, ns := range namespaces {
-		for _, c := range claimNames {
-			key := ns + "/" + c
-			if a, b := up.StorageInfos().IsPVCUsedByPods(key), sc.IsPVCUsedByPods(key); a != b {
-				d.fatalf("%s: IsPVCUsedByPods(%s): upstream %v, schedcache %v; entries referencing it: %s", what, key, a, b, d.pvcHolders(key))
-			}
+	counts := upPVCRefCounts(up)
+	for k := range counts {
+		d.claimKeys[k] = true
+	}
+	for _, key := range sortedKeys(d.claimKeys) {
+		if !pvc {
+			break
+		}
+		if a, b := up.StorageInfos().IsPVCUsedByPods(key), sc.IsPVCUsedByPods(key); a != b || counts[key] != sc.PVCRefCount(key) {
+			// The caches' states are not involved: deferred.
+			kind, _, _ := strings.Cut(what, " (")
+			d.deferf(kind+": PVC counts differ", "%s: PVC %s: upstream used %v count %d, schedcache used %v count %d; entries referencing it: %s",
+				what, key, a, counts[key], b, sc.PVCRefCount(key), d.pvcHolders(key))
 		}
 	}
 	for _, name := range d.names() {
@@ -817,17 +1138,17 @@ func (d *differ) compareSnap(what string, up *upcache.Snapshot, sc *schedcache.S
 
 // upTreeNodes returns the node count of upstream's zone tree (unexported;
 // read by reflection, as its tests read it).
-func (d *differ) upTreeNodes() int {
-	return int(reflect.ValueOf(d.up.c).Elem().FieldByName("nodeTree").Elem().FieldByName("numNodes").Int())
+func upTreeNodes(c *upstreamImpl) int {
+	return int(reflect.ValueOf(c.c).Elem().FieldByName("nodeTree").Elem().FieldByName("numNodes").Int())
 }
 
 // ambiguousRefresh reports whether refreshing up now makes upstream delete
 // stale entries (names without a node object in the cache) in random map
 // order while more of them exist than it deletes (5.2 step 3): possible
 // only after the zone tree has been corrupted.
-func (d *differ) ambiguousRefresh(up *upcache.Snapshot) bool {
+func (d *differ) ambiguousRefresh(c *upstreamImpl, up *upcache.Snapshot) bool {
 	live := map[string]bool{}
-	for name, ni := range d.up.c.Dump().Nodes {
+	for name, ni := range d.dump.Nodes { // every upstream cache holds the main one's entries
 		live[name] = ni.Node() != nil
 	}
 	held, stale := 0, 0
@@ -845,7 +1166,7 @@ func (d *differ) ambiguousRefresh(up *upcache.Snapshot) bool {
 			held++
 		}
 	}
-	excess := held - d.upTreeNodes()
+	excess := held - upTreeNodes(c)
 	return excess > 0 && stale > excess
 }
 
@@ -892,14 +1213,22 @@ func (d *differ) names() []string {
 // TestDiffCache runs random operation sequences on both caches and compares
 // them after every step. Sequence 0 starts from a small standard cluster
 // (workload.Build) loaded through the same synchronous calls; the others
-// start empty.
+// start empty. The odd sequences run with both pod-group switches on
+// (GenericWorkload, CompositePodGroup), the even ones with both off; the
+// last two generate upstream's quirk inputs (-diff.quirks: all four).
 func TestDiffCache(t *testing.T) {
 	total := stepsFor(4000, 40000)
 	const sequences = 4
 	for seq := range sequences {
-		t.Run(fmt.Sprintf("seq=%d", seq), func(t *testing.T) {
-			d := newDiffer(t, uint64(seq)+1)
+		groups := seq%2 == 1
+		t.Run(fmt.Sprintf("seq=%d/groups=%v", seq, groups), func(t *testing.T) {
+			d := newDifferWith(t, uint64(seq)+1, groups)
 			d.quirks = d.quirks || seq >= sequences/2
+			if groups {
+				d.enableGroupOps(25)
+			} else {
+				d.enableGroupOps(4) // the calls must be no-ops
+			}
 			if seq == 0 {
 				c := workload.Build(workload.ClusterSpec{Nodes: 6, PodsPerNode: 5, Seed: 3})
 				for i, n := range c.Nodes {
@@ -935,7 +1264,7 @@ func TestDiffCache(t *testing.T) {
 // a resize pending, odd quantities and scalar names) and on the standard
 // workload pods.
 func TestDiffPodInfo(t *testing.T) {
-	n := 5 * stepsFor(4000, 40000)
+	n := 5 * stepsFor(2000, 40000)
 	g := newGen(99)
 	check := func(p *v1.Pod) {
 		t.Helper()
@@ -987,7 +1316,7 @@ func TestDiffPodInfo(t *testing.T) {
 
 // TestUpstreamMutatesPodLevelRequests pins down why the generators keep
 // pod-level quantities in int64 form: upstream's resource helper (k8s.io/
-// component-helpers v0.35.4 PodRequests) copies a pod-level request into its
+// component-helpers PodRequests, v0.35.4 to v0.37.2) copies a pod-level request into its
 // result without DeepCopy and then adds the overhead to that copy, which
 // shares the inf.Dec of a quantity like "1.5Gi": every CalculateResource
 // adds the overhead to the pod's own spec.resources.requests. schedcache's
@@ -1174,6 +1503,41 @@ func TestDiffScenarios(t *testing.T) {
 		removeNode("d"),
 		addNode(node("f", 1)),
 	}
+	// A pods-first entry is the cache's only one: a first refresh finds no
+	// node object to clone, rebuilds nothing and adds the pending PVC
+	// delta (the pod's claim) to the snapshot's counts (upstream-semantics
+	// 5.2 step 5), in a fresh snapshot and in the long-lived ones.
+	claimer := newGen(10).pod("pc", "g")
+	claimer.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{
+		PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claimNames[0]}}}}
+	scenarios["a first refresh without node objects counts the pending PVC delta"] = []step{
+		call("AddPod pc on g (unknown node, a claim)", func(d *differ) (error, error) {
+			d.keys, d.keyPod["pc"] = append(d.keys, "pc"), claimer
+			return d.up.AddPod(claimer), d.sc.AddPod(claimer)
+		}),
+		addNode(node("g", 1)),
+	}
+	// With pod groups on: a refresh that reports an inconsistent node
+	// list (d is listed twice) copies no pod groups (upstream-semantics
+	// 5.2 step 7), in a fresh snapshot and in a long-lived one.
+	member := newGen(11).pod("pm", "")
+	member.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: strPtr("g0")}
+	groupScenarios := map[string]bool{}
+	name := "pod groups: a refresh with an inconsistent node list leaves them"
+	groupScenarios[name] = true
+	scenarios[name] = []step{
+		addNode(node("d", 1)),
+		addNode(node("e", 2)),
+		// pm joins g0, and d is listed twice: the long-lived snapshot's
+		// next refresh reports the inconsistency (and repairs its list)
+		// without copying g0.
+		func(d *differ) {
+			d.groupOp("AddPodGroupMember pm of g0", d.sc.c.AddPodGroupMember(member), false, false)
+			d.up.void(func(c upcache.Cache) { c.AddPodGroupMember(member) })
+			addNode(node("d", 3))(d)
+		},
+		addNode(node("f", 1)), // refreshed without error: g0 arrives
+	}
 	known := map[string]string{} // none: the image-size difference found here is fixed
 	names := sortedKeys(scenarios)
 	for _, name := range names {
@@ -1181,7 +1545,7 @@ func TestDiffScenarios(t *testing.T) {
 			if why, ok := known[name]; ok {
 				t.Skip(why)
 			}
-			d := newDiffer(t, 1)
+			d := newDifferWith(t, 1, groupScenarios[name])
 			for i, s := range scenarios[name] {
 				d.step = i
 				s(d)

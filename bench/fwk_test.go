@@ -109,11 +109,14 @@ func newFwkSide(t testing.TB, ctx context.Context, name string, env *fwkEnv) *fw
 	}
 	s := &fwkSide{name: name, impl: impl}
 	logger := klog.Background()
+	// The framework gets the snapshot as its mutable lister too, as the
+	// scheduler's does (DefaultPreemption's GetVictimsOnNode reads it).
+	var mutable fwk.MutableSnapshotSharedLister
 	switch name {
 	case Upstream:
 		snap := upcache.NewEmptySnapshot()
 		c := impl.(*upstreamImpl).Cache()
-		s.lister, s.refresh = snap, func() error { return c.UpdateSnapshot(logger, snap) }
+		s.lister, mutable, s.refresh = snap, snap, func() error { return c.UpdateSnapshot(logger, snap) }
 	case SchedCache:
 		snap := schedcache.NewEmptySnapshot()
 		c := impl.(*schedImpl).Cache()
@@ -121,7 +124,18 @@ func newFwkSide(t testing.TB, ctx context.Context, name string, env *fwkEnv) *fw
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.lister, s.refresh = l, func() error { return c.UpdateSnapshot(logger, snap) }
+		m, err := fwkadapter.NewMutable(snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.lister, mutable = l, m
+		s.refresh = func() error {
+			err := c.UpdateSnapshot(logger, snap)
+			if _, rerr := m.Reset(logger, snap); rerr != nil {
+				return rerr
+			}
+			return err
+		}
 	}
 	registry := frameworkruntime.Registry{}
 	inTree := plugins.NewInTreeRegistry()
@@ -135,6 +149,7 @@ func newFwkSide(t testing.TB, ctx context.Context, name string, env *fwkEnv) *fw
 	}
 	s.fw, err = frameworkruntime.NewFramework(ctx, registry, profile,
 		frameworkruntime.WithSnapshotSharedLister(s.lister),
+		frameworkruntime.WithMutableSnapshotLister(mutable),
 		frameworkruntime.WithInformerFactory(env.factory),
 		frameworkruntime.WithClientSet(fake.NewClientset()),
 		frameworkruntime.WithPodNominator(env.nominator),
@@ -560,9 +575,9 @@ func TestFwkPluginsIdentical(t *testing.T) {
 	fwkCompare(t, spec, pods)
 }
 
-// TestFwkPreemptionDryRun: DefaultPreemption's dry run (SelectVictimsOnNode
-// on a Snapshot() of each node with a clone of the cycle state, as
-// DryRunPreemption does) picks the same victims on both, on every node of
+// TestFwkPreemptionDryRun: DefaultPreemption's dry run (GetVictimsOnNode,
+// then SelectVictimsOnNode on a Snapshot() of each node with a clone of
+// the cycle state, as DryRunPreemption does) picks the same victims on both, on every node of
 // the loaded cluster, for high-priority pods that fit nowhere; and the
 // published schedcache NodeInfos are unchanged afterwards.
 func TestFwkPreemptionDryRun(t *testing.T) {
@@ -607,7 +622,11 @@ func TestFwkPreemptionDryRun(t *testing.T) {
 			}
 			for _, ni := range list {
 				fits := s.fw.RunFilterPlugins(ctx, state, pod, ni)
-				victims, violating, st := s.preemption.SelectVictimsOnNode(ctx, state.Clone(), pod, ni.Snapshot(), env.pdbs)
+				possible, err := s.preemption.Evaluator.GetVictimsOnNode(ctx, ni)
+				if err != nil {
+					t.Fatalf("%s: GetVictimsOnNode(%s): %v", s.name, ni.Node().Name, err)
+				}
+				victims, violating, st := s.preemption.SelectVictimsOnNode(ctx, state.Clone(), pod, ni.Snapshot(), possible, env.pdbs)
 				names := make([]string, len(victims))
 				for i, v := range victims {
 					names[i] = v.Name

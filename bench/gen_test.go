@@ -17,6 +17,9 @@ import (
 
 type gen struct {
 	r *rand.Rand
+	// groupNames, if set, are the pod groups a third of the pods name
+	// (Spec.SchedulingGroup, in the pod's namespace).
+	groupNames []string
 }
 
 func newGen(seed uint64) *gen { return &gen{r: rand.New(rand.NewPCG(seed, 0x5eed))} }
@@ -168,11 +171,15 @@ func (g *gen) pod(uid, node string) *v1.Pod {
 		}
 	}
 	p.Spec.Affinity = g.affinity()
+	if len(g.groupNames) > 0 && g.pct(33) {
+		p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: strPtr(pick(g, g.groupNames...))}
+	}
 	return p
 }
 
 // statuses adds container statuses with resources (an in-place resize in
-// progress) and sometimes a PodResizePending condition.
+// progress), sometimes pod-level status resources and a PodResizePending
+// condition.
 func (g *gen) statuses(p *v1.Pod) {
 	st := func(name string) v1.ContainerStatus {
 		cs := v1.ContainerStatus{Name: name}
@@ -196,6 +203,18 @@ func (g *gen) statuses(p *v1.Pod) {
 	}
 	if g.pct(10) {
 		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, st("ghost"))
+	}
+	// Pod-level status resources (v1.36+, InPlacePodLevelResourcesVerticalScaling
+	// on by default): with both set they replace the container statuses'
+	// totals, and Resources alone enters the pod-level requests.
+	if g.pct(35) {
+		p.Status.Resources = &v1.ResourceRequirements{}
+		if g.pct(80) {
+			p.Status.Resources.Requests = g.resourceList()
+		}
+	}
+	if g.pct(35) {
+		p.Status.AllocatedResources = g.resourceList()
 	}
 	if g.pct(40) {
 		p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{

@@ -86,8 +86,8 @@ func rPodOp(op string, p *v1.Pod) rstep {
 		switch op {
 		case "AssumePod":
 			eu, es = d.up.AssumePod(p), d.sc.AssumePod(p)
-		case "FinishBinding":
-			eu, es = d.up.FinishBinding(p), d.sc.FinishBinding(p)
+		case "RemoveAssumedPod":
+			eu, es = d.up.RemoveAssumedPod(p), d.sc.RemoveAssumedPod(p)
 		case "ForgetPod":
 			eu, es = d.up.ForgetPod(p), d.sc.ForgetPod(p)
 		case "AddPod":
@@ -101,12 +101,15 @@ func rPodOp(op string, p *v1.Pod) rstep {
 	}
 }
 
+// rUpdatePod updates old to nu on both caches. An old pod naming another
+// live node than the cached pod's is refused by both, schedcache
+// protectively (ErrPodNodeMismatch; upstream: "no corresponding pod").
 func rUpdatePod(old, nu *v1.Pod) rstep {
 	return func(d *differ) {
 		d.track(old)
 		d.track(nu)
-		d.both(fmt.Sprintf("UpdatePod %s on %q -> %s on %q", old.UID, old.Spec.NodeName, nu.UID, nu.Spec.NodeName),
-			d.up.UpdatePod(old, nu), d.sc.UpdatePod(old, nu))
+		d.bothProtective(fmt.Sprintf("UpdatePod %s on %q -> %s on %q", old.UID, old.Spec.NodeName, nu.UID, nu.Spec.NodeName),
+			d.up.UpdatePod(old, nu), d.sc.UpdatePod(old, nu), schedcache.ErrPodNodeMismatch)
 	}
 }
 
@@ -177,7 +180,6 @@ func TestRejectAccepted(t *testing.T) {
 			rAddNode(n0),
 			rPodOp("AssumePod", pa), rEntry("", true),
 			rPodOp("AssumePod", pb),
-			rPodOp("FinishBinding", pa),
 			rPodOp("AddPod", pa),                  // confirmed on ""
 			rPodOp("AddPod", withNode(pb, "n0")),  // confirmed on another node: leaves ""
 			rUpdatePod(pa, withNode(pa, "")),      // an update on ""
@@ -188,6 +190,8 @@ func TestRejectAccepted(t *testing.T) {
 			rPodOp("ForgetPod", pc), rEntry("", false),
 			rPodOp("AssumePod", pc),
 			rPodOp("RemovePod", withNode(pc, "")), rEntry("", false),
+			rPodOp("AssumePod", pc),
+			rPodOp("RemoveAssumedPod", pc), rEntry("", false),
 		},
 		// UpdatePod finds the pod by the old UID, removes it and adds the
 		// new pod under its own UID.
@@ -547,7 +551,7 @@ func (d *differ) stepReject() {
 		nu := g.pod(string(s.UID), s.Spec.NodeName)
 		op := fmt.Sprintf("UpdatePod %s old on %q (cached on %q)", s.UID, old.Spec.NodeName, s.Spec.NodeName)
 		if slices.Contains(st.live, old.Spec.NodeName) {
-			d.both(op, d.up.UpdatePod(old, nu), d.sc.UpdatePod(old, nu)) // upstream: "no corresponding pod"
+			d.bothProtective(op, d.up.UpdatePod(old, nu), d.sc.UpdatePod(old, nu), schedcache.ErrPodNodeMismatch) // upstream: "no corresponding pod"
 			return
 		}
 		d.refused(op, d.sc.UpdatePod(old, nu), schedcache.ErrPodNodeMismatch)
@@ -607,12 +611,9 @@ func (d *differ) stepReject() {
 			return
 		}
 		d.lastNode[name] = n
-		niU := d.up.c.UpdateNode(discard, old, n)
-		d.both(op, nil, es)
+		d.both(op, d.up.UpdateNode(old, n), es)
 		ni, _ := d.sc.c.GetNode(name)
-		if diff := diffSums(upSum(niU), scSum(ni)); diff != "" {
-			d.fatalf("%s: NodeInfo differs (-upstream +schedcache):\n%s", op, diff)
-		}
+		d.checkReturnedNode(op, name, ni)
 	}
 }
 

@@ -1,6 +1,6 @@
 // Package fwkpick is a sim.Picker that chooses nodes with upstream's own
 // scheduling framework: the real in-tree Filter and Score plugins of
-// kube-scheduler v1.35.4's default profile (with its default arguments and
+// kube-scheduler v1.37.2's default profile (with its default arguments and
 // weights), run by upstream's framework runtime (frameworkruntime.NewFramework,
 // RunPreFilterPlugins, RunFilterPluginsWithNominatedPods, RunPreScorePlugins,
 // RunScorePlugins) over schedcache snapshots served through kube/fwkadapter.
@@ -72,7 +72,7 @@ const Name = "upstream-plugins"
 // DefaultPlugins are the default profile's Filter and Score plugins this
 // picker runs, in the profile's order.
 var DefaultPlugins = []string{
-	names.NodeUnschedulable, names.NodeName, names.TaintToleration, names.NodeAffinity,
+	names.NodeName, names.NodeUnschedulable, names.TaintToleration, names.NodeAffinity,
 	names.NodePorts, names.NodeResourcesFit, names.VolumeRestrictions, names.PodTopologySpread,
 	names.InterPodAffinity, names.NodeResourcesBalancedAllocation, names.ImageLocality,
 }

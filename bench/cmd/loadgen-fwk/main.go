@@ -1,6 +1,6 @@
 // Command loadgen-fwk is cmd/loadgen with the node choice made by
 // upstream's real scheduling framework: the in-tree Filter and Score
-// plugins of kube-scheduler v1.35.4's default profile, run by upstream's
+// plugins of kube-scheduler v1.37.2's default profile, run by upstream's
 // framework runtime over schedcache snapshots (package fwkpick). It lives
 // in the bench module because it imports k8s.io/kubernetes.
 //
