@@ -76,6 +76,39 @@ func (g Groups) GetRootKeyForGroup(key fwk.EntityKey) (fwk.EntityKey, bool, erro
 	return fromKey(root), true, nil
 }
 
+// liveGroups is the pod-group listers of a source whose table changes (a
+// refreshed Lister, a Mutable, a cache): each call reads the table now,
+// as upstream's listers read the snapshot or cache they belong to, so a
+// plugin may keep a lister it took before the cluster was loaded.
+type liveGroups func() Groups
+
+func (f liveGroups) PodGroupStates() fwk.PodGroupStateLister { return liveStates(f) }
+func (f liveGroups) PodGroups() fwk.PodGroupLister           { return liveObjects(f) }
+func (f liveGroups) CompositePodGroupStates() fwk.CompositePodGroupStateLister {
+	return liveCompositeStates(f)
+}
+func (f liveGroups) CompositePodGroups() fwk.CompositePodGroupLister { return liveCompositeObjects(f) }
+
+type (
+	liveStates           func() Groups
+	liveObjects          func() Groups
+	liveCompositeStates  func() Groups
+	liveCompositeObjects func() Groups
+)
+
+func (f liveStates) Get(ns, name string) (fwk.PodGroupState, error) {
+	return f().PodGroupStates().Get(ns, name)
+}
+func (f liveObjects) Get(ns, name string) (*schedulingv1beta1.PodGroup, error) {
+	return f().PodGroups().Get(ns, name)
+}
+func (f liveCompositeStates) Get(ns, name string) (fwk.CompositePodGroupState, error) {
+	return f().CompositePodGroupStates().Get(ns, name)
+}
+func (f liveCompositeObjects) Get(ns, name string) (*schedulingv1alpha3.CompositePodGroup, error) {
+	return f().CompositePodGroups().Get(ns, name)
+}
+
 type groupStates Groups
 
 func (l groupStates) Get(namespace, podGroupName string) (fwk.PodGroupState, error) {
@@ -167,13 +200,15 @@ type cacheGroups struct{ c *schedcache.Cache }
 
 func (g cacheGroups) now() Groups { return NewGroups(g.c.PodGroups()) }
 
-func (g cacheGroups) PodGroupStates() fwk.PodGroupStateLister { return g.now().PodGroupStates() }
-func (g cacheGroups) PodGroups() fwk.PodGroupLister           { return g.now().PodGroups() }
+func (g cacheGroups) PodGroupStates() fwk.PodGroupStateLister {
+	return liveGroups(g.now).PodGroupStates()
+}
+func (g cacheGroups) PodGroups() fwk.PodGroupLister { return liveGroups(g.now).PodGroups() }
 func (g cacheGroups) CompositePodGroupStates() fwk.CompositePodGroupStateLister {
-	return g.now().CompositePodGroupStates()
+	return liveGroups(g.now).CompositePodGroupStates()
 }
 func (g cacheGroups) CompositePodGroups() fwk.CompositePodGroupLister {
-	return g.now().CompositePodGroups()
+	return liveGroups(g.now).CompositePodGroups()
 }
 func (g cacheGroups) BuildHierarchySnapshotFromPod(pod *v1.Pod) (fwk.PodGroupManager, error) {
 	return g.now().BuildHierarchySnapshotFromPod(pod)

@@ -90,20 +90,22 @@ func (l *Lister) StorageInfos() fwk.StorageInfoLister { return (*storageLister)(
 func (l *Lister) groups() Groups { return NewGroups(l.snap.PodGroups()) }
 
 // PodGroupStates returns the snapshot's pod-group state lister.
-func (l *Lister) PodGroupStates() fwk.PodGroupStateLister { return l.groups().PodGroupStates() }
+func (l *Lister) PodGroupStates() fwk.PodGroupStateLister {
+	return liveGroups(l.groups).PodGroupStates()
+}
 
 // PodGroups returns the snapshot's PodGroup lister.
-func (l *Lister) PodGroups() fwk.PodGroupLister { return l.groups().PodGroups() }
+func (l *Lister) PodGroups() fwk.PodGroupLister { return liveGroups(l.groups).PodGroups() }
 
 // CompositePodGroupStates returns the snapshot's composite pod-group
 // state lister.
 func (l *Lister) CompositePodGroupStates() fwk.CompositePodGroupStateLister {
-	return l.groups().CompositePodGroupStates()
+	return liveGroups(l.groups).CompositePodGroupStates()
 }
 
 // CompositePodGroups returns the snapshot's CompositePodGroup lister.
 func (l *Lister) CompositePodGroups() fwk.CompositePodGroupLister {
-	return l.groups().CompositePodGroups()
+	return liveGroups(l.groups).CompositePodGroups()
 }
 
 // BuildHierarchySnapshotFromPod returns l, as upstream's snapshot does.

@@ -326,21 +326,24 @@ func (m *Mutable) editGroups(fn func(*podgroup.Editor, *v1.Pod) error, pod *v1.P
 }
 
 // PodGroups returns the pod groups now (snapshot flavour).
-func (m *Mutable) PodGroups() fwk.PodGroupLister { return NewGroups(m.groups).PodGroups() }
+func (m *Mutable) groupsNow() Groups { return NewGroups(m.groups) }
+
+// PodGroups reads the pod groups at each call, mutations included.
+func (m *Mutable) PodGroups() fwk.PodGroupLister { return liveGroups(m.groupsNow).PodGroups() }
 
 // PodGroupStates returns the pod-group states now.
 func (m *Mutable) PodGroupStates() fwk.PodGroupStateLister {
-	return NewGroups(m.groups).PodGroupStates()
+	return liveGroups(m.groupsNow).PodGroupStates()
 }
 
 // CompositePodGroupStates returns the composite pod-group states now.
 func (m *Mutable) CompositePodGroupStates() fwk.CompositePodGroupStateLister {
-	return NewGroups(m.groups).CompositePodGroupStates()
+	return liveGroups(m.groupsNow).CompositePodGroupStates()
 }
 
 // CompositePodGroups returns the CompositePodGroups now.
 func (m *Mutable) CompositePodGroups() fwk.CompositePodGroupLister {
-	return NewGroups(m.groups).CompositePodGroups()
+	return liveGroups(m.groupsNow).CompositePodGroups()
 }
 
 // BuildHierarchySnapshotFromPod returns m, as upstream's snapshot does.
