@@ -142,6 +142,17 @@ func SamePVCKeys(a, b *NodeInfo) bool {
 // O(keys of a and b) by one merge of the two sorted lists; nothing if
 // they share one list (a Freeze that changed no claim).
 func DiffPVCKeys(a, b *NodeInfo, fn func(key string, added bool)) {
+	mergePVCRefs(a, b, func(key string, ca, cb int) {
+		if ca == 0 || cb == 0 {
+			fn(key, cb != 0)
+		}
+	})
+}
+
+// mergePVCRefs walks the sorted reference lists of a and b together and
+// calls fn, in key order, for every key either references, with its count
+// in each (0 where absent). Nothing if they share one list.
+func mergePVCRefs(a, b *NodeInfo, fn func(key string, ca, cb int)) {
 	var x, y []pvcRef
 	if a != nil {
 		x = a.pvcRefs
@@ -156,12 +167,13 @@ func DiffPVCKeys(a, b *NodeInfo, fn func(key string, added bool)) {
 	for i < len(x) || j < len(y) {
 		switch {
 		case j == len(y) || (i < len(x) && x[i].key < y[j].key):
-			fn(x[i].key, false)
+			fn(x[i].key, x[i].count, 0)
 			i++
 		case i == len(x) || y[j].key < x[i].key:
-			fn(y[j].key, true)
+			fn(y[j].key, 0, y[j].count)
 			j++
 		default:
+			fn(x[i].key, x[i].count, y[j].count)
 			i++
 			j++
 		}
@@ -181,33 +193,11 @@ func SamePVCCounts(a, b *NodeInfo) bool {
 // one of them references counts 0 in the other). Entries sharing their
 // references are skipped in O(1). A nil NodeInfo references none.
 func DiffPVCCounts(a, b *NodeInfo, fn func(key string, delta int)) {
-	var x, y []pvcRef
-	if a != nil {
-		x = a.pvcRefs
-	}
-	if b != nil {
-		y = b.pvcRefs
-	}
-	if len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0]) {
-		return
-	}
-	i, j := 0, 0
-	for i < len(x) || j < len(y) {
-		switch {
-		case j == len(y) || (i < len(x) && x[i].key < y[j].key):
-			fn(x[i].key, -x[i].count)
-			i++
-		case i == len(x) || y[j].key < x[i].key:
-			fn(y[j].key, y[j].count)
-			j++
-		default:
-			if d := y[j].count - x[i].count; d != 0 {
-				fn(x[i].key, d)
-			}
-			i++
-			j++
+	mergePVCRefs(a, b, func(key string, ca, cb int) {
+		if ca != cb {
+			fn(key, cb-ca)
 		}
-	}
+	})
 }
 
 // RangePVCKeys calls fn for each PVC key n references, in key order.
