@@ -26,18 +26,47 @@ func diffNodes[V comparable](x, y *mnode[V], shift uint, fn func(string, V, V)) 
 			diffNodes(x.kids[bits.OnesCount32(x.nodemap&(bit-1))], y.kids[bits.OnesCount32(y.nodemap&(bit-1))], shift+levelBits, fn)
 			continue
 		}
+		xd, yd := x.datamap&bit != 0, y.datamap&bit != 0
+		if !xk && !yk {
+			// At most one entry on each side: compare in place, without
+			// gathering slices (a path node has up to 31 such slots).
+			diffPair(x, y, xd, yd, bit, fn)
+			continue
+		}
 		var xs, ys []mentry[V]
-		if x.datamap&bit != 0 {
+		if xd {
 			xs = append(xs, x.entries[bits.OnesCount32(x.datamap&(bit-1))])
 		} else if xk {
 			xs = collect(x.kids[bits.OnesCount32(x.nodemap&(bit-1))], nil)
 		}
-		if y.datamap&bit != 0 {
+		if yd {
 			ys = append(ys, y.entries[bits.OnesCount32(y.datamap&(bit-1))])
 		} else if yk {
 			ys = collect(y.kids[bits.OnesCount32(y.nodemap&(bit-1))], nil)
 		}
 		diffEntries(xs, ys, fn)
+	}
+}
+
+// diffPair compares slot bit of x and y where neither holds a subtree.
+func diffPair[V comparable](x, y *mnode[V], xd, yd bool, bit uint32, fn func(string, V, V)) {
+	var zero V
+	switch {
+	case xd && yd:
+		ex := x.entries[bits.OnesCount32(x.datamap&(bit-1))]
+		ey := y.entries[bits.OnesCount32(y.datamap&(bit-1))]
+		if ex.key != ey.key {
+			fn(ex.key, ex.val, zero)
+			fn(ey.key, zero, ey.val)
+		} else if ex.val != ey.val {
+			fn(ex.key, ex.val, ey.val)
+		}
+	case xd:
+		ex := x.entries[bits.OnesCount32(x.datamap&(bit-1))]
+		fn(ex.key, ex.val, zero)
+	case yd:
+		ey := y.entries[bits.OnesCount32(y.datamap&(bit-1))]
+		fn(ey.key, zero, ey.val)
 	}
 }
 
