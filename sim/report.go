@@ -35,7 +35,7 @@ type Report struct {
 	Conflicts, Unschedulable             int64
 	Events, Adds, Removes, NodeUpdates   int64
 	PodsPerSec, EventsPerSec             float64
-	Windows                              []float64 // pods scheduled in each full 1 s window
+	Windows                              []float64 // pods/s in each full 1 s window (a run shorter than 1 s: one partial window, the whole run)
 	Assume, Read, Attempt                Latency
 	FinalPods, FinalNodes, ExpectedPods  int
 	AsyncErrors                          int64
@@ -118,8 +118,17 @@ type MidAudits struct {
 // windowsOf turns per-window counts into rates over the full windows: the
 // last window counts only if it is whole. Every full window of the run
 // counts, the trailing ones with no pod scheduled (beyond counts) as 0.
+// A run shorter than one window has one, partial: the whole run (its
+// rate is the overall rate), so that a short run's throughput is not 0.
 func windowsOf(counts []int64, elapsed, width time.Duration) []float64 {
 	full := int(elapsed / width)
+	if full == 0 && elapsed > 0 {
+		var n int64
+		for _, c := range counts {
+			n += c
+		}
+		return []float64{float64(n) / elapsed.Seconds()}
+	}
 	out := make([]float64, 0, full)
 	for i := 0; i < full; i++ {
 		var n int64
@@ -293,6 +302,10 @@ func (r *Report) JSON() *JSONReport {
 		Unit:   "pods/s",
 		Labels: map[string]string{"Metric": "SchedulingThroughput", "Windows": fmt.Sprint(len(sorted))},
 	}
+	if r.shortRun() {
+		// One partial window: the whole run.
+		tp.Labels["WindowSeconds"] = strconv.FormatFloat(r.Elapsed.Seconds(), 'f', 3, 64)
+	}
 	jc := JSONConfig{c.Nodes, c.PodsPerNode, c.Seed, c.Duration.Seconds(), c.Schedulers, c.Sample,
 		ms(c.ConfirmDelay), c.FailRate, r.Shards, c.Deterministic, 0, 0, c.InitialPods, c.Zones, c.Pods, c.KeepPods}
 	if c.Deterministic {
@@ -341,6 +354,10 @@ func (r *Report) JSON() *JSONReport {
 	}
 }
 
+// shortRun says whether the run was shorter than one 1 s window: its
+// throughput has one partial window, the whole run.
+func (r *Report) shortRun() bool { return r.Elapsed > 0 && r.Elapsed < time.Second }
+
 func midAudits(r *Report) *MidAudits {
 	if r.MidAudits.Count == 0 {
 		return nil
@@ -378,8 +395,11 @@ func (r *Report) Print(w io.Writer) {
 	}
 	j := r.JSON()
 	tp := j.DataItems[0].Data
-	perWindow := "no full 1 s window"
-	if len(r.Windows) > 0 {
+	perWindow := "no window"
+	switch {
+	case r.shortRun():
+		perWindow = fmt.Sprintf("run shorter than 1 s: one partial window of %v", r.Elapsed.Round(time.Millisecond))
+	case len(r.Windows) > 0:
 		perWindow = fmt.Sprintf("per 1 s window avg %.0f p50 %.0f p90 %.0f p99 %.0f", tp["Average"], tp["Perc50"], tp["Perc90"], tp["Perc99"])
 	}
 	fmt.Fprintf(w, "scheduled: %d pods (%.0f pods/s; %s); forgotten %d (failed bindings %d, conflicts %d); unschedulable decisions %d\n",
