@@ -171,3 +171,51 @@ func TestOutputDestinations(t *testing.T) {
 		require.Positive(t, fi.Size(), p)
 	}
 }
+
+// The outputs are written to temporary files renamed over their
+// destinations once the report is written: a failed run leaves an
+// existing file as it was (it used to truncate, then remove it) and no
+// temporary file; a successful one leaves only its outputs; two names of
+// one file are refused (issue 28).
+func TestOutputsAllOrNothing(t *testing.T) {
+	base := []string{"-deterministic", "-nodes", "20", "-pods-per-node", "5", "-duration", "2s"}
+	dir := t.TempDir()
+	j, c := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.csv")
+	require.NoError(t, os.WriteFile(j, []byte("old report\n"), 0o644))
+	var stdout, stderr bytes.Buffer
+	args := append(base, "-json", j, "-csv", c)
+	require.Equal(t, exitFailed, realMain(context.Background(), args, &stdout, &stderr, false, hooks{picker: &firstFit{failAt: 3}}))
+	b, err := os.ReadFile(j)
+	require.NoError(t, err)
+	require.Equal(t, "old report\n", string(b), "a failed run changed an existing output")
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, ents, 1, "a failed run left files: %v", ents)
+
+	require.Equal(t, exitOK, realMain(context.Background(), args, &stdout, &stderr, false, hooks{}), stderr.String())
+	ents, err = os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	require.Equal(t, []string{"r.csv", "r.json"}, names)
+	b, err = os.ReadFile(j)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(b), "{"), string(b))
+	fi, err := os.Stat(j)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o644), fi.Mode().Perm())
+
+	// A link to the JSON report is the same destination.
+	l := filepath.Join(dir, "link.json")
+	require.NoError(t, os.Link(j, l))
+	stderr.Reset()
+	require.Equal(t, exitUsage, realMain(context.Background(), append(base, "-json", j, "-svg", l), &stdout, &stderr, false, hooks{}))
+	require.Contains(t, stderr.String(), "-json: -svg also writes to")
+
+	// A destination that is a directory is refused before any work.
+	stderr.Reset()
+	require.Equal(t, exitUsage, realMain(context.Background(), append(base, "-json", dir), &stdout, &stderr, false, hooks{}))
+	require.Contains(t, stderr.String(), "is a directory")
+}

@@ -36,6 +36,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -99,14 +100,14 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		return exitUsage
 	}
 	// Create the output files before any work, so that a bad path is
-	// reported at once; a run that writes no report removes them.
+	// reported at once; they replace their destinations only once the
+	// report is written (outputs.commit).
 	text := stdout
 	if cfg.JSON == "-" || cfg.CSV == "-" || cfg.SVG == "-" {
 		text = stderr // stdout carries the JSON, CSV or SVG
 	}
 	outs := &outputs{stdout: stdout}
-	reported := false
-	defer func() { outs.close(!reported) }()
+	defer outs.abort() // a no-op once committed
 	jsonOut, err := outs.open(cfg.JSON)
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen: -json:", err)
@@ -134,7 +135,6 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		}
 		return exitFailed
 	}
-	reported = true
 	rep.Print(text)
 	if csvOut != nil {
 		if err := rep.WriteCSV(csvOut); err != nil {
@@ -154,6 +154,10 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 			return exitFailed
 		}
 	}
+	if err := outs.commit(); err != nil {
+		fmt.Fprintln(stderr, "loadgen:", err)
+		return exitFailed
+	}
 	if !rep.Consistent {
 		fmt.Fprintln(stderr, "loadgen: the cache diverges from the simulated API server (see the audit above)")
 		return exitDivergence
@@ -162,27 +166,51 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 }
 
 // checkOutputs refuses two outputs with one destination: -json, -csv and
-// -svg each need their own file, and "-" (stdout) takes one of them.
+// -svg each need their own file, and "-" (stdout) takes one of them. Two
+// names of one existing file (a link) are refused as well.
 func checkOutputs(cfg Config) error {
 	outs := []struct{ flag, path string }{{"-json", cfg.JSON}, {"-csv", cfg.CSV}, {"-svg", cfg.SVG}}
 	for i, a := range outs {
 		for _, b := range outs[i+1:] {
-			if a.path != "" && filepath.Clean(a.path) == filepath.Clean(b.path) {
-				return fmt.Errorf("%s and %s both write to %q: give each its own file", a.flag, b.flag, a.path)
+			if a.path == "" || b.path == "" {
+				continue
+			}
+			if filepath.Clean(a.path) == filepath.Clean(b.path) || sameFile(a.path, b.path) {
+				return &UsageError{Flag: a.flag[1:], Msg: fmt.Sprintf("%s also writes to %q: give each output its own file", b.flag, a.path)}
 			}
 		}
 	}
 	return nil
 }
 
-// outputs holds the output files a run creates, owned by realMain.
+// sameFile says whether a and b name one existing file.
+func sameFile(a, b string) bool {
+	if a == "-" || b == "-" {
+		return false
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
+}
+
+// outputs holds the output files of a run, owned by realMain. Each is
+// written to a temporary file in its destination's directory and renamed
+// over the destination only once the whole report is written (commit):
+// a run that fails, or is killed, leaves no empty or partial file, and an
+// existing file of that name is left as it was.
 type outputs struct {
 	stdout io.Writer
-	files  []*os.File
+	files  []outFile
+}
+
+// outFile is one output: its temporary file and its destination.
+type outFile struct {
+	f    *os.File
+	path string
 }
 
 // open returns where the output path goes: nil for "", stdout for "-",
-// else the file it creates.
+// else a temporary file next to path. The error names path.
 func (o *outputs) open(path string) (io.Writer, error) {
 	switch path {
 	case "":
@@ -190,21 +218,65 @@ func (o *outputs) open(path string) (io.Writer, error) {
 	case "-":
 		return o.stdout, nil
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("%s is a directory", path)
 	}
-	o.files = append(o.files, f)
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("cannot create %s: %w", path, err)
+	}
+	if err := f.Chmod(0o644); err != nil { // CreateTemp's 0600 is for secrets
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("cannot create %s: %w", path, err)
+	}
+	o.files = append(o.files, outFile{f, path})
 	return f, nil
 }
 
-// close closes the files, and removes them when remove is set (the run
-// wrote no report: no empty output file is left behind).
-func (o *outputs) close(remove bool) {
-	for _, f := range o.files {
-		f.Close()
-		if remove {
-			os.Remove(f.Name())
+// commit closes every file and renames it over its destination; on an
+// error the files not yet renamed are removed. The error names the path.
+func (o *outputs) commit() error {
+	files := o.files
+	o.files = nil
+	for i, of := range files {
+		err := of.f.Close()
+		if err == nil {
+			err = os.Rename(of.f.Name(), of.path)
+		}
+		if err != nil {
+			os.Remove(of.f.Name())
+			(&outputs{files: files[i+1:]}).abort()
+			return fmt.Errorf("writing %s: %w", of.path, err)
 		}
 	}
+	return nil
+}
+
+// writeFile writes path through write, all or nothing: a temporary file
+// renamed over path once write has succeeded.
+func writeFile(path string, write func(io.Writer) error) error {
+	o := &outputs{}
+	w, err := o.open(path)
+	if err != nil {
+		return err
+	}
+	if err := write(w); err != nil {
+		o.abort()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return o.commit()
+}
+
+// abort closes and removes the temporary files: no output is written.
+func (o *outputs) abort() {
+	for _, of := range o.files {
+		of.f.Close()
+		os.Remove(of.f.Name())
+	}
+	o.files = nil
 }

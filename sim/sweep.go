@@ -324,7 +324,10 @@ func runSweep(ctx context.Context, sp *sweepSpec, rest []string, stdout, stderr 
 		Items []SweepEntry `json:"items"`
 	}{len(entries), len(runs), entries}, "", "  ")
 	if err == nil {
-		err = os.WriteFile(filepath.Join(sp.out, summary), append(b, '\n'), 0o644)
+		err = writeFile(filepath.Join(sp.out, summary), func(w io.Writer) error {
+			_, err := w.Write(append(b, '\n'))
+			return err
+		})
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen: -out:", err)
@@ -372,14 +375,7 @@ func sweepOne(ctx context.Context, i int, r sweepRun, out string, stderr io.Writ
 		e.Exit = exitDivergence
 	}
 	e.File = r.fileName()
-	f, err := os.Create(filepath.Join(out, e.File))
-	if err == nil {
-		err = rep.WriteJSON(f)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
+	if err := writeFile(filepath.Join(out, e.File), rep.WriteJSON); err != nil {
 		e.Exit, e.Error = exitFailed, err.Error()
 	}
 	return e
