@@ -6,7 +6,9 @@ package bench
 // synchronously (no TTL: assumed pods never expire, as in upstream v1.37.2)
 // and compares everything observable after every step, error texts
 // included; half of its sequences run with the pod-group switches on
-// (diffgroups_test.go). TestDiffPodInfo compares the per-pod request
+// (diffgroups_test.go), and half with upstream's
+// InterPodAffinityHostnameFastPath gate on, which fills the non-host-scoped
+// anti-affinity lists. TestDiffPodInfo compares the per-pod request
 // calculation. -short runs a CI-sized version; -diff.steps=N sets the
 // number of steps.
 
@@ -29,7 +31,10 @@ import (
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
 	upcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	upframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -219,6 +224,12 @@ type differ struct {
 	dump     *upcache.Dump // upstream's Dump at this step's comparison
 	quirks   bool          // generate inputs informers never produce (see diffQuirks)
 	groups   bool          // the pod-group switches are on (both caches)
+	// fastPath: upstream's InterPodAffinityHostnameFastPath gate is on
+	// (setFastPathGate), so its non-host-scoped anti-affinity lists are
+	// filled; schedcache keeps them whatever the gate, and an adapter
+	// shows them empty while it is off (kube/fwkadapter), which is what
+	// they are compared with then.
+	fastPath bool
 	grp      groupUniverse
 
 	lastPG    map[string]*schedulingv1beta1.PodGroup           // "ns/name" -> last object added or updated
@@ -278,6 +289,30 @@ func newDifferWith(t *testing.T, seed uint64, groups bool) *differ {
 		d.lived = append(d.lived, livedPair{pct: pct, upc: upc, up: upcache.NewEmptySnapshot(), sc: schedcache.NewEmptySnapshot()})
 	}
 	return d
+}
+
+// setFastPathGate turns on, for t's duration, upstream's
+// InterPodAffinityHostnameFastPath gate, which its NodeInfo reads when a
+// pod is added or removed: it must be on before the caches get pods.
+func setFastPathGate(t *testing.T) {
+	featuregatetesting.SetFeatureGatesDuringTest(t, utilfeature.DefaultFeatureGate, featuregatetesting.FeatureOverrides{
+		features.InterPodAffinityHostnameFastPath: true,
+	})
+}
+
+// checkNonHostPods compares one entry's pods with a required non-host-scoped
+// anti-affinity term (in order): upstream's, and schedcache's while the
+// gate is on (none while it is off, as an adapter shows them).
+func (d *differ) checkNonHostPods(what string, u fwk.NodeInfo, s *nodeinfo.NodeInfo) {
+	d.t.Helper()
+	a := upPods(u.GetPodsWithRequiredNonHostScopedAntiAffinity())
+	var b []string
+	if d.fastPath {
+		b = scPods(s.NumPodsWithRequiredNonHostScopedAntiAffinity(), s.PodWithRequiredNonHostScopedAntiAffinityAt)
+	}
+	if !slices.Equal(a, b) {
+		d.fatalf("%s: pods with required non-host-scoped anti-affinity (gate on: %v): upstream %v, schedcache %v", what, d.fastPath, a, b)
+	}
 }
 
 func (d *differ) fatalf(format string, args ...any) {
@@ -756,6 +791,7 @@ func (d *differ) compare() {
 		if diff := diffSums(su, ss); diff != "" {
 			d.fatalf("Dump entry %s differs (-upstream +schedcache):\n%s", name, diff)
 		}
+		d.checkNonHostPods("Dump entry "+name, ni, ds.Nodes[name])
 	}
 	if a, b := sortedKeys(du.AssumedPods), sortedKeys(ds.AssumedPods); !slices.Equal(a, b) {
 		d.fatalf("assumed pods: upstream %v, schedcache %v", a, b)
@@ -902,8 +938,9 @@ func (u *upFan) Close() {
 // (NewEmptySnapshot + UpdateSnapshot) with schedcache's published snapshot
 // and with a fresh schedcache snapshot; and each long-lived pair when
 // refreshed (every 8th step when not). Everything is compared exactly:
-// node order, every entry (image counts included), the affinity lists, the
-// PVC reference counts, Get of every name, NumNodes, the refresh errors and
+// node order, every entry (image counts included), the affinity lists (the
+// non-host-scoped one as the gate shows it: checkNonHostPods), the PVC
+// reference counts, Get of every name, NumNodes, the refresh errors and
 // their texts, and the pod groups; except the published snapshot's image
 // counts, which are compared with everyStep's (as of each node's last
 // change).
@@ -1096,6 +1133,7 @@ func (d *differ) compareSnap(what string, up *upcache.Snapshot, sc *schedcache.S
 		if diff := diffSums(sums(lu[i], ls[i])); diff != "" {
 			d.fatalf("%s: node %d (%s) differs (-upstream +schedcache):\n%s", what, i, lu[i].Node().Name, diff)
 		}
+		d.checkNonHostPods(fmt.Sprintf("%s: node %d (%s)", what, i, lu[i].Node().Name), lu[i], ls[i])
 	}
 	au, _ := up.NodeInfos().HavePodsWithAffinityList()
 	as, _ := sc.HavePodsWithAffinityList()
@@ -1104,8 +1142,28 @@ func (d *differ) compareSnap(what string, up *upcache.Snapshot, sc *schedcache.S
 	}
 	au, _ = up.NodeInfos().HavePodsWithRequiredAntiAffinityList()
 	as, _ = sc.HavePodsWithRequiredAntiAffinityList()
-	if a, b := upNames(au), scNames(as); !slices.Equal(a, b) {
+	anti := upNames(au)
+	if a, b := anti, scNames(as); !slices.Equal(a, b) {
 		d.fatalf("%s: HavePodsWithRequiredAntiAffinityList: upstream %v, schedcache %v", what, a, b)
+	}
+	// Upstream fills its non-host-scoped list only with the gate on;
+	// schedcache always keeps it (an adapter shows it empty with the gate
+	// off). Compared in list order, as the other two.
+	au, _ = up.NodeInfos().HavePodsWithRequiredNonHostScopedAntiAffinityList()
+	as = nil
+	if d.fastPath {
+		as, _ = sc.HavePodsWithRequiredNonHostScopedAntiAffinityList()
+		if n := sc.NumNodesWithRequiredNonHostScopedAntiAffinity(); n != len(as) {
+			d.fatalf("%s: NumNodesWithRequiredNonHostScopedAntiAffinity %d, list of %d", what, n, len(as))
+		}
+	}
+	if a, b := upNames(au), scNames(as); !slices.Equal(a, b) {
+		d.fatalf("%s: HavePodsWithRequiredNonHostScopedAntiAffinityList (gate on: %v): upstream %v, schedcache %v", what, d.fastPath, a, b)
+	} else if len(a) > 0 {
+		d.counts["non-host list: nodes listed"]++
+		if !slices.Equal(a, anti) {
+			d.counts["non-host list: not the anti-affinity list"]++
+		}
 	}
 	counts := upPVCRefCounts(up)
 	for k := range counts {
@@ -1216,13 +1274,25 @@ func (d *differ) names() []string {
 // start empty. The odd sequences run with both pod-group switches on
 // (GenericWorkload, CompositePodGroup), the even ones with both off; the
 // last two generate upstream's quirk inputs (-diff.quirks: all four).
+// Sequences 0 and 3 run with upstream's InterPodAffinityHostnameFastPath
+// gate on, so that its non-host-scoped anti-affinity lists are filled and
+// compared with schedcache's; the generated pods' required anti-affinity
+// terms are scoped to the hostname, the zone, the region or the hostname
+// and the zone (gen.antiKeys), and sequence 0's standard pods have
+// hostname-scoped ones.
 func TestDiffCache(t *testing.T) {
 	total := stepsFor(4000, 40000)
 	const sequences = 4
 	for seq := range sequences {
 		groups := seq%2 == 1
-		t.Run(fmt.Sprintf("seq=%d/groups=%v", seq, groups), func(t *testing.T) {
+		fastPath := seq == 0 || seq == 3
+		t.Run(fmt.Sprintf("seq=%d/groups=%v/fastpath=%v", seq, groups, fastPath), func(t *testing.T) {
+			if fastPath {
+				setFastPathGate(t) // before the caches get pods
+			}
 			d := newDifferWith(t, uint64(seq)+1, groups)
+			d.fastPath = fastPath
+			d.g.antiKeys = true
 			d.quirks = d.quirks || seq >= sequences/2
 			if groups {
 				d.enableGroupOps(25)

@@ -20,6 +20,12 @@ type gen struct {
 	// groupNames, if set, are the pod groups a third of the pods name
 	// (Spec.SchedulingGroup, in the pod's namespace).
 	groupNames []string
+	// antiKeys, if set, varies the topology keys of required
+	// anti-affinity terms (hostname only, hostname and zone, region,
+	// zone), so that some of those pods are hostname-scoped and stay out
+	// of the non-host-scoped anti-affinity lists; without it every such
+	// term is zone-scoped.
+	antiKeys bool
 }
 
 func newGen(seed uint64) *gen { return &gen{r: rand.New(rand.NewPCG(seed, 0x5eed))} }
@@ -241,7 +247,20 @@ func (g *gen) affinity() *v1.Affinity {
 	case 1:
 		return &v1.Affinity{PodAffinity: &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{term}}}
 	case 2:
-		return &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{term}}}
+		terms := []v1.PodAffinityTerm{term}
+		if g.antiKeys {
+			host, region := term, term
+			host.TopologyKey, region.TopologyKey = v1.LabelHostname, v1.LabelTopologyRegion
+			switch g.r.IntN(5) {
+			case 0, 1:
+				terms = []v1.PodAffinityTerm{host} // hostname-scoped: not non-host
+			case 2:
+				terms = []v1.PodAffinityTerm{host, term} // one non-host term is enough
+			case 3:
+				terms = []v1.PodAffinityTerm{region}
+			}
+		}
+		return &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: terms}}
 	case 3:
 		return &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.WeightedPodAffinityTerm{{Weight: 1, PodAffinityTerm: term}}}}
 	case 4:
