@@ -2,17 +2,21 @@ package sim
 
 import (
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path"
+	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
-	"sigs.k8s.io/yaml"
+	yaml "go.yaml.in/yaml/v3"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // Scenario is a plain value, owned by the goroutine that decoded it (no
@@ -33,8 +37,9 @@ type Scenario struct {
 	// PodMix replaces the generator's pod by weighted templates.
 	PodMix []ScenarioPodTemplate `json:"podMix"`
 
-	source    string // the file or preset name
-	setSample bool   // the file gives workload.sample
+	source    string     // the file or preset name
+	setSample bool       // the file gives workload.sample
+	doc       *yaml.Node // the file's top-level node, for the lines of its fields (nil: empty)
 }
 
 // ScenarioCluster is the cluster shape.
@@ -123,17 +128,24 @@ var presetFS embed.FS
 // maxScenarioBytes bounds a scenario file.
 const maxScenarioBytes = 1 << 20
 
-// ScenarioError is an immutable value naming the scenario and the field
-// at fault; it wraps ErrUsage.
+// ScenarioError is an immutable value naming the scenario, the line and
+// the field at fault; it wraps ErrUsage. It reads "FILE:LINE: FIELD: MSG"
+// ("scenario FILE: FIELD: MSG" when the line is unknown).
 type ScenarioError struct {
 	Source, Field, Msg string
+	// Line is the line of the field in the file (1-based; 0: unknown).
+	Line int
 }
 
 func (e *ScenarioError) Error() string {
-	if e.Field == "" {
-		return fmt.Sprintf("scenario %s: %s", e.Source, e.Msg)
+	where := "scenario " + e.Source
+	if e.Line > 0 {
+		where = fmt.Sprintf("%s:%d", e.Source, e.Line)
 	}
-	return fmt.Sprintf("scenario %s: %s: %s", e.Source, e.Field, e.Msg)
+	if e.Field == "" {
+		return fmt.Sprintf("%s: %s", where, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", where, e.Field, e.Msg)
 }
 func (e *ScenarioError) Unwrap() error { return ErrUsage }
 
@@ -174,26 +186,56 @@ func loadPreset(name string) (*Scenario, error) {
 	return parseScenario("preset "+name, b)
 }
 
-// parseScenario decodes strictly: an unknown field is an error.
+// parseScenario decodes strictly: an unknown or repeated field, a value
+// of the wrong kind, NaN or an infinity is an error naming its line and
+// field path (scenariopos.go).
 func parseScenario(source string, b []byte) (*Scenario, error) {
-	var sc Scenario
-	if err := yaml.UnmarshalStrict(b, &sc); err != nil {
-		msg := err.Error()
-		msg = strings.TrimPrefix(msg, "error unmarshaling JSON: while decoding JSON: ")
-		return nil, &ScenarioError{Source: source, Msg: msg}
+	root, err := parseNodes(source, b)
+	if err != nil {
+		return nil, err
 	}
-	sc.source = source
+	if ne := checkNode(root, reflect.TypeFor[Scenario](), ""); ne != nil {
+		return nil, &ScenarioError{Source: source, Line: ne.line, Field: ne.field, Msg: ne.what}
+	}
+	var sc Scenario
+	if err := sigsyaml.UnmarshalStrict(b, &sc); err != nil {
+		// What checkNode lets through (a number too large for its field).
+		e := &ScenarioError{Source: source, Msg: err.Error()}
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te) && te.Field != "":
+			e.Field, e.Msg = te.Field, fmt.Sprintf("want %v, got %s", te.Type, te.Value)
+			e.Line, _ = nodeLine(root, te.Field)
+		default:
+			for _, p := range []string{"error converting YAML to JSON: ", "error unmarshaling JSON: ", "while decoding JSON: "} {
+				e.Msg = strings.TrimPrefix(e.Msg, p)
+			}
+			if m := yamlLineError.FindStringSubmatch(e.Msg); m != nil {
+				e.Line, _ = strconv.Atoi(m[1])
+				e.Msg = m[2]
+			}
+		}
+		return nil, e
+	}
+	sc.source, sc.doc = source, root
 	if sc.Run == nil {
 		return nil, &ScenarioError{Source: source, Field: "run", Msg: "missing: a scenario needs run.duration or run.pods"}
 	}
 	return &sc, nil
 }
 
+// errorAt is a *ScenarioError about field, with its line when the file
+// gives it (or the line of its deepest part the file gives).
+func (sc *Scenario) errorAt(field, format string, args ...any) *ScenarioError {
+	line, _ := nodeLine(sc.doc, field)
+	return &ScenarioError{Source: sc.source, Field: field, Msg: fmt.Sprintf(format, args...), Line: line}
+}
+
 // apply writes the scenario over cfg and validates the result, naming
 // the scenario's fields in errors.
 func (sc *Scenario) apply(cfg *Config) error {
 	fail := func(field, format string, args ...any) error {
-		return &ScenarioError{Source: sc.source, Field: field, Msg: fmt.Sprintf(format, args...)}
+		return sc.errorAt(field, format, args...)
 	}
 	dur := func(field string, s *string, dst *time.Duration) error {
 		if s == nil {

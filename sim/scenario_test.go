@@ -55,7 +55,7 @@ func TestScenarioRejects(t *testing.T) {
 		{"fail rate above 1", "run: {duration: 1s}\nworkload: {bindingFailureRate: 1.5}\n", "workload.bindingFailureRate: must be a fraction"},
 		{"negative zones", "run: {duration: 1s}\ncluster: {zones: -1}\n", "cluster.zones"},
 		{"wrong type", "run: {duration: 1s}\ncluster: {nodes: many}\n", "nodes"},
-		{"not yaml", "run: [1, 2\n", "scenario"},
+		{"not yaml", "run: [1, 2\n", "s.yaml:1: not valid YAML"},
 		{"negative pod update rate", "run: {duration: 1s}\nchurn: {podUpdateRate: -1}\n", "churn.podUpdateRate: must be a rate"},
 		{"negative pod delete rate", "run: {duration: 1s}\nchurn: {podDeleteRate: -1}\n", "churn.podDeleteRate: must be a rate"},
 		{"huge node add rate", "run: {duration: 1s}\nchurn: {nodeAddRate: 1e9}\n", "churn.nodeAddRate: must be a rate"},
@@ -341,4 +341,44 @@ func TestPodCountStalls(t *testing.T) {
 	require.Less(t, rep.Elapsed, time.Minute)
 	require.NotEmpty(t, rep.Warnings)
 	require.True(t, rep.Consistent)
+}
+
+// A scenario's errors name the file, the line and the field path (issue
+// 28: they were `json: unknown field "colour"` and `unsupported value:
+// NaN`, with no file, line or field).
+func TestScenarioErrorLines(t *testing.T) {
+	cases := []struct{ name, body, want string }{
+		{"unknown field in a list", "run:\n  duration: 1s\npodMix:\n- plain: true\n  colour: red\n",
+			`s.yaml:5: podMix[0].colour: unknown field "colour" (known: containers, cpu, memory, nodeSelector, plain, tolerations, weight)`},
+		{"NaN", "run:\n  duration: 1s\nworkload:\n  bindingFailureRate: .nan\n", `s.yaml:4: workload.bindingFailureRate: want a finite number, got ".nan"`},
+		{"infinity", "run:\n  duration: 1s\nchurn:\n  podUpdateRate: .inf\n", `s.yaml:4: churn.podUpdateRate: want a finite number, got ".inf"`},
+		{"field case", "cluster:\n  Nodes: 3\nrun:\n  duration: 1s\n", `s.yaml:2: cluster.Nodes: unknown field "Nodes" (did you mean nodes?)`},
+		{"given twice", "cluster:\n  nodes: 10\n  nodes: 3\nrun:\n  duration: 1s\n", "s.yaml:3: cluster.nodes: given twice (first at line 2)"},
+		{"not an integer", "run:\n  duration: 1s\ncluster:\n  nodes: many\n", `s.yaml:4: cluster.nodes: want an integer, got "many"`},
+		{"not a list", "run:\n  duration: 1s\ncluster:\n  labels: {a: b}\n", "s.yaml:4: cluster.labels: want a list, got a mapping"},
+		{"not a bool", "run:\n  duration: 1s\nworkload:\n  keepPods: maybe\n", `s.yaml:4: workload.keepPods: want true or false, got "maybe"`},
+		{"range field", "run:\n  duration: 1s\npodMix:\n- cpu: {low: 1}\n", `s.yaml:4: podMix[0].cpu.low: unknown field "low" (known: max, min)`},
+		{"syntax", "run:\n  duration: 1s\ncluster: [1, 2\n", "s.yaml:3: not valid YAML: did not find expected ',' or ']'"},
+		{"invalid value", "cluster:\n  seed: 4\n  nodes: 0\nrun:\n  duration: 1s\n", "s.yaml:3: cluster.nodes: must be at least 1, got 0"},
+		{"bad duration", "cluster:\n  nodes: 5\nrun:\n  duration: soon\n", `s.yaml:4: run.duration: not a duration (like 5s, 250us): "soon"`},
+		{"shape field", "run:\n  duration: 1s\ncluster:\n  taints:\n  - key: a\n    effect: Never\n    fraction: 0.1\n", `s.yaml:6: cluster.taints[0].effect: must be NoSchedule`},
+		{"merged mapping", "run:\n  duration: 1s\nworkload: &w\n  schedulers: 2\nreaders:\n  <<: *w\n", `s.yaml:4: readers.schedulers: unknown field "schedulers"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeScenario(t, tc.body)
+			_, err := parseFlags([]string{"-scenario", p}, io.Discard)
+			require.ErrorIs(t, err, ErrUsage)
+			var se *ScenarioError
+			require.ErrorAs(t, err, &se)
+			require.Contains(t, err.Error(), tc.want)
+			require.True(t, strings.HasPrefix(err.Error(), p+":"), "%v does not start with the file", err)
+		})
+	}
+	// Integers written as floats and YAML 1.1 booleans are taken as the
+	// decoder takes them.
+	cfg, err := parseFlags([]string{"-scenario", writeScenario(t, "cluster: {nodes: 1e2}\nworkload: {keepPods: yes}\nrun: {duration: 1s}\n")}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, 100, cfg.Nodes)
+	require.True(t, cfg.KeepPods)
 }
