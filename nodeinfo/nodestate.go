@@ -168,6 +168,33 @@ func (s *NodeState) own(bits uint8) {
 	}
 }
 
+// RemoveHostPorts removes ports from the used host ports, as upstream's
+// NodeInfo removes a pod's ports from its set whether or not another pod
+// still uses them; ports not in the set are skipped. It reports whether
+// anything was removed (the generation is bumped only then).
+func (s *NodeState) RemoveHostPorts(ports []HostPort) bool {
+	removed := false
+	for _, hp := range ports {
+		j := slices.Index(s.usedPorts, hp)
+		if j < 0 {
+			continue
+		}
+		if !removed {
+			s.own(sharedPorts)
+			removed = true
+		}
+		last := len(s.usedPorts) - 1
+		s.usedPorts[j] = s.usedPorts[last]
+		s.usedPorts[last] = HostPort{}
+		s.usedPorts = s.usedPorts[:last]
+	}
+	if removed {
+		s.dirty |= dirtyAny | dirtyPorts
+		s.bump()
+	}
+	return removed
+}
+
 // RemovePod removes the pod with key exactly as upstream NodeInfo.RemovePod
 // given a removal pod object whose classification is (affinity,
 // antiAffinity, nonHostAntiAffinity): if affinity, key is removed from

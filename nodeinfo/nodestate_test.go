@@ -869,3 +869,25 @@ func sortedCopy(s []string) []string {
 	slices.Sort(c)
 	return c
 }
+
+// RemoveHostPorts takes ports out of the set whatever pod uses them,
+// bumps the generation only when something went, and never writes the
+// ports of the NodeInfo the state was thawed from.
+func TestNodeStateRemoveHostPorts(t *testing.T) {
+	next, _ := counter()
+	s := NewNodeState(next)
+	p := mkPod("p1", withContainers(v1.Container{Name: "c", Ports: []v1.ContainerPort{{HostPort: 81, ContainerPort: 80}, {HostPort: 82, ContainerPort: 80}}}))
+	s.AddPod(mustPodInfo(t, p))
+	frozen := s.Freeze()
+	st := frozen.ThawInto(nil, next)
+	gen := st.Generation()
+	require.False(t, st.RemoveHostPorts([]HostPort{NewHostPort("", "TCP", 99)}))
+	require.Equal(t, gen, st.Generation())
+	require.True(t, st.RemoveHostPorts([]HostPort{NewHostPort("", "TCP", 81)}))
+	require.Greater(t, st.Generation(), gen)
+	after := st.Freeze()
+	require.False(t, after.HasHostPort("0.0.0.0", "TCP", 81))
+	require.True(t, after.HasHostPort("0.0.0.0", "TCP", 82))
+	require.Equal(t, 1, after.NumPods())
+	require.True(t, frozen.HasHostPort("0.0.0.0", "TCP", 81), "the frozen NodeInfo changed")
+}

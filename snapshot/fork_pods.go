@@ -343,3 +343,23 @@ func (f *Fork) RemovePod(pod *v1.Pod) error {
 	e.s.podCount--
 	return nil
 }
+
+// RemoveHostPorts removes ports from the used host ports of node, pods or
+// not: upstream v1.37's snapshot ForgetPod removes the forgotten pod's
+// ports from its NodeInfo's set even where another pod on the node uses
+// them (kube/fwkadapter.Mutable reproduces that). Ports the node does not
+// use are skipped; an unknown node is a *PodError wrapping
+// ErrNodeNotFound (op "RemoveHostPorts"). Undone by Revert like any
+// change.
+func (f *Fork) RemoveHostPorts(node string, ports []nodeinfo.HostPort) error {
+	const op = "RemoveHostPorts"
+	e := f.begin()
+	slot, err := e.target(op, "", node)
+	if err != nil {
+		return err
+	}
+	if e.state(slot).RemoveHostPorts(ports) {
+		e.changed = true
+	}
+	return nil
+}

@@ -21,3 +21,21 @@ func (s *Snapshot) ListKey() ListKey {
 	}
 	return k
 }
+
+// OrderKey identifies the order of a snapshot's node list, not the
+// NodeInfos in it: snapshots with equal OrderKeys list the same slots in
+// the same order (a fork's pod changes keep it; a node added or removed
+// changes it). It keeps the order it names alive.
+type OrderKey struct {
+	order *int32 // the node list's first slot; nil when empty
+	n     int
+}
+
+// OrderKey returns s's order key in O(1) without allocating.
+func (s *Snapshot) OrderKey() OrderKey {
+	k := OrderKey{n: len(s.order)}
+	if len(s.order) > 0 {
+		k.order = &s.order[0]
+	}
+	return k
+}
