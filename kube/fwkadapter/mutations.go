@@ -97,6 +97,10 @@ type Mutable struct {
 	atStart   podgroup.Table      // groups at StartMutations
 	assumed   []assumedPod        // snapshot-assumed pods, oldest first
 	placement *placementNodes     // nil: no placement
+	// outside is the identity of the NodeInfos handed out outside a
+	// session; inSession the current session's (nil outside one). See
+	// nodeIdentity.
+	outside, sessionIDs *nodeIdentity
 }
 
 // assumedPod is one snapshot AssumePod: the pod and the fork point taken
@@ -104,8 +108,19 @@ type Mutable struct {
 type assumedPod struct {
 	key    string
 	pod    *v1.Pod
+	info   *nodeinfo.PodInfo // the pod as assumed (its node and host ports)
 	point  snapshot.ForkPoint
 	groups podgroup.Table // the pod groups before the assume
+	// drops are the host ports that later ForgetPods removed from their
+	// nodes' sets (see ForgetPod); reverting to point undoes them, so
+	// this pod's ForgetPod removes them again.
+	drops []nodePorts
+}
+
+// nodePorts is host ports of one node.
+type nodePorts struct {
+	node  string
+	ports []nodeinfo.HostPort
 }
 
 // placementNodes is an assumed placement: the placement and the names of
@@ -132,6 +147,14 @@ func NewMutable(s *snapshot.Snapshot) (*Mutable, error) {
 }
 
 func (m *Mutable) reset(s *snapshot.Snapshot) {
+	if m.sessionIDs != nil {
+		m.sessionIDs.freeze()
+		m.sessionIDs = nil
+	}
+	if m.outside == nil {
+		m.outside = newIdentity(m, false)
+	}
+	m.outside.frozen.Store(nil)
 	m.base = s
 	m.fork = s.Fork()
 	m.groups = s.PodGroups()
@@ -173,8 +196,19 @@ func (m *Mutable) Snapshot() *snapshot.Snapshot { return m.view.snap }
 func (m *Mutable) Base() *snapshot.Snapshot { return m.base }
 
 // NodeInfos returns the node lister of the current state. The lister
-// follows later mutations.
-func (m *Mutable) NodeInfos() fwk.NodeInfoLister { return (*nodeLister)(&m.view) }
+// follows later mutations; the NodeInfos it returns are *LiveNodeInfo
+// handles, which read as upstream's NodeInfo objects of the same origin
+// (see nodeIdentity): those listed in a session follow its mutations,
+// those listed outside one follow snapshot AssumePod and ForgetPod.
+func (m *Mutable) NodeInfos() fwk.NodeInfoLister { return (*mutNodeLister)(m) }
+
+// ids returns the identity of the NodeInfos handed out now.
+func (m *Mutable) ids() *nodeIdentity {
+	if m.sessionIDs != nil {
+		return m.sessionIDs
+	}
+	return m.outside
+}
 
 // StorageInfos returns the storage lister of the current state.
 func (m *Mutable) StorageInfos() fwk.StorageInfoLister { return (*storageLister)(&m.view) }
@@ -187,6 +221,8 @@ func (m *Mutable) StartMutations() error {
 	}
 	p := m.fork.Point()
 	m.session, m.inSession, m.atStart = &p, len(m.assumed), m.groups
+	m.outside.freeze()
+	m.sessionIDs = newIdentity(m, true)
 	return nil
 }
 
@@ -196,9 +232,13 @@ func (m *Mutable) EndMutations() error {
 	if m.session == nil {
 		return &MutationError{Op: "EndMutations", Err: ErrNoMutationSession}
 	}
+	m.sessionIDs.freeze()
 	if err := m.fork.RevertTo(*m.session); err != nil {
+		m.sessionIDs.frozen.Store(nil)
 		return &MutationError{Op: "EndMutations", Err: err}
 	}
+	m.sessionIDs = nil
+	m.outside.frozen.Store(nil)
 	m.assumed = m.assumed[:m.inSession]
 	m.session, m.groups = nil, m.atStart
 	m.sync()
@@ -276,7 +316,7 @@ func (m *Mutable) AssumePod(podInfo fwk.PodInfo) error {
 		_ = m.fork.RevertTo(p) // the point just taken: cannot fail
 		return &MutationError{Op: op, Pod: podName(podInfo), Err: err}
 	}
-	m.assumed = append(m.assumed, assumedPod{key: info.Key(), pod: pod, point: p, groups: m.groups})
+	m.assumed = append(m.assumed, assumedPod{key: info.Key(), pod: pod, info: info, point: p, groups: m.groups})
 	m.groups = groups
 	m.sync()
 	return nil
@@ -302,10 +342,30 @@ func (m *Mutable) ForgetPod(_ klog.Logger, pod *v1.Pod) error {
 	case m.session != nil && i < m.inSession:
 		return &MutationError{Op: op, Pod: objName(pod), Err: ErrSessionOrder}
 	}
-	if err := m.fork.RevertTo(m.assumed[i].point); err != nil {
+	a := m.assumed[i]
+	if err := m.fork.RevertTo(a.point); err != nil {
 		return &MutationError{Op: op, Pod: objName(pod), Err: err}
 	}
-	m.groups = m.assumed[i].groups // upstream's forgetPod undoes its assumePod exactly
+	// Upstream removes the pod's host ports from its node's set, though
+	// another pod there may use them (its UsedPorts is a set): the state
+	// before the assume less those ports, and less those the ForgetPods
+	// of later-assumed pods removed (undone by the revert).
+	drops := a.drops
+	if hp := a.info.HostPorts(); len(hp) > 0 {
+		drops = append(drops, nodePorts{node: a.info.NodeName(), ports: hp})
+	}
+	for _, d := range drops {
+		if err := m.fork.RemoveHostPorts(d.node, d.ports); err != nil {
+			return &MutationError{Op: op, Pod: objName(pod), Err: err}
+		}
+	}
+	if i > 0 && len(drops) > 0 && (m.session == nil || i-1 >= m.inSession) {
+		// The previous assume's revert undoes these removals too. A
+		// session's first assume passes nothing on: EndMutations undoes
+		// the session, as upstream's restore does.
+		m.assumed[i-1].drops = append(m.assumed[i-1].drops, drops...)
+	}
+	m.groups = a.groups // upstream's forgetPod undoes its assumePod's group change exactly
 	m.assumed[i] = assumedPod{}
 	m.assumed = m.assumed[:i]
 	m.sync()
@@ -362,8 +422,8 @@ func (m *Mutable) NumAssumed() int { return len(m.assumed) }
 
 // AssumePlacement limits the node candidates to placement's nodes, each
 // of which must be a node of the snapshot, as its NodeInfos().Get or
-// List returned it at some point since the last Reset (upstream: the same
-// instance). A nil placement, or one with every node, is no placement.
+// List returns it now (upstream: the same instance; a NodeInfo listed
+// outside a session is not the instance inside one). A nil placement, or one with every node, is no placement.
 // A later call replaces the placement.
 func (m *Mutable) AssumePlacement(placement *fwk.Placement) error {
 	if placement == nil || len(placement.Nodes) == m.view.snap.NumNodes() {
@@ -391,21 +451,12 @@ func (m *Mutable) AssumePlacement(placement *fwk.Placement) error {
 	return nil
 }
 
-// sameNode reports whether n is the snapshot's node name: the current
-// instance, or the one of the base (a placement built before this cycle's
-// mutations; upstream mutates its NodeInfos in place, so its instances
-// never change within a cycle).
+// sameNode reports whether n is the NodeInfo of node name that m hands
+// out now (upstream: the same instance as in the snapshot; its instances
+// change at StartMutations and EndMutations).
 func (m *Mutable) sameNode(n fwk.NodeInfo, name string) bool {
-	w, ok := n.(*NodeInfo)
-	if !ok {
-		return false
-	}
-	for _, s := range []*snapshot.Snapshot{m.view.snap, m.base} {
-		if ni, err := s.Get(name); err == nil && ni == w.Unwrap() {
-			return true
-		}
-	}
-	return false
+	h, ok := n.(*LiveNodeInfo)
+	return ok && h.id == m.ids() && h.name == name
 }
 
 // ForgetPlacement clears the placement.
@@ -431,21 +482,12 @@ func (m *Mutable) GetNodeInPlacement(nodeName string) (fwk.NodeInfo, error) {
 }
 
 // ListNodesInPlacement returns the placement's nodes (every node without
-// one), in the placement's order, as they are now: upstream returns the
-// placement's own instances, which it mutates in place.
+// one): the placement's own NodeInfos, as upstream's.
 func (m *Mutable) ListNodesInPlacement() ([]fwk.NodeInfo, error) {
 	if m.placement == nil {
 		return m.NodeInfos().List()
 	}
-	out := make([]fwk.NodeInfo, 0, len(m.placement.placement.Nodes))
-	for _, n := range m.placement.placement.Nodes {
-		ni, err := m.view.snap.Get(n.Node().Name)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, (*NodeInfo)(ni))
-	}
-	return out, nil
+	return m.placement.placement.Nodes, nil
 }
 
 // NumNodesInPlacement returns the number of nodes in the placement (in
@@ -491,4 +533,41 @@ func objName(pod *v1.Pod) string {
 		return "<nil>"
 	}
 	return pod.Namespace + "/" + pod.Name
+}
+
+// mutNodeLister is a Mutable's node lister: it hands out the current
+// identity's handles.
+type mutNodeLister Mutable
+
+// List returns the nodes in list order: the previous result while the
+// order is unchanged.
+func (l *mutNodeLister) List() ([]fwk.NodeInfo, error) {
+	return (*Mutable)(l).ids().list(), nil
+}
+
+// HavePodsWithAffinityList returns the nodes with pods with pod
+// (anti-)affinity.
+func (l *mutNodeLister) HavePodsWithAffinityList() ([]fwk.NodeInfo, error) {
+	return (*Mutable)(l).ids().subList(0, (*snapshot.Snapshot).HavePodsWithAffinityList), nil
+}
+
+// HavePodsWithRequiredAntiAffinityList returns the nodes with pods with
+// required anti-affinity.
+func (l *mutNodeLister) HavePodsWithRequiredAntiAffinityList() ([]fwk.NodeInfo, error) {
+	return (*Mutable)(l).ids().subList(1, (*snapshot.Snapshot).HavePodsWithRequiredAntiAffinityList), nil
+}
+
+// HavePodsWithRequiredNonHostScopedAntiAffinityList returns the nodes
+// with pods with a required non-host-scoped anti-affinity term; empty
+// unless the hostname fast path is on (SetHostnameFastPath).
+func (l *mutNodeLister) HavePodsWithRequiredNonHostScopedAntiAffinityList() ([]fwk.NodeInfo, error) {
+	if !hostnameFastPath.Load() {
+		return []fwk.NodeInfo{}, nil
+	}
+	return (*Mutable)(l).ids().subList(2, (*snapshot.Snapshot).HavePodsWithRequiredNonHostScopedAntiAffinityList), nil
+}
+
+// Get returns node name, or the snapshot's *NotFoundError.
+func (l *mutNodeLister) Get(name string) (fwk.NodeInfo, error) {
+	return (*Mutable)(l).ids().get(name)
 }

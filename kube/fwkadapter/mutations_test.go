@@ -109,7 +109,7 @@ func TestMutationSession(t *testing.T) {
 	// The nodes are the snapshot's own instances again.
 	for i := 0; i < s.NumNodes(); i++ {
 		ni, _ := m.NodeInfos().Get(s.At(i).Node().Name)
-		if ni.(*NodeInfo).Unwrap() != s.At(i) {
+		if ni.(*LiveNodeInfo).Unwrap() != s.At(i) {
 			t.Fatalf("node %d is not the snapshot's instance after EndMutations", i)
 		}
 	}
