@@ -108,6 +108,11 @@ type Config struct {
 	ExpiryPods int
 	ExpiryAt   time.Duration
 
+	// origins says where the settings came from (the scenario, the
+	// command line), for the errors that name them (blame.go); nil for a
+	// Config not made by parseFlags. Shared, never changed once set.
+	origins *origins
+
 	// Shape is the cluster's node shape and pod mix (scenario fields
 	// cluster.allocatable, images, labels, taints, unschedulable and
 	// podMix); nil: the generator's standard shape. Shared, never
@@ -477,9 +482,10 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 		return cfg, errListPresets
 	}
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	given := map[string]string{} // the flags given, for errors (blame.go)
+	fs.Visit(func(f *flag.Flag) { set[f.Name], given[f.Name] = true, f.Value.String() })
+	var sc *Scenario
 	if co.scenario != "" || co.preset != "" {
-		var sc *Scenario
 		var err error
 		switch {
 		case co.scenario != "" && co.preset != "":
@@ -522,8 +528,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	if cfg.InitialPods > 0 {
 		cfg.PodsPerNode = 0 // the total replaces the per-node count
 	}
+	cfg.origins = &origins{sc: sc, flags: given}
 	if err := cfg.Validate(); err != nil {
-		return cfg, err
+		return cfg, cfg.blame(err)
 	}
 	return cfg, nil
 }

@@ -365,16 +365,10 @@ func (sc *Scenario) apply(cfg *Config) error {
 	if !sc.setSample && cfg.Sample > cfg.Nodes && cfg.Nodes >= 1 {
 		cfg.Sample = cfg.Nodes
 	}
+	// The scenario alone is valid: a flag fixing it is not enough.
+	cfg.origins = &origins{sc: sc}
 	if err := cfg.Validate(); err != nil {
-		var ue *UsageError
-		if errors.As(err, &ue) {
-			field, ok := scenarioField[ue.Flag]
-			if !ok {
-				field = ue.Flag // a field of the shape (shape.go)
-			}
-			return fail(field, "%s", ue.Msg)
-		}
-		return err
+		return cfg.blame(err)
 	}
 	cfg.Scenario = sc.source
 	return nil

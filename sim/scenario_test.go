@@ -174,6 +174,7 @@ func TestPresetsValidate(t *testing.T) {
 	require.NoError(t, err)
 	def := defaultConfig()
 	def.Scenario = std.Scenario
+	def.origins = std.origins // where the settings came from, for errors
 	require.Equal(t, def, std, "the standard preset is the default run")
 	sb, err := parseFlags([]string{"-preset", "scheduling-basic-5000"}, io.Discard)
 	require.NoError(t, err)

@@ -200,7 +200,7 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 	rep.OverfullAtStart = over
 	if refuseOverfull(over, cfg.Nodes) {
 		c.Close()
-		return nil, bad("pods-per-node", "%d pods per node over-fill %d of %d nodes at start (first: %s)", cfg.PodsPerNode, over, cfg.Nodes, first)
+		return nil, cfg.overfull(over, first)
 	}
 	if over > 0 {
 		e.warnings = append(e.warnings, fmt.Sprintf("%d of %d nodes are over-full at start, the generator's tail (first: %s)", over, cfg.Nodes, first))
