@@ -31,7 +31,8 @@ type sweepSpec struct {
 	seeds     []int64  // nil: the seed of the flags (or scenario)
 	presets   []string // at most one of presets and scenarios
 	scenarios []string
-	index     int // -1: every combination
+	index     int    // -1: every combination
+	indexSrc  string // where index came from: the flag or $JOB_COMPLETION_INDEX, for errors
 	out       string
 }
 
@@ -130,7 +131,7 @@ func splitSweep(args []string) (*sweepSpec, []string, error) {
 		if err != nil || n < 0 {
 			return nil, nil, bad(src, "must be a non-negative integer, got %q", idx)
 		}
-		sp.index = n
+		sp.index, sp.indexSrc = n, src
 	}
 	return sp, rest, nil
 }
@@ -268,7 +269,7 @@ func (sp *sweepSpec) plan(rest []string) ([]sweepRun, error) {
 		}
 	}
 	if sp.index >= len(runs) {
-		return nil, bad("sweep-index", "%d is out of range: the sweep has %d runs (0 to %d)", sp.index, len(runs), len(runs)-1)
+		return nil, bad(sp.indexSrc, "%d is out of range: the sweep has %d runs (0 to %d)", sp.index, len(runs), len(runs)-1)
 	}
 	return runs, nil
 }

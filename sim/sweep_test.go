@@ -182,6 +182,15 @@ func TestSweepRejects(t *testing.T) {
 	var stderr bytes.Buffer
 	require.Equal(t, exitUsage, realMain(context.Background(), []string{"-sweep-seeds", "1-3", "-out", dir}, io.Discard, &stderr, false, hooks{}))
 	require.Contains(t, stderr.String(), envJobIndex)
+
+	// An index out of range names the variable it came from (issue 28).
+	t.Setenv(envJobIndex, "7")
+	stderr.Reset()
+	require.Equal(t, exitUsage, realMain(context.Background(), []string{"-sweep-seeds", "1-3", "-out", dir}, io.Discard, &stderr, false, hooks{}))
+	require.Contains(t, stderr.String(), "-sweep-index (from $JOB_COMPLETION_INDEX): 7 is out of range: the sweep has 3 runs (0 to 2)")
+	stderr.Reset()
+	require.Equal(t, exitUsage, realMain(context.Background(), []string{"-sweep-seeds", "1-3", "-out", dir, "-sweep-index", "3"}, io.Discard, &stderr, false, hooks{}))
+	require.Contains(t, stderr.String(), "loadgen: -sweep-index: 3 is out of range", "the flag wins over the variable")
 }
 
 // -svg draws the run's 1 s windows: a well-formed SVG with both panels'
