@@ -286,6 +286,20 @@ func (n *NodeInfo) HasHostPort(ip string, protocol string, port int32) bool {
 	return slices.Contains(n.usedPorts, hp)
 }
 
+// UsesAnyHostPort reports whether UsedPorts holds any of ports (as
+// HostPorts are normalised).
+func (n *NodeInfo) UsesAnyHostPort(ports []HostPort) bool {
+	if n == nil {
+		return false
+	}
+	for _, hp := range ports {
+		if slices.Contains(n.usedPorts, hp) {
+			return true
+		}
+	}
+	return false
+}
+
 // HostPortConflict reports whether (ip, protocol, port) conflicts with the
 // used ports, with upstream HostPortInfo.CheckConflict semantics.
 func (n *NodeInfo) HostPortConflict(ip string, protocol string, port int32) bool {

@@ -358,6 +358,9 @@ func (f *Fork) RemoveHostPorts(node string, ports []nodeinfo.HostPort) error {
 	if err != nil {
 		return err
 	}
+	if _, touched := e.touched[slot]; !touched && !e.frozen(slot).UsesAnyHostPort(ports) {
+		return nil // nothing to remove: the entry stays frozen
+	}
 	if e.state(slot).RemoveHostPorts(ports) {
 		e.changed = true
 	}

@@ -48,9 +48,13 @@ type nodeView struct {
 	pods, withAffinity, withAnti []fwk.PodInfo // nil when empty
 	withNonHost                  []fwk.PodInfo // nil when empty; shown only with the hostname fast path (hostnameFastPath)
 	requested, nonZero, alloc    frozenResource
-	ports                        fwk.HostPortInfo // nil when the node uses no host port
 	features                     ndf.FeatureSet
 	images                       atomic.Pointer[map[string]*fwk.ImageStateSummary] // built on first GetImageStates
+	// ports holds GetUsedPorts' map, built on first use (set once,
+	// atomic): most nodes' ports are never read (NodePorts reads them
+	// only for a pod with host ports), and a fork freezes a node per
+	// mutation. nil: not built; it points at nil when the node uses none.
+	ports atomic.Pointer[fwk.HostPortInfo]
 }
 
 var emptyView = &nodeView{}
@@ -116,16 +120,6 @@ func buildView(ni *nodeinfo.NodeInfo) *nodeView {
 	v.requested.r.setFrom(ni.Requested())
 	v.nonZero.r.setFrom(ni.NonZeroRequested())
 	v.alloc.r.setFrom(ni.Allocatable())
-	if ni.NumUsedPorts() > 0 {
-		v.ports = make(fwk.HostPortInfo)
-		for ip, pps := range ni.UsedPorts() {
-			m := make(map[fwk.ProtocolPort]struct{}, len(pps))
-			for pp := range pps {
-				m[fwk.ProtocolPort{Protocol: pp.Protocol, Port: pp.Port}] = struct{}{}
-			}
-			v.ports[ip] = m
-		}
-	}
 	if node := ni.Node(); node != nil {
 		// As upstream's SetNode since NodeDeclaredFeatures went GA (v1.37):
 		// unknown features are dropped.
@@ -160,8 +154,37 @@ func (n *NodeInfo) GetPodsWithRequiredNonHostScopedAntiAffinity() []fwk.PodInfo 
 }
 
 // GetUsedPorts returns the used host ports (shared; do not modify; nil
-// when none, which reads as empty).
-func (n *NodeInfo) GetUsedPorts() fwk.HostPortInfo { return n.view().ports }
+// when none, which reads as empty), built on first use.
+func (n *NodeInfo) GetUsedPorts() fwk.HostPortInfo {
+	v := n.view()
+	if p := v.ports.Load(); p != nil {
+		return *p
+	}
+	ports := buildPorts(n.Unwrap())
+	if v == emptyView {
+		return ports
+	}
+	if v.ports.CompareAndSwap(nil, &ports) {
+		return ports
+	}
+	return *v.ports.Load()
+}
+
+// buildPorts returns ni's used host ports as fwk's map; nil when none.
+func buildPorts(ni *nodeinfo.NodeInfo) fwk.HostPortInfo {
+	if ni == nil || ni.NumUsedPorts() == 0 {
+		return nil
+	}
+	ports := make(fwk.HostPortInfo)
+	for ip, pps := range ni.UsedPorts() {
+		m := make(map[fwk.ProtocolPort]struct{}, len(pps))
+		for pp := range pps {
+			m[fwk.ProtocolPort{Protocol: pp.Protocol, Port: pp.Port}] = struct{}{}
+		}
+		ports[ip] = m
+	}
+	return ports
+}
 
 // GetRequested returns the requested resources (read-only);
 // GetNonZeroRequested and GetAllocatable likewise.
@@ -215,7 +238,7 @@ func (n *NodeInfo) SnapshotMutable() *MutableNodeInfo {
 		requested:        v.requested.r.Clone(),
 		nonZeroRequested: v.nonZero.r.Clone(),
 		allocatable:      v.alloc.r.Clone(),
-		usedPorts:        copyPorts(v.ports),
+		usedPorts:        copyPorts(n.GetUsedPorts()),
 		imageStates:      make(map[string]*fwk.ImageStateSummary),
 		pvcRefCounts:     n.GetPVCRefCounts(),
 		generation:       n.GetGeneration(),
