@@ -469,14 +469,18 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.String("sweep-scenarios", "", "sweep mode: run each scenario file of a comma list (times each seed)")
 	fs.String("out", "", "sweep mode: directory of the JSON reports and summary.json")
 	fs.String("sweep-index", "", "sweep mode: run only combination N (default: $JOB_COMPLETION_INDEX, else all)")
+	fs.SetOutput(io.Discard) // a bad flag is one line (flagError), not the usage
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, "Usage: loadgen [flags]; docs/loadgen.md describes every flag, scenario field and exit code.")
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
 			return cfg, err
 		}
-		return cfg, fmt.Errorf("%w: %v", ErrUsage, err)
+		return cfg, flagError(fs, err)
 	}
 	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("%w: unexpected argument %q (loadgen takes flags only)", ErrUsage, fs.Arg(0))
+		return cfg, fmt.Errorf("%w: unexpected argument %q (loadgen takes flags only); %s", ErrUsage, fs.Arg(0), usageHint)
 	}
 	if co.listPresets {
 		return cfg, errListPresets

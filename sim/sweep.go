@@ -199,7 +199,7 @@ func (sp *sweepSpec) plan(rest []string) ([]sweepRun, error) {
 	fs.String("preset", "", "")
 	fs.Bool("list-presets", false, "")
 	if err := fs.Parse(rest); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUsage, err)
+		return nil, flagError(fs, err)
 	}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch {
