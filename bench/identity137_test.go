@@ -22,25 +22,24 @@ package bench
 //     (with the framework's waiting pods), PlacementFeasible and queueing
 //     hints on pod groups and composites.
 //
-// Known differences (TestIdentity137KnownMinimal reproduces each) are set
-// apart and logged; -identity137.known makes them fatal and runs
-// TestIdentity137KnownMinimal and TestIdentity137StartupListers:
-//   - NodeInfos handed out before a mutation do not follow it (upstream
-//     mutates its NodeInfos in place): pod-group preemption's reprieves,
-//     which filter on the nodes listed at the session's start, preempt
-//     every potential victim.
-//   - Upstream's StartMutations zeroes every image's node count.
-//   - A snapshot ForgetPod of a pod that shared a host port with another
-//     pod of the node drops the port upstream (UsedPorts is a set), not in
-//     schedcache (ForgetPod reverts).
-//   - Pod-group listers a plugin keeps (PodGroups(), CompositePodGroups()
-//     of the snapshot and of fwkadapter.CacheGroups) are frozen at the
-//     call in schedcache, live upstream: plugins built before the cluster
-//     is loaded (as the scheduler builds them) see no pod groups.
+// Where upstream's snapshot behaves in ways that are easy to miss,
+// TestIdentity137Minimal asks both the smallest question that shows it,
+// and every test above checks it strictly:
+//   - upstream's snapshot mutates the NodeInfos it handed out in place
+//     (pod-group preemption's reprieves filter on the nodes listed at the
+//     session's start): fwkadapter.Mutable's LiveNodeInfo handles read the
+//     same;
+//   - upstream's StartMutations zeroes every image's node count in the
+//     session;
+//   - a snapshot ForgetPod of a pod that shared a host port with another
+//     pod of the node drops the port (UsedPorts is a set);
+//   - pod-group listers a plugin keeps (PodGroups(), CompositePodGroups()
+//     of the snapshot and of fwkadapter.CacheGroups) read the snapshot as
+//     it is now: plugins built before the cluster is loaded (as the
+//     scheduler builds them) see its pod groups.
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"maps"
 	"math"
@@ -63,9 +62,6 @@ import (
 
 	"github.com/schedcache/schedcache/workload"
 )
-
-var flagI37Known = flag.Bool("identity137.known", false,
-	"make TestIdentity137*'s known differences fatal and run their reproductions (they fail until kube/fwkadapter changes)")
 
 // i37Cases are the gate combinations of a test: short runs the first n.
 func i37Cases(short int) []i37Gates {
@@ -552,18 +548,15 @@ func i37Fingerprint(l fwk.SharedLister) string {
 // PodGroupPostFilter, through the framework, on a fwkadapter.Mutable and on
 // upstream's snapshot: the scheduling function's every decision (it runs
 // inside the mutation session, on the snapshot without every potential
-// victim, and assumes and forgets pods in it) must be identical, and the
-// snapshot must read as before once the session ends. The outcome after
-// the reprieves (status, nominations, victims) differs (a known difference:
-// the reprieves run the filters on the NodeInfos the evaluator listed at
-// the session's start, which upstream mutates in place and schedcache
-// does not; TestIdentity137KnownMinimal/held-nodeinfo): it is logged, and
-// fatal with -identity137.known. The cluster evolves by upstream's
+// victim, and assumes and forgets pods in it) and the outcome after the
+// reprieves (status, nominations, victims: the reprieves filter on the
+// NodeInfos the evaluator listed at the session's start, which upstream
+// mutates in place) must be identical, and the snapshot must read as
+// before once the session ends. The cluster evolves by upstream's
 // outcomes in both caches (victims removed, members assumed on their
-// nominated nodes). The profile has no ImageLocality: upstream's
-// StartMutations zeroes the images' node counts
-// (TestIdentity137KnownMinimal/image-counts), which would change the
-// scheduling function's scores.
+// nominated nodes). The profile includes ImageLocality, whose scores read
+// 0 in a session upstream (StartMutations zeroes the images' node
+// counts).
 func TestIdentity137PodGroupPreemption(t *testing.T) {
 	nodes, gangs := 120, 4
 	if !testing.Short() {
@@ -590,10 +583,9 @@ func TestIdentity137PodGroupPreemption(t *testing.T) {
 			for _, s := range []*i37Side{up, sc} {
 				s.load(t, w)
 				s.mustRefresh(t)
-				s.build(t, ctx, env, names.ImageLocality)
+				s.build(t, ctx, env)
 			}
 			stats := map[string]int{}
-			var firstKnown string
 			for k, gg := range gs {
 				a := up.preemptGroup(t, ctx, gg)
 				b := sc.preemptGroup(t, ctx, gg)
@@ -601,14 +593,7 @@ func TestIdentity137PodGroupPreemption(t *testing.T) {
 					t.Fatalf("group %d (%s): upstream vs schedcache:\n  %s", k, gg.pg.Name, strings.Join(d, "\n  "))
 				}
 				if d := i37Diff(a.result, b.result, 4); len(d) > 0 {
-					msg := fmt.Sprintf("group %d (%s): outcome after the reprieves, upstream vs schedcache:\n  %s", k, gg.pg.Name, strings.Join(d, "\n  "))
-					if *flagI37Known {
-						t.Fatal(msg)
-					}
-					if firstKnown == "" {
-						firstKnown = msg
-					}
-					stats["known-differences"]++
+					t.Fatalf("group %d (%s): outcome after the reprieves, upstream vs schedcache:\n  %s", k, gg.pg.Name, strings.Join(d, "\n  "))
 				}
 				stats["assignments"] += strings.Count(a.text, "-> \"node-")
 				stats["victims"] += len(a.victims)
@@ -631,9 +616,6 @@ func TestIdentity137PodGroupPreemption(t *testing.T) {
 				}
 			}
 			t.Logf("%d nodes, %d groups: scheduling functions identical: %v", len(w.nodes), gangs, stats)
-			if firstKnown != "" {
-				t.Logf("KNOWN DIFFERENCE (run with -identity137.known to fail on it): %s", firstKnown)
-			}
 			if stats["assignments"] == 0 || stats["victims"] == 0 {
 				t.Errorf("the preemption was not exercised: %v", stats)
 			}
@@ -814,14 +796,6 @@ type i37Stepper struct {
 	removed []i37Placed // removed in the session, to add back
 	fresh   int
 	log     []string
-	// heldDiffs counts the reads of held NodeInfos that differed (a known
-	// difference; fatal with -identity137.known); heldFirst is the first.
-	heldDiffs int
-	heldFirst string
-	// imageDiffs counts the steps after which image summaries differed
-	// (a known difference); imageFirst is the first.
-	imageDiffs int
-	imageFirst string
 	// texts holds, by call, the first refusal both made in other words.
 	texts map[string]string
 }
@@ -873,32 +847,8 @@ func (st *i37Stepper) fail(msg string) {
 func (st *i37Stepper) compare() {
 	st.t.Helper()
 	a, b := i37View(st.up.lister, st.q), i37View(st.sc.lister, st.q)
-	// Image summaries differ in a session (upstream's StartMutations zeroes
-	// their node counts: TestIdentity137KnownMinimal/image-counts): a
-	// known difference, set apart; anything else fails.
-	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
-	if len(la) != len(lb) {
+	if a != b {
 		st.fail("listers differ:\n  " + strings.Join(i37Diff(a, b, 6), "\n  "))
-	}
-	var ka, kb, ra, rb []string
-	for i := range la {
-		if la[i] == lb[i] {
-			continue
-		}
-		if strings.HasPrefix(la[i], "images ") && strings.HasPrefix(lb[i], "images ") && !*flagI37Known {
-			ka, kb = append(ka, la[i]), append(kb, lb[i])
-			continue
-		}
-		ra, rb = append(ra, la[i]), append(rb, lb[i])
-	}
-	if len(ra) > 0 {
-		st.fail("listers differ:\n  " + strings.Join(i37Diff(strings.Join(ra, "\n"), strings.Join(rb, "\n"), 6), "\n  "))
-	}
-	if len(ka) > 0 {
-		if st.imageDiffs == 0 {
-			st.imageFirst = fmt.Sprintf("step %d (%s):\n    upstream:   %s\n    schedcache: %s", len(st.log), st.log[len(st.log)-1], ka[0], kb[0])
-		}
-		st.imageDiffs++
 	}
 	if !st.session {
 		return
@@ -908,15 +858,7 @@ func (st *i37Stepper) compare() {
 		if x == y {
 			continue
 		}
-		msg := fmt.Sprintf("the NodeInfo of %s listed at StartMutations, read now:\n    upstream:   %s\n    schedcache: %s", name, x, y)
-		if *flagI37Known {
-			st.fail(msg)
-		}
-		if st.heldDiffs == 0 {
-			tail := st.log[max(0, len(st.log)-6):]
-			st.heldFirst = fmt.Sprintf("step %d: %s\n  last calls:\n    %s", len(st.log), msg, strings.Join(tail, "\n    "))
-		}
-		st.heldDiffs++
+		st.fail(fmt.Sprintf("the NodeInfo of %s listed at StartMutations, read now:\n    upstream:   %s\n    schedcache: %s", name, x, y))
 	}
 }
 
@@ -1010,19 +952,12 @@ func (st *i37Stepper) newPod(node string) *v1.Pod {
 }
 
 // assume is the pod-group cycle's snapshot AssumePod, of upstream's
-// PodInfo, in or out of a session. The pod has no host ports (unless
-// -identity137.known): a port it shared with a pod on the node would be
-// gone after its ForgetPod upstream, not in schedcache
-// (TestIdentity137KnownMinimal/shared-port-forget).
+// PodInfo, in or out of a session. The pod keeps its host ports: one it
+// shares with a pod on the node is gone after its ForgetPod, as upstream's
+// (TestIdentity137Minimal/shared-port-forget).
 func (st *i37Stepper) assume() {
 	st.t.Helper()
 	p := st.newPod(st.nodes[st.r.IntN(len(st.nodes))])
-	if !*flagI37Known {
-		p.Spec.Containers = slices.Clone(p.Spec.Containers)
-		for i := range p.Spec.Containers {
-			p.Spec.Containers[i].Ports = nil
-		}
-	}
 	pi, err := framework.NewPodInfo(p)
 	if err != nil {
 		st.t.Fatal(err)
@@ -1048,10 +983,9 @@ func (st *i37Stepper) forgetLast() {
 // (last in, first out, forgotten before the session ends), EndMutations;
 // every lister answer is compared after every step (nodes, pods, requests,
 // ports, PVC counts, affinity lists, claims, pod-group and composite
-// states and objects, roots). Two known differences are counted and
-// logged (fatal with -identity137.known): the image summaries in a session,
-// and the NodeInfos listed when the session started, which pod-group
-// preemption keeps and reads after its mutations.
+// states and objects, roots), and so are the NodeInfos listed when the
+// session started, which pod-group preemption keeps and reads after its
+// mutations.
 func TestIdentity137MutableSteps(t *testing.T) {
 	steps := 300
 	if !testing.Short() {
@@ -1100,12 +1034,6 @@ func TestIdentity137MutableSteps(t *testing.T) {
 			t.Logf("%d steps: every lister answer identical", steps)
 			for _, k := range slices.Sorted(maps.Keys(st.texts)) {
 				t.Logf("both refused, in other words: %s", st.texts[k])
-			}
-			if st.imageDiffs > 0 {
-				t.Logf("KNOWN DIFFERENCE: image summaries differed after %d steps (run with -identity137.known to fail on it); the first: %s", st.imageDiffs, st.imageFirst)
-			}
-			if st.heldDiffs > 0 {
-				t.Logf("KNOWN DIFFERENCE: %d reads of NodeInfos listed at StartMutations differed (run with -identity137.known to fail on it); the first:\n%s", st.heldDiffs, st.heldFirst)
 			}
 		})
 	}
@@ -1424,13 +1352,9 @@ func i37Count(m map[string]string) map[string]int {
 // built when the snapshot is still empty, and then the cluster (with pod
 // groups) is loaded and the snapshot refreshed. DefaultPreemption's
 // evaluator keeps the PodGroups and CompositePodGroups listers of the
-// snapshot it was built with (NewEvaluator, New); upstream's read its
-// snapshot as it is now, schedcache's the pod groups of the snapshot at
-// build time.
+// snapshot it was built with (NewEvaluator, New): they must read the
+// snapshot as it is now, as upstream's do.
 func TestIdentity137StartupListers(t *testing.T) {
-	if !*flagI37Known {
-		t.Skip("known difference (the pod-group listers a plugin keeps do not follow the snapshot): run with -identity137.known")
-	}
 	g := i37Gates{gw: true}
 	i37SetGates(t, g)
 	ctx, cancel := i37Context(t)
@@ -1452,14 +1376,11 @@ func TestIdentity137StartupListers(t *testing.T) {
 	}
 }
 
-// TestIdentity137KnownMinimal: the smallest reproductions of the
-// differences the tests above set apart. Each asks upstream's snapshot
-// (or cache) and schedcache's the same question; they are skipped unless
-// -identity137.known is given, and fail until kube/fwkadapter changes.
-func TestIdentity137KnownMinimal(t *testing.T) {
-	if !*flagI37Known {
-		t.Skip("known differences: run with -identity137.known")
-	}
+// TestIdentity137Minimal: the smallest questions that show upstream's
+// snapshot behaviours that are easy to miss (see the file's comment).
+// Each asks upstream's snapshot (or cache) and schedcache's the same
+// question.
+func TestIdentity137Minimal(t *testing.T) {
 	// world: two nodes with two pods each; the first pod is a member of
 	// pod group pg-0 (DisruptionMode All) of its namespace.
 	world := func(g i37Gates) *i37World {
@@ -1493,7 +1414,7 @@ func TestIdentity137KnownMinimal(t *testing.T) {
 	// A NodeInfo the lister handed out before a mutation in a session
 	// (pod-group preemption lists the nodes once, removes the victims,
 	// then runs the filters on the NodeInfos it listed): upstream mutates
-	// it in place, schedcache's is an immutable snapshot's.
+	// it in place; schedcache's handle reads the session's state.
 	t.Run("held-nodeinfo", func(t *testing.T) {
 		both(t, i37Gates{}, true, func(s *i37Side) string {
 			if err := s.lister.StartMutations(); err != nil {
@@ -1530,7 +1451,7 @@ func TestIdentity137KnownMinimal(t *testing.T) {
 	// Upstream's UsedPorts is a set (upstream-semantics 4.6): a snapshot
 	// AssumePod of a pod sharing a host port with a pod on the node, then
 	// its ForgetPod, removes the port although the other pod still uses
-	// it. schedcache's ForgetPod reverts to the state before the assume.
+	// it.
 	t.Run("shared-port-forget", func(t *testing.T) {
 		both(t, i37Gates{}, true, func(s *i37Side) string {
 			ni, err := s.lister.NodeInfos().Get("node-00000")
@@ -1563,8 +1484,7 @@ func TestIdentity137KnownMinimal(t *testing.T) {
 		})
 	})
 	// The PodGroups lister a plugin keeps (DefaultPreemption's New and
-	// NewEvaluator take it once): upstream's reads the snapshot as it is
-	// now, schedcache's the pod groups of the snapshot when it was taken.
+	// NewEvaluator take it once) reads the snapshot as it is now.
 	t.Run("kept-podgroups-lister", func(t *testing.T) {
 		g := i37Gates{gw: true}
 		w := world(g)
