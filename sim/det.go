@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"hash"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -122,7 +121,7 @@ type detRun struct {
 	logger  klog.Logger       // immutable
 	rep     *Report           // owned by the loop
 	clk     *virtualClock     // immutable pointer; set by the loop only (the cache reads it)
-	f       *os.File          // immutable: -record's file (nil: none); closed by close
+	f       *recordFile       // immutable: -record's file (nil: none; gzip for .gz); closed by close
 	tw      *trace.Writer     // immutable: -record's trace (nil: none)
 	e       *env              // immutable pointer; its fields say who owns them; its cache closed by close
 	c       *schedcache.Cache // immutable: e.c
@@ -157,7 +156,7 @@ type detRun struct {
 func (d *detRun) open() error {
 	cfg := d.cfg
 	if cfg.Record != "" {
-		f, err := os.Create(cfg.Record)
+		f, err := createRecord(cfg.Record)
 		if err != nil {
 			return bad("record", "%v", err)
 		}
@@ -617,6 +616,9 @@ func (d *detRun) report() (*Report, error) {
 		}
 		d.traceClosed = true
 		if err := d.tw.Close(t); err != nil {
+			return nil, fmt.Errorf("-record: %w", err)
+		}
+		if err := d.f.finish(); err != nil {
 			return nil, fmt.Errorf("-record: %w", err)
 		}
 	}

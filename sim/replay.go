@@ -47,13 +47,18 @@ func runReplay(ctx context.Context, path string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer f.Close()
+	r, err := openTrace(f) // gzip or not, by its first bytes
+	if err != nil {
+		fmt.Fprintf(stderr, "loadgen: -replay: %s: %v\n", path, err)
+		return exitUsage
+	}
 	c, err := schedcache.New(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen: -replay:", err)
 		return exitFailed
 	}
 	defer c.Close()
-	res, err := trace.Replay(ctx, trace.CacheTarget(c), trace.NewReader(f))
+	res, err := trace.Replay(ctx, trace.CacheTarget(c), trace.NewReader(r))
 	if err != nil {
 		fmt.Fprintf(stderr, "loadgen: -replay: after %d calls: %v\n", res.Calls, err)
 		return exitFailed
