@@ -41,16 +41,35 @@ func churnConfig(det bool) Config {
 	return cfg
 }
 
+// churned returns the counts of every kind of churn requireChurned wants
+// to have happened.
+func churned(ch ChurnCounts, in InformerCounts) map[string]int64 {
+	return map[string]int64{"pod updates": ch.PodUpdates, "pod deletes": ch.PodDeletes, "node adds": ch.NodeAdds,
+		"node removes": ch.NodeRemoves, "drains": ch.Drains, "evictions": ch.Evictions, "not ready": ch.NotReady,
+		"zone outages": ch.ZoneOutages, "zone moves": ch.ZoneMoves, "delivered updates": in.PodUpdates,
+		"dropped": in.Dropped, "relists": in.Relists, "tombstones": in.Tombstones, "node deletes": in.NodeDeletes}
+}
+
+// allChurned is a real-time run's hooks.until for requireChurned: the run
+// goes on past its duration until every kind of churn has happened (a
+// loaded machine gets through less of the churn in the duration: a
+// removal waits for the informer to catch up with the node's pods).
+func allChurned(p runProgress) bool {
+	for _, n := range churned(p.Churn, p.Informer) {
+		if n == 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func requireChurned(t *testing.T, rep *Report) {
 	t.Helper()
 	require.True(t, rep.Consistent, "audit %+v, mid-run %+v", rep.Audit, rep.MidAudits)
 	require.Zero(t, rep.Audit.Divergences)
 	require.Positive(t, rep.Scheduled)
 	ch, in := rep.Churn, rep.Informer
-	for name, n := range map[string]int64{"pod updates": ch.PodUpdates, "pod deletes": ch.PodDeletes, "node adds": ch.NodeAdds,
-		"node removes": ch.NodeRemoves, "drains": ch.Drains, "evictions": ch.Evictions, "not ready": ch.NotReady,
-		"zone outages": ch.ZoneOutages, "zone moves": ch.ZoneMoves, "delivered updates": in.PodUpdates,
-		"dropped": in.Dropped, "relists": in.Relists, "tombstones": in.Tombstones, "node deletes": in.NodeDeletes} {
+	for name, n := range churned(ch, in) {
 		require.Positive(t, n, name)
 	}
 	require.Equal(t, rep.Audit.ExpectedNodes, 200+int(ch.NodeAdds-ch.NodeRemoves))
@@ -82,11 +101,14 @@ func TestChurnDeterministic(t *testing.T) {
 }
 
 // The same churn in real time, audited mid-run under the world lock, ends
-// consistent with no mid-run divergence.
+// consistent with no mid-run divergence. The run goes on past its
+// duration until every kind of churn and three audits have happened, so
+// that a loaded machine does not fail it.
 func TestChurnRealtime(t *testing.T) {
 	cfg := churnConfig(false)
 	cfg.AuditEvery = 100 * time.Millisecond
-	rep, err := run(context.Background(), cfg, nil, hooks{})
+	until := func(p runProgress) bool { return allChurned(p) && p.MidAudits >= 3 }
+	rep, err := run(context.Background(), cfg, nil, hooks{until: until})
 	require.NoError(t, err)
 	requireChurned(t, rep)
 	require.GreaterOrEqual(t, rep.MidAudits.Count, 3)
@@ -96,12 +118,12 @@ func TestChurnRealtime(t *testing.T) {
 // A divergence planted in the middle of a real-time run (a delivered pod
 // removed behind the informer's back) is caught by the next mid-run audit,
 // asked for on the audit channel (SIGUSR1 in cmd/loadgen), and the run
-// exits 3.
+// exits 3. The run goes on until the three audits asked for are made.
 func TestRealtimeMidRunAuditCatchesDivergence(t *testing.T) {
 	auditNow := make(chan struct{})
 	calls := 0
 	var planted string
-	h := hooks{auditNow: auditNow, beforeAudit: func(c *schedcache.Cache, truth *Truth) {
+	h := hooks{auditNow: auditNow, until: func(p runProgress) bool { return p.MidAudits >= 3 }, beforeAudit: func(c *schedcache.Cache, truth *Truth) {
 		calls++
 		if calls != 2 {
 			return
@@ -124,7 +146,11 @@ func TestRealtimeMidRunAuditCatchesDivergence(t *testing.T) {
 	}()
 	for i := 0; i < 3; i++ {
 		time.Sleep(100 * time.Millisecond)
-		auditNow <- struct{}{}
+		select {
+		case auditNow <- struct{}{}:
+		case code := <-done:
+			t.Fatalf("the run ended (exit %d) before audit %d was asked for: %s", code, i+1, stderr.String())
+		}
 	}
 	code := watchdog.Recv(done, "the run ending")
 	require.Equal(t, exitDivergence, code, stderr.String())
@@ -142,6 +168,7 @@ func TestRealtimeMidRunAuditCatchesDivergence(t *testing.T) {
 }
 
 // Without the planted divergence, audits asked for on the channel pass.
+// The run goes on until the four audits asked for are made.
 func TestRealtimeAuditOnDemand(t *testing.T) {
 	auditNow := make(chan struct{})
 	type result struct {
@@ -152,12 +179,16 @@ func TestRealtimeAuditOnDemand(t *testing.T) {
 	cfg := churnConfig(false)
 	cfg.Duration = 800 * time.Millisecond
 	go func() { // owned by the test: it receives the result below
-		rep, err := run(context.Background(), cfg, nil, hooks{auditNow: auditNow})
+		rep, err := run(context.Background(), cfg, nil, hooks{auditNow: auditNow, until: func(p runProgress) bool { return p.MidAudits >= 4 }})
 		done <- result{rep, err}
 	}()
 	for i := 0; i < 4; i++ {
 		time.Sleep(120 * time.Millisecond)
-		auditNow <- struct{}{}
+		select {
+		case auditNow <- struct{}{}:
+		case res := <-done:
+			t.Fatalf("the run ended (%v) before audit %d was asked for", res.err, i+1)
+		}
 	}
 	res := watchdog.Recv(done, "the run ending")
 	require.NoError(t, res.err)
@@ -360,10 +391,11 @@ func TestChurnRecordReplay(t *testing.T) {
 }
 
 // The churn preset runs in short form (a small cluster) with its exit code
-// 0 and audits during the run.
+// 0 and audits during the run (it goes on until one was made).
 func TestChurnPresetShort(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	code := realMain(context.Background(), []string{"-preset", "churn", "-nodes", "300", "-pods-per-node", "10", "-duration", "700ms", "-audit-every", "200ms"}, &stdout, &stderr, false, hooks{})
+	h := hooks{until: func(p runProgress) bool { return p.MidAudits >= 1 }}
+	code := realMain(context.Background(), []string{"-preset", "churn", "-nodes", "300", "-pods-per-node", "10", "-duration", "700ms", "-audit-every", "200ms"}, &stdout, &stderr, false, h)
 	require.Equal(t, exitOK, code, stdout.String()+stderr.String())
 	require.Contains(t, stdout.String(), "0 with divergences")
 	require.Contains(t, stdout.String(), "consistent: true")
@@ -412,12 +444,18 @@ func TestRecordFailedCall(t *testing.T) {
 // An expiry storm under churn: pods assumed with a binding that never
 // comes expire after the TTL, also on nodes drained and removed meanwhile
 // (the cache keeps them there until then, as upstream's does), and no
-// audit reports them.
+// audit reports them. A node removal waits for the informer to have
+// delivered every event of the node's pods, which a loaded machine delays
+// (a removal drawn early can finish after the duration): the run goes on
+// past its duration until the storm and a removal have happened.
 func TestChurnWithExpiry(t *testing.T) {
 	cfg := churnConfig(false)
 	cfg.Duration, cfg.AuditEvery = 900*time.Millisecond, 100*time.Millisecond
 	cfg.AssumeTTL, cfg.ExpiryPods, cfg.ExpiryAt = 200*time.Millisecond, 1000, 100*time.Millisecond
-	rep, err := run(context.Background(), cfg, nil, hooks{})
+	until := func(p runProgress) bool {
+		return p.Churn.ExpiryAssumed == int64(cfg.ExpiryPods) && p.Churn.NodeRemoves > 0
+	}
+	rep, err := run(context.Background(), cfg, nil, hooks{until: until})
 	require.NoError(t, err)
 	require.True(t, rep.Consistent, "audit %+v, mid-run %+v; final %d pods %d nodes, async errors %d", rep.Audit, rep.MidAudits.FirstFail, rep.FinalPods, rep.FinalNodes, rep.AsyncErrors)
 	require.Zero(t, rep.MidAudits.Failed)

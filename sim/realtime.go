@@ -89,6 +89,13 @@ type realtimeRun struct {
 	stopped  atomic.Bool            // atomic: set by stop before done is closed
 	schedErr atomic.Pointer[runErr] // atomic: the first failure (fail)
 	endNs    atomic.Int64           // atomic: when the pod count was reached, since t0
+	// counts: the API server goroutine's churn and informer counts after
+	// its last step, published for hooks.until (only when it is set).
+	counts atomic.Pointer[runProgress]
+	// overran: how long the run went on, since t0, when hooks.until kept
+	// it going past its duration (0: it did not); owned by the main
+	// goroutine.
+	overran time.Duration
 
 	scheduled, forgotten, failed, refused, conflicts, unsched atomic.Int64 // atomic
 
@@ -522,6 +529,9 @@ func (rt *realtimeRun) apiStep(now time.Duration) error {
 	}
 	rt.world.RLock()
 	defer rt.world.RUnlock()
+	if rt.h.until != nil {
+		defer func() { rt.counts.Store(&runProgress{Churn: rt.api.counts, Informer: rt.inf.counts}) }()
+	}
 	if err := rt.api.runDue(now); err != nil {
 		return err
 	}
@@ -561,7 +571,7 @@ func (rt *realtimeRun) supervise() {
 	defer ticker.Stop()
 	rt.lastCount, rt.lastProgress = 0, rt.t0
 	rt.rep.Stopped = "duration"
-	for !rt.stopped.Load() && time.Now().Before(deadline) {
+	for !rt.stopped.Load() && (time.Now().Before(deadline) || rt.keepGoing(deadline)) {
 		select {
 		case <-rt.ctx.Done():
 			rt.fail(rt.ctx.Err())
@@ -573,6 +583,25 @@ func (rt *realtimeRun) supervise() {
 			rt.sample(now)
 		}
 	}
+}
+
+// keepGoing reports, past the deadline, whether hooks.until keeps the run
+// going (see there); it records how long the run went on when it stops
+// doing so.
+func (rt *realtimeRun) keepGoing(deadline time.Time) bool {
+	if rt.h.until == nil {
+		return false
+	}
+	var p runProgress
+	if c := rt.counts.Load(); c != nil {
+		p = *c
+	}
+	p.MidAudits = rt.rep.MidAudits.Count
+	if !rt.h.until(p) && time.Since(deadline) < untilLimit {
+		return true
+	}
+	rt.overran = rt.since()
+	return false
 }
 
 // sample records the pending queue's length at the end of each 1 s
@@ -629,6 +658,9 @@ func (rt *realtimeRun) report() (*Report, error) {
 	rep := rt.rep
 	rep.Wall = time.Since(rt.t0)
 	rep.Elapsed = min(rep.Wall, rt.limit)
+	if rt.overran > rt.limit {
+		rep.Elapsed = rt.overran
+	}
 	if end := rt.endNs.Load(); end > 0 {
 		rep.Elapsed = time.Duration(end)
 		rep.Stopped = "pods"

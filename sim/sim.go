@@ -27,7 +27,28 @@ type hooks struct {
 	beforeAudit func(c *schedcache.Cache, truth *Truth)
 	// auditNow asks a real-time run for an audit (SIGUSR1 in cmd/loadgen).
 	auditNow <-chan struct{}
+	// until, if set, keeps a real-time run going past its duration while
+	// it returns false for the run's progress, for at most untilLimit
+	// more, so that a test's checks do not depend on how much of the
+	// churn a loaded machine gets through in the duration. The run's main
+	// goroutine calls it at every tick (100 ms) past the duration.
+	// Deterministic runs ignore it.
+	until func(p runProgress) bool
 }
+
+// runProgress is what hooks.until sees of a real-time run: the churn and
+// the informer's counts as of the API server goroutine's last step, and
+// the mid-run audits made. A plain value.
+type runProgress struct {
+	Churn     ChurnCounts
+	Informer  InformerCounts
+	MidAudits int
+}
+
+// untilLimit bounds how long hooks.until keeps a run going past its
+// duration: a condition that never holds ends the run then, and the
+// test's checks report what is missing.
+const untilLimit = 30 * time.Second
 
 // progress draws a progress bar when w is not nil (a terminal: Main
 // passes stderr only then). It is used by one goroutine at a time (the
