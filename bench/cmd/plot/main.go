@@ -184,7 +184,7 @@ func charts(d data, size string) []chart {
 		{"W6 take", k("W6", "variant=take"), "ns/op"},
 		{"W6 take+List", k("W6", "variant=take+list"), "ns/op"},
 		{"W6 take+scan", k("W6", "variant=take+scan"), "ns/op"},
-		{"Cycle (4 sync calls)", k("Cycle", ""), "ns/op"},
+		{"Cycle (3 sync calls)", k("Cycle", ""), "ns/op"},
 		{"W2 per event", k("W2", ""), "ns/op"},
 	}
 	cs = append(cs, chart{File: "latency-" + size + ".svg", Title: "Per-operation cost, " + size + " nodes",
