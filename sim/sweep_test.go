@@ -242,7 +242,7 @@ func TestSVG(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, strings.Split(strings.TrimSpace(string(c)), "\n"), 1+3)
 	require.Contains(t, string(b), "Throughput (pods/s per 1 s window)")
-	require.Contains(t, string(b), "Attempt latency (ms per 1 s window): p50, p99")
+	require.Contains(t, string(b), "Attempt latency per 1 s window (log scale): p50, p99")
 }
 
 // A -svg path that cannot be created is refused before the run.
