@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/schedcache/schedcache/kube/informer"
 	"github.com/schedcache/schedcache/kube/internal/fakeapi"
 	"github.com/schedcache/schedcache/kube/metrics"
+	"github.com/schedcache/schedcache/nodeinfo"
 )
 
 // Placer chooses a node for a pod on an immutable snapshot of the cache.
@@ -40,15 +42,25 @@ type Placer interface {
 // ErrNoNode is returned by a Placer that finds no node.
 var ErrNoNode = errors.New("examples: no node fits")
 
-// FewestPods is a Placer without plugins (see Placer): the node with the
-// fewest pods, by name on ties.
+// FewestPods is a Placer without plugins (see Placer): among the nodes the
+// pod fits on (their allocatable pod count, CPU and memory, less what is
+// requested there), the one with the fewest pods, by name on ties;
+// ErrNoNode when it fits on none.
 type FewestPods struct{}
 
-// Place picks the node with the fewest pods.
-func (FewestPods) Place(_ context.Context, snap *schedcache.Snapshot, _ *v1.Pod) (string, error) {
+// Place picks the node with the fewest pods among those the pod fits on.
+func (FewestPods) Place(_ context.Context, snap *schedcache.Snapshot, pod *v1.Pod) (string, error) {
+	pi, err := nodeinfo.NewPodInfo(pod)
+	if err != nil {
+		return "", err
+	}
+	req := pi.Requests()
 	best, bestPods := "", 0
 	for i := 0; i < snap.NumNodes(); i++ {
 		ni := snap.At(i)
+		if !fits(ni, req) {
+			continue
+		}
 		if best == "" || ni.NumPods() < bestPods || (ni.NumPods() == bestPods && ni.NodeName() < best) {
 			best, bestPods = ni.NodeName(), ni.NumPods()
 		}
@@ -59,12 +71,58 @@ func (FewestPods) Place(_ context.Context, snap *schedcache.Snapshot, _ *v1.Pod)
 	return best, nil
 }
 
-// Config sizes the example.
+// fits says whether a pod requesting req fits on ni: one more pod, and its
+// CPU and memory, within the node's allocatable.
+func fits(ni *nodeinfo.NodeInfo, req nodeinfo.Resource) bool {
+	alloc, used := ni.Allocatable(), ni.Requested()
+	return int64(ni.NumPods()) < alloc.AllowedPodNumber &&
+		used.MilliCPU+req.MilliCPU <= alloc.MilliCPU && used.Memory+req.Memory <= alloc.Memory
+}
+
+// Config sizes the example; Validate checks it.
 type Config struct {
 	Nodes, Pods int
 	Latency     time.Duration // of each simulated binding call
-	FailureRate float64       // of the simulated bindings; failed pods are forgotten and retried
+	FailureRate float64       // of the simulated bindings, in [0, 1); failed pods are forgotten and retried
 	Seed        int64
+}
+
+// Limits of Config.
+const (
+	MaxNodes   = 10_000
+	MaxPods    = 1_000_000
+	MaxLatency = time.Minute
+)
+
+// ErrInvalidConfig is wrapped by Validate's errors.
+var ErrInvalidConfig = errors.New("examples: invalid configuration")
+
+// ConfigError is an immutable value naming the Config field at fault; it
+// wraps ErrInvalidConfig.
+type ConfigError struct {
+	Field string // Nodes, Pods, Latency or FailureRate
+	Msg   string
+}
+
+func (e *ConfigError) Error() string { return e.Field + ": " + e.Msg }
+func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+
+// Validate returns the first fault of c as a *ConfigError, or nil.
+func (c Config) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case c.Nodes < 1 || c.Nodes > MaxNodes:
+		return bad("Nodes", "must be 1 to %d, got %d", MaxNodes, c.Nodes)
+	case c.Pods < 0 || c.Pods > MaxPods:
+		return bad("Pods", "must be 0 to %d, got %d", MaxPods, c.Pods)
+	case c.Latency < 0 || c.Latency > MaxLatency:
+		return bad("Latency", "must be 0 to %v, got %v", MaxLatency, c.Latency)
+	case math.IsNaN(c.FailureRate) || c.FailureRate < 0 || c.FailureRate >= 1:
+		return bad("FailureRate", "must be a fraction in [0, 1) (at 1 no binding succeeds), got %v", c.FailureRate)
+	}
+	return nil
 }
 
 func node(i int) *v1.Node {
@@ -86,10 +144,15 @@ func pendingPod(i int) *v1.Pod {
 }
 
 // Run schedules cfg.Pods pending pods onto cfg.Nodes nodes of a fake
-// cluster with placer and writes what happened to out. It returns once
-// every pod is bound and confirmed by the informer, or ctx ends; every
-// goroutine it started has stopped when it returns.
+// cluster with placer and writes what happened to out. A pod the placer
+// finds no node for (ErrNoNode: the nodes are full) stays pending and is
+// reported. It returns once every other pod is bound and confirmed by the
+// informer, or ctx ends; every goroutine it started has stopped when it
+// returns. An invalid cfg is a *ConfigError, before any work.
 func Run(ctx context.Context, out io.Writer, cfg Config, placer Placer) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
 	logger := klog.FromContext(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -160,8 +223,9 @@ func Run(ctx context.Context, out io.Writer, cfg Config, placer Placer) error {
 
 	// Scheduling: place each pod on the latest snapshot and bind it; a
 	// failed binding was forgotten by the binder, so the pod is placed
-	// again.
+	// again. A pod that fits on no node stays pending.
 	queue := append([]*v1.Pod(nil), pending...)
+	unschedulable := 0
 	for rounds := 0; len(queue) > 0; rounds++ {
 		if rounds > 100 {
 			return fmt.Errorf("%d pods still unbound after 100 rounds", len(queue))
@@ -169,6 +233,10 @@ func Run(ctx context.Context, out io.Writer, cfg Config, placer Placer) error {
 		var retry []*v1.Pod
 		for _, p := range queue {
 			nodeName, err := placer.Place(ctx, c.Snapshot(), p)
+			if errors.Is(err, ErrNoNode) {
+				unschedulable++
+				continue
+			}
 			if err != nil {
 				return err
 			}
@@ -183,7 +251,8 @@ func Run(ctx context.Context, out io.Writer, cfg Config, placer Placer) error {
 	}
 
 	// Wait until the informer confirmed every binding (no assumed pod left).
-	for st := c.Stats(); st.AssumedPods > 0 || st.Pods < cfg.Pods; st = c.Stats() {
+	bound := cfg.Pods - unschedulable
+	for st := c.Stats(); st.AssumedPods > 0 || st.Pods < bound; st = c.Stats() {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -192,7 +261,12 @@ func Run(ctx context.Context, out io.Writer, cfg Config, placer Placer) error {
 	}
 
 	bc := binder.Counts()
-	fmt.Fprintf(out, "scheduled %d pods on %d nodes: %d bindings failed and were forgotten\n", cfg.Pods, cfg.Nodes, bc.Forgotten)
+	if unschedulable == 0 {
+		fmt.Fprintf(out, "scheduled %d pods on %d nodes: %d bindings failed and were forgotten\n", cfg.Pods, cfg.Nodes, bc.Forgotten)
+	} else {
+		fmt.Fprintf(out, "scheduled %d of %d pods on %d nodes: %d bindings failed and were forgotten; %d pods stay pending: no node fits them\n",
+			bound, cfg.Pods, cfg.Nodes, bc.Forgotten, unschedulable)
+	}
 	snap := c.Snapshot()
 	for i := 0; i < snap.NumNodes(); i++ {
 		ni := snap.At(i)
