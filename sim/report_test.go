@@ -67,9 +67,6 @@ func TestSVGTitleGridLogScale(t *testing.T) {
 				Name   string `xml:"data-name,attr"`
 				Points string `xml:"points,attr"`
 			} `xml:"polyline"`
-			Frame struct {
-				Y, H float64
-			} `xml:"rect"`
 		} `xml:"g"`
 	}
 	require.NoError(t, xml.Unmarshal([]byte(svg), &doc))
