@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/schedcache/schedcache/sim/manifest"
 	"github.com/schedcache/schedcache/workload"
 )
 
@@ -118,6 +119,14 @@ type Config struct {
 	// podMix); nil: the generator's standard shape. Shared, never
 	// changed once set.
 	Shape *workload.Shape
+
+	// ClusterFrom lists the manifest files or directories the cluster is
+	// loaded from instead of generated (-cluster-from, a scenario's
+	// cluster.manifests; clusterfrom.go); Loaded is what they hold, read
+	// by parseFlags. Loaded is shared, never changed once set: each run
+	// copies its objects.
+	ClusterFrom []string
+	Loaded      *manifest.Cluster
 }
 
 // Arrival modes.
@@ -274,6 +283,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Shape.Validate(); err != nil {
 		return bad("cluster", "%v", err)
+	}
+	if err := c.validateLoaded(); err != nil {
+		return err
 	}
 	if err := c.validateArrivals(); err != nil {
 		return err
@@ -441,6 +453,10 @@ func flagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.ExpiryPods, "expiry-pods", cfg.ExpiryPods, "expiry storm (W5): pods assumed at -expiry-at whose binding never comes")
 	fs.DurationVar(&cfg.ExpiryAt, "expiry-at", cfg.ExpiryAt, "when the expiry storm happens")
 	fs.StringVar(&cfg.Record, "record", cfg.Record, "with -deterministic, write every cache call (JSON Lines trace) to this path; -replay PATH replays one")
+	fs.Func("cluster-from", "load the cluster from Kubernetes manifests: comma list of files or directories (YAML or JSON, Lists, ---, gzip; nodes and pods, others skipped)", func(s string) (err error) {
+		cfg.ClusterFrom, err = splitPaths(s)
+		return err
+	})
 	return fs
 }
 
@@ -519,6 +535,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 		if sc.setSample {
 			set["sample"] = true
 		}
+	}
+	if err := cfg.clusterFromFlags(set); err != nil {
+		return cfg, err
 	}
 	if set["pods-per-node"] && set["initial-pods"] {
 		return cfg, bad("initial-pods", "give -initial-pods or -pods-per-node, not both")

@@ -467,7 +467,9 @@ func (d *detRun) decide(ev event) error {
 	d.push(event{at: ev.at + d.cfg.DecisionTime, kind: evDecide, worker: ev.worker})
 	var pod *v1.Pod
 	arrivedAt := ev.at
-	if d.cfg.openLoop() {
+	if p := d.e.takeLoaded(); p != nil {
+		pod, arrivedAt = p, 0 // pending since the start
+	} else if d.cfg.openLoop() {
 		if d.head == len(d.queue) {
 			return nil // idle: nothing pending
 		}

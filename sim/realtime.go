@@ -310,7 +310,9 @@ func (rt *realtimeRun) scheduler(s int) {
 	for i := 0; !rt.stopped.Load(); i++ {
 		var pod *v1.Pod
 		var arrivedAt time.Duration
-		if rt.arr != nil {
+		if p := rt.e.takeLoaded(); p != nil {
+			pod = p // pending since the start
+		} else if rt.arr != nil {
 			select {
 			case a := <-rt.arr:
 				pod, arrivedAt = a.pod, a.at

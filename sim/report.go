@@ -213,6 +213,8 @@ type JSONConfig struct {
 	Zones          int     `json:"zones,omitempty"`
 	Pods           int64   `json:"pods,omitempty"`
 	KeepPods       bool    `json:"keep_pods,omitempty"`
+	// ClusterFrom: the manifests the cluster was loaded from (-cluster-from).
+	ClusterFrom []string `json:"cluster_from,omitempty"`
 }
 
 // Environment is a plain value: where the run happened.
@@ -307,7 +309,7 @@ func (r *Report) JSON() *JSONReport {
 		tp.Labels["WindowSeconds"] = strconv.FormatFloat(r.Elapsed.Seconds(), 'f', 3, 64)
 	}
 	jc := JSONConfig{c.Nodes, c.PodsPerNode, c.Seed, c.Duration.Seconds(), c.Schedulers, c.Sample,
-		ms(c.ConfirmDelay), c.FailRate, r.Shards, c.Deterministic, 0, 0, c.InitialPods, c.Zones, c.Pods, c.KeepPods}
+		ms(c.ConfirmDelay), c.FailRate, r.Shards, c.Deterministic, 0, 0, c.InitialPods, c.Zones, c.Pods, c.KeepPods, c.ClusterFrom}
 	if c.Deterministic {
 		jc.DecisionTimeUs = float64(c.DecisionTime) / 1e3
 		jc.AuditEveryMs = ms(c.AuditEvery)
@@ -404,6 +406,9 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "run:       %v (wall %v), stopped by %s", r.Elapsed.Round(time.Millisecond), r.Wall.Round(time.Millisecond), r.Stopped)
 	if r.Config.Scenario != "" {
 		fmt.Fprintf(w, "; scenario %s", r.Config.Scenario)
+	}
+	if len(r.Config.ClusterFrom) > 0 {
+		fmt.Fprintf(w, "; cluster from %s", strings.Join(r.Config.ClusterFrom, ","))
 	}
 	fmt.Fprintln(w)
 	switch r.Config.Arrival {

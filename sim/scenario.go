@@ -56,6 +56,10 @@ type ScenarioCluster struct {
 	Labels        []ScenarioLabel      `json:"labels"`
 	Taints        []ScenarioTaint      `json:"taints"`
 	Unschedulable *float64             `json:"unschedulable"`
+	// Manifests load the cluster from Kubernetes manifests instead
+	// (-cluster-from; clusterfrom.go): paths relative to the scenario
+	// file's directory; not with nodes, podsPerNode, initialPods, zones.
+	Manifests []string `json:"manifests"`
 }
 
 // ScenarioWork is the scheduling workload.
@@ -258,6 +262,11 @@ func (sc *Scenario) apply(cfg *Config) error {
 		setInt(&cfg.Zones, c.Zones)
 		if c.Seed != nil {
 			cfg.Seed = *c.Seed
+		}
+		if len(c.Manifests) > 0 {
+			if err := sc.applyManifests(cfg, fail); err != nil {
+				return err
+			}
 		}
 	}
 	shape, err := shapeOf(sc.Cluster, sc.PodMix)

@@ -114,6 +114,10 @@ type env struct {
 	asyncErrs atomic.Int64   // atomic
 	firstErr  atomic.Value   // atomic; error
 	warnings  []string       // owned by the run's main goroutine
+	// pending are the manifests' pending pods (nil: none), the next to
+	// take at pendingNext (clusterfrom.go).
+	pending     []*v1.Pod    // immutable length; element i owned by whoever took it
+	pendingNext atomic.Int64 // atomic
 }
 
 // refuseOverfull says whether a cluster with over of its nodes over-full
@@ -133,6 +137,7 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 		r: rand.New(rand.NewPCG(uint64(cfg.Seed), 0xb1))}
 	prog.printf("building cluster: %d nodes, %d pods per node or %d in all (seed %d)\n", cfg.Nodes, cfg.PodsPerNode, cfg.InitialPods, cfg.Seed)
 	e.cl = buildCluster(cfg)
+	e.initLoaded(cfg, prog)
 	rep.InitialPods = len(e.cl.Pods)
 	// The live heap is measured after each part, so that the report
 	// tells the generated objects, the ground truth and the cache apart.
@@ -219,12 +224,12 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 		return true
 	})
 	rep.OverfullAtStart = over
-	if refuseOverfull(over, cfg.Nodes) {
+	if refuseOverfull(over, cfg.Nodes) && cfg.Loaded == nil { // a loaded cluster is as the files have it
 		c.Close()
 		return nil, cfg.overfull(over, first)
 	}
 	if over > 0 {
-		e.warnings = append(e.warnings, fmt.Sprintf("%d of %d nodes are over-full at start, the generator's tail (first: %s)", over, cfg.Nodes, first))
+		e.warnings = append(e.warnings, fmt.Sprintf("%d of %d nodes are over-full at start, %s (first: %s)", over, cfg.Nodes, overfullCause(cfg), first))
 	}
 	runtime.GC()
 	var ms runtime.MemStats
@@ -246,6 +251,9 @@ func liveHeap() uint64 {
 // generator's ceil(InitialPods/Nodes) pods per node thinned evenly to that
 // total; with Zones, nodes relabelled round-robin into zone-0 … zone-(N-1).
 func buildCluster(cfg Config) *workload.Cluster {
+	if cfg.Loaded != nil {
+		return loadedCluster(cfg)
+	}
 	ppn := cfg.PodsPerNode
 	if cfg.InitialPods > 0 {
 		ppn = (cfg.InitialPods + cfg.Nodes - 1) / cfg.Nodes
@@ -315,6 +323,7 @@ func (e *env) finish(cfg Config, rep *Report, h hooks, prog *progress) error {
 		e.warnings = append(e.warnings, fmt.Sprintf("the cluster is nearly full: %d of %d decisions found no node among the %d sampled",
 			rep.Unschedulable, decisions, cfg.Sample))
 	}
+	e.noteLoadedLeft()
 	rep.Warnings = e.warnings
 	rep.Consistent = rep.Audit.OK && rep.MidAudits.Failed == 0 && rep.FinalPods == rep.ExpectedPods && rep.FinalNodes == rep.ExpectedNodes+rep.Audit.GhostNodes && rep.AsyncErrors == 0
 	if fe := e.firstErr.Load(); fe != nil {
