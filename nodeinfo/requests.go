@@ -13,9 +13,12 @@ import (
 // non-zero cpu/memory (4.3) exactly as upstream PodInfo.CalculateResource
 // at v1.37.2 with the default gates (InPlacePodVerticalScaling GA and
 // locked on, PodLevelResources and InPlacePodLevelResourcesVerticalScaling
-// beta and on, DRANodeAllocatableResources alpha and off, so the pod
-// status's nodeAllocatableResourceClaimStatuses are not read), without
-// building intermediate v1.ResourceLists.
+// beta and on), without building intermediate v1.ResourceLists.
+// DRANodeAllocatableResources (alpha, off by default) is followed as
+// SetDRANodeAllocatableResources says (dra.go): while it is off, as by
+// default, the pod status's nodeAllocatableResourceClaimStatuses are not
+// read; while it is on, a pod with claim statuses takes the exact path
+// (podRequestsExactWith), which adds their quantities where upstream does.
 //
 // Every operation of the upstream aggregation (add, max, default-if-absent,
 // override, overhead) is per resource name, so the defaulted aggregation
@@ -295,7 +298,8 @@ func (r *reqList) max(o *reqList) {
 // Upstream (k8s.io/component-helpers v0.37.2 resource.PodRequests, as
 // framework.PodInfo.CalculateResource calls it at v1.37.2 with the default
 // gates: UseStatusResources and InPlacePodLevelResourcesVerticalScaling on,
-// PodLevelResources on, DRANodeAllocatableResources off) aggregates three
+// PodLevelResources on; DRANodeAllocatableResources as set by
+// SetDRANodeAllocatableResources, off by default) aggregates three
 // lists per container, each over the whole pod, and only then takes the
 // per-name maximum of the three totals. These are the three kinds, in the
 // order of its containerSpecRequests, containerAllocatedRequests and
@@ -421,8 +425,16 @@ func podLevelRequestsSet(pod *v1.Pod) bool {
 }
 
 // podRequests computes the pod's Requested contribution and its non-zero
-// cpu (millicores) and memory (bytes), rounding once on the aggregate.
+// cpu (millicores) and memory (bytes), rounding once on the aggregate. A
+// pod with claim statuses while DRANodeAllocatableResources is on
+// (SetDRANodeAllocatableResources) takes the exact path with their
+// quantities; the int64 paths never read them.
 func podRequests(pod *v1.Pod) (req Resource, non0CPU, non0Mem int64) {
+	if len(pod.Status.NodeAllocatableResourceClaimStatuses) > 0 && draNodeAllocatableResources.Load() {
+		var dra reqList
+		dra.loadDRAClaims(pod)
+		return podRequestsExactWith(pod, &dra)
+	}
 	plain := plainPodRequests
 	if len(pod.Spec.InitContainers) > 0 || len(pod.Spec.Overhead) > 0 {
 		plain = plainInitPodRequests
@@ -931,8 +943,20 @@ func (s *aggScratch) aggregate(pod *v1.Pod, kind int, infeasible bool, out *reqL
 
 // podRequestsExact is podRequests for any pod, with exact amounts
 // throughout (sums of Quantities where an amount is not a whole unit or
-// does not fit an int64).
+// does not fit an int64), with DRANodeAllocatableResources off.
 func podRequestsExact(pod *v1.Pod) (req Resource, non0CPU, non0Mem int64) {
+	return podRequestsExactWith(pod, nil)
+}
+
+// podRequestsExactWith is podRequestsExact with the claim quantities dra
+// (loadDRAClaims) added where upstream's AggregateContainerRequests adds
+// them with UseDRANodeAllocatableResourceClaimStatus: to the spec total S
+// and to the allocated total A aggregated from the containers, never to
+// the actuated total U nor to A and U taken from the pod-level status
+// (those already hold them, upstream says); nil adds nothing (the gate
+// off). As they join the aggregate before the pod-level override, a
+// pod-level cpu, memory or hugepages-* request replaces them.
+func podRequestsExactWith(pod *v1.Pod, dra *reqList) (req Resource, non0CPU, non0Mem int64) {
 	infeasible := isPodResizeInfeasible(pod)
 	var s aggScratch
 	var total, other reqList
@@ -941,6 +965,9 @@ func podRequestsExact(pod *v1.Pod) (req Resource, non0CPU, non0Mem int64) {
 	// (upstream AggregateContainerRequests).
 	if !infeasible {
 		s.aggregate(pod, kindSpec, false, &total)
+		if dra != nil {
+			total.add(dra)
+		}
 	}
 	switch {
 	case podStatusTotals(pod):
@@ -950,12 +977,21 @@ func podRequestsExact(pod *v1.Pod) (req Resource, non0CPU, non0Mem int64) {
 		total.max(&other)
 	case infeasible || hasContainerStatuses(pod):
 		s.aggregate(pod, kindAllocated, infeasible, &other)
+		if dra != nil {
+			other.add(dra)
+		}
 		total.max(&other)
 		s.aggregate(pod, kindActuated, infeasible, &other)
 		total.max(&other)
+	case dra != nil:
+		// Every container's allocated and actuated lists are its spec:
+		// A = S + claims (already in total) and U = S, which only a
+		// negative claim amount could make count.
+		s.aggregate(pod, kindSpec, false, &other)
+		total.max(&other)
 	}
-	// Otherwise every container's allocated and actuated lists are its
-	// spec: A = U = S.
+	// Otherwise (no claims) every container's allocated and actuated
+	// lists are its spec: A = U = S.
 
 	// Pod-level requests in effect (upstream PodRequests): the effective
 	// list E is spec.resources.requests, or, once status.resources is set,
