@@ -209,6 +209,11 @@ func WithMailboxSize(n int) Option { return func(o *options) { o.a.MailboxSize =
 // WithMaxBatch bounds how many operations one publication covers (default 256).
 func WithMaxBatch(n int) Option { return func(o *options) { o.a.MaxBatch = n } }
 
+// WithSerialTiming times the serial section, what every operation waits
+// for whatever the number of cores (see Cache.SerialStats): two readings
+// of the cache's clock per operation, per publication and per batch.
+func WithSerialTiming() Option { return func(o *options) { o.a.SerialTiming = true } }
+
 // WithExpiryChunk bounds how many pods one expiry step removes before
 // other operations get their turn (default 64).
 func WithExpiryChunk(n int) Option { return func(o *options) { o.a.ExpiryChunk = n } }

@@ -47,3 +47,29 @@ func (c *Cache) Stats() Stats {
 	}
 	return c.a.Stats()
 }
+
+// SerialStats is a reading of the serial section's timing (see
+// Cache.SerialStats).
+type SerialStats = actor.SerialStats
+
+// Hold is a histogram of durations the serial section was held.
+type Hold = actor.Hold
+
+// NumHoldBuckets is the number of buckets of a Hold.
+const NumHoldBuckets = actor.NumHoldBuckets
+
+// SerialStats returns how long the coordinator's token was held: by
+// operation kind (applying it), by publication, and by batch size (the
+// whole batch). Ceiling() is the operations per second that section
+// allows on any number of cores, at the recorded mix and batch sizes.
+// Enabled is false unless the cache was made WithSerialTiming.
+//
+// Contract: safe for concurrent use, never blocks, never waits for the
+// coordinator; each counter is one atomic load. It may be called after
+// Close.
+func (c *Cache) SerialStats() SerialStats {
+	if c.started() != nil {
+		return SerialStats{}
+	}
+	return c.a.SerialStats()
+}

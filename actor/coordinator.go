@@ -62,7 +62,8 @@ type Coordinator struct {
 	// either gets a reply (or reaches OnAsyncError) or is refused.
 	closing    atomic.Bool
 	submitters atomic.Int64
-	stats      *counters // written by run only (atomics), read by Stats; behind a pointer so its lines are its own
+	stats      *counters    // written by run only (atomics), read by Stats; behind a pointer so its lines are its own
+	serial     *serialHists // nil unless Options.SerialTiming; written by the token holder (atomics), read by SerialStats
 }
 
 // Start launches the coordinator, its shards, the pod-log folder and (if
@@ -98,6 +99,7 @@ func Start(ctx context.Context, o Options) *Coordinator {
 		runDone: make(chan struct{}),
 		ctx:     ctx,
 		stats:   new(counters),
+		serial:  newSerialHists(o.SerialTiming && o.Clock != nil),
 		backlog: newBacklog(maxBacklog),
 	}
 	close(a.stepNow)

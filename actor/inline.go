@@ -20,6 +20,7 @@ func (a *Coordinator) runInline(op *Op) bool {
 	}
 	a.inline = true
 	a.stats.batch(1)
+	t0 := a.serialStart()
 	err := a.handle(op)
 	if err == nil {
 		err = a.flush()
@@ -27,6 +28,7 @@ func (a *Coordinator) runInline(op *Op) bool {
 	if err != nil {
 		a.fail(err) // answers op, parked among the waiters
 	}
+	a.serialBatch(t0, 1)
 	a.inline = false
 	a.token <- struct{}{}
 	return true

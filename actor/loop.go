@@ -192,6 +192,7 @@ func (a *Coordinator) fail(cause error) {
 // when the mailbox is empty or MaxBatch ops were taken. On a fault it
 // leaves the chunk's unhandled ops in pending and returns the fault.
 func (a *Coordinator) batch(first *Op) error {
+	t0 := a.serialStart()
 	chunk := append(a.chunk[:0], first)
 	taken := 0
 	// A fault: the ops taken are failed, no longer queued. Otherwise the
@@ -222,7 +223,9 @@ func (a *Coordinator) batch(first *Op) error {
 	}
 	a.chunk = chunk
 	a.stats.batch(taken)
-	return a.flush()
+	err := a.flush()
+	a.serialBatch(t0, taken)
+	return err
 }
 
 // uncount lowers queued by the ops taken from the mailbox and not yet
@@ -270,7 +273,9 @@ func (a *Coordinator) handle(op *Op) error {
 			return a.park(op, err)
 		}
 	}
+	t0 := a.serialStart()
 	res, err := a.apply(op)
+	a.serialApply(t0, op.Kind)
 	if err != nil {
 		return a.park(op, err)
 	}
@@ -392,6 +397,8 @@ func (a *Coordinator) serveBarrier(op *Op) (Result, error) {
 // which is safe: the token holder keeps the token until it has published
 // them, and only a token holder acts on queued (runInline).
 func (a *Coordinator) flush() error {
+	t0 := a.serialStart()
+	defer a.serialPublish(t0)
 	if err := a.publish(); err != nil {
 		return err
 	}

@@ -167,6 +167,10 @@ type Options struct {
 	// of the same names: pod groups and composite pod groups are kept
 	// only while they are on (upstream's cache.New arguments).
 	GenericWorkload, CompositePodGroup bool
+	// SerialTiming times the serial section (SerialStats) with Clock (none
+	// without one): two clock readings per op, per publication and per
+	// batch, on the token holder.
+	SerialTiming bool
 
 	faults faultHooks // fault injection for the module's tests; set through internal/hooks only
 }
