@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -93,6 +94,31 @@ func BenchmarkSerialCeiling(b *testing.B) {
 			if mix == "w3" {
 				b.ReportMetric(1e9/heldPerOp/3, "ceiling-pods/s")
 			}
+			logSerial(b, before, s)
 		})
+	}
+}
+
+// logSerial logs the serial section between two readings: the mean time
+// applying each op kind, per publication, and per batch by size bucket.
+func logSerial(b *testing.B, before, after schedcache.SerialStats) {
+	b.Helper()
+	mean := func(x, y schedcache.Hold) string {
+		n := y.Count - x.Count
+		if n == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%d x %v", n, (y.Total-x.Total)/time.Duration(n))
+	}
+	for k := range schedcache.NumOpKinds {
+		if m := mean(before.Apply[k], after.Apply[k]); m != "" {
+			b.Logf("apply %-16v %s", schedcache.OpKind(k), m)
+		}
+	}
+	b.Logf("publish          %s", mean(before.Publish, after.Publish))
+	for i, bound := range schedcache.BatchBuckets {
+		if m := mean(before.Batch[i], after.Batch[i]); m != "" {
+			b.Logf("batch <= %-7d %s", bound, m)
+		}
 	}
 }
