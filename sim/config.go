@@ -127,6 +127,9 @@ type Config struct {
 	// copies its objects.
 	ClusterFrom []string
 	Loaded      *manifest.Cluster
+
+	// Explain chooses the attempts explained in the report (explain.go).
+	Explain ExplainConfig
 }
 
 // Arrival modes.
@@ -209,6 +212,7 @@ func defaultConfig() Config {
 		DrainGrace:   100 * time.Millisecond,
 		NotReadyFor:  time.Second,
 		ReadNodes:    10,
+		Explain:      ExplainConfig{Top: 3},
 	}
 }
 
@@ -288,6 +292,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateArrivals(); err != nil {
+		return err
+	}
+	if err := c.validateExplain(); err != nil {
 		return err
 	}
 	return c.validateChurn()
@@ -457,6 +464,7 @@ func flagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 		cfg.ClusterFrom, err = splitPaths(s)
 		return err
 	})
+	explainFlags(fs, cfg)
 	return fs
 }
 

@@ -486,7 +486,7 @@ func (d *detRun) decide(ev event) error {
 		return err
 	}
 	tr := time.Now()
-	best, err := d.pickers.pickers[ev.worker].Pick(d.ctx, d.c.Snapshot(), info, d.r, d.pickers.rejected[ev.worker])
+	best, err := d.pickers.pick(d.ctx, ev.worker, d.c.Snapshot(), info, d.r)
 	if err != nil {
 		return fmt.Errorf("pick %s: %w", pod.Name, err)
 	}

@@ -108,10 +108,11 @@ type PluginCount struct {
 // rejection counters (rejected[s] owned by scheduler s until the run
 // joins them).
 type schedPickers struct {
-	name     string       // immutable
-	plugins  []string     // immutable
-	pickers  []NodePicker // pickers[s] used by scheduler s; closed by the run's main goroutine
-	rejected [][]int64    // rejected[s] owned by scheduler s until the schedulers stop
+	name     string        // immutable
+	plugins  []string      // immutable
+	pickers  []NodePicker  // pickers[s] used by scheduler s; closed by the run's main goroutine
+	rejected [][]int64     // rejected[s] owned by scheduler s until the schedulers stop
+	explain  *explainState // nil: no attempt is explained (explain.go)
 }
 
 // newPickers makes the node pickers of a run of cfg with p (nil:
@@ -133,6 +134,11 @@ func newPickers(ctx context.Context, p Picker, cfg Config) (*schedPickers, error
 		sp.pickers = append(sp.pickers, np)
 		sp.rejected = append(sp.rejected, make([]int64, len(sp.plugins)))
 	}
+	if cfg.Explain.on() {
+		_, explains := sp.pickers[0].(Explainer)
+		sp.explain = &explainState{cfg: cfg.Explain, seed: splitmix(uint64(cfg.Seed)), explains: explains,
+			per: make([][]Explanation, cfg.Schedulers)}
+	}
 	return sp, nil
 }
 
@@ -152,6 +158,12 @@ func (sp *schedPickers) close() error {
 // Plugins() order, into rep. The schedulers must have stopped.
 func (sp *schedPickers) report(rep *Report) {
 	rep.Picker = sp.name
+	if x := sp.explain; x != nil {
+		rep.Explanations, rep.ExplanationsDropped = x.explanations(), x.dropped()
+		if !x.explains {
+			rep.ExplainNote = fmt.Sprintf("the %s picker does not explain its decisions: pod and node only", sp.name)
+		}
+	}
 	if len(sp.plugins) == 0 {
 		return
 	}

@@ -342,7 +342,7 @@ func (rt *realtimeRun) decide(s int, r *rand.Rand, pod *v1.Pod, arrivedAt time.D
 	}
 	tr := time.Now()
 	snap := rt.c.Snapshot()
-	best, err := rt.pickers.pickers[s].Pick(rt.ctx, snap, info, r, rt.pickers.rejected[s])
+	best, err := rt.pickers.pick(rt.ctx, s, snap, info, r)
 	if err != nil {
 		rt.fail(fmt.Errorf("pick %s: %w", pod.Name, err))
 		return false

@@ -77,6 +77,12 @@ type Report struct {
 	// rejection counts, in the picker's order (nil when it counts none).
 	Picker     string
 	Rejections []PluginCount
+	// Explanations are the attempts explained (-explain, -explain-rate;
+	// explain.go), in attempt order; ExplanationsDropped those chosen over
+	// the cap; ExplainNote what the picker could not explain.
+	Explanations        []Explanation
+	ExplanationsDropped int64
+	ExplainNote         string
 }
 
 // readRSS reads the resident set size and its peak from /proc (Linux).
@@ -181,6 +187,9 @@ type JSONReport struct {
 	Churn    ChurnCounts    `json:"churn"`
 	Informer InformerCounts `json:"informer"`
 	Picker   string         `json:"picker,omitempty"`
+	// Explanations: with -explain or -explain-rate (explain.go).
+	Explanations        []Explanation `json:"explanations,omitempty"`
+	ExplanationsDropped int64         `json:"explanations_dropped,omitempty"`
 }
 
 // JSONArrivals is a plain value: how pods arrived and queued. Open-loop
@@ -353,6 +362,9 @@ func (r *Report) JSON() *JSONReport {
 		Audit:      r.Audit,
 		MidAudits:  midAudits(r),
 		Consistent: r.Consistent,
+
+		Explanations:        r.Explanations,
+		ExplanationsDropped: r.ExplanationsDropped,
 	}
 }
 
@@ -429,6 +441,7 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "scheduled: %d pods (%.0f pods/s; %s); forgotten %d (failed bindings %d, conflicts %d); unschedulable decisions %d\n",
 		r.Scheduled, r.PodsPerSec, perWindow, r.Forgotten, r.FailedBindings, r.Conflicts, r.Unschedulable)
 	r.printPicker(w)
+	r.printExplanations(w)
 	fmt.Fprintf(w, "events:    %d informer events (%.0f events/s): %d adds, %d removes, %d node updates\n",
 		r.Events, r.EventsPerSec, r.Adds, r.Removes, r.NodeUpdates)
 	fmt.Fprintf(w, "assume latency:        p50 %v  p99 %v  p99.9 %v  max %v\n", r.Assume.P50, r.Assume.P99, r.Assume.P999, r.Assume.Max)
