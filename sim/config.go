@@ -128,8 +128,10 @@ type Config struct {
 	ClusterFrom []string
 	Loaded      *manifest.Cluster
 
-	// Explain chooses the attempts explained in the report (explain.go).
+	// Explain chooses the attempts explained in the report (explain.go);
+	// Profile the profiles written and the pprof server (profile.go).
 	Explain ExplainConfig
+	Profile ProfileConfig
 }
 
 // Arrival modes.
@@ -465,6 +467,7 @@ func flagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 		return err
 	})
 	explainFlags(fs, cfg)
+	profileFlags(fs, cfg)
 	return fs
 }
 

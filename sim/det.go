@@ -370,7 +370,7 @@ func (d *detRun) tick() {
 	if d.cfg.Pods > 0 {
 		frac = max(frac, float64(d.rep.Scheduled)/float64(d.cfg.Pods))
 	}
-	d.prog.tick(frac, "scheduling: %v virtual, %d pods scheduled, %d pending", virt.Truncate(time.Millisecond), d.rep.Scheduled, len(d.queue)-d.head)
+	d.prog.runTick(frac, virt, true, d.rep.Scheduled, len(d.queue)-d.head)
 }
 
 // admit says whether ev is handled: once the scheduling phase is over

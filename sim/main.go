@@ -123,11 +123,16 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		fmt.Fprintln(stderr, "loadgen: -svg:", err)
 		return exitUsage
 	}
-	var progressW io.Writer
-	if (tty || cfg.Progress) && !cfg.Quiet {
-		progressW = stderr
+	prof, err := startProfiles(cfg.Profile, outs, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen:", err)
+		if errors.Is(err, ErrUsage) {
+			return exitUsage
+		}
+		return exitFailed
 	}
-	rep, err := run(ctx, cfg, progressW, h)
+	defer prof.stop() // a no-op once stopped
+	rep, err := run(ctx, cfg, progressWriter(stderr, tty, cfg), h)
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen:", err)
 		if errors.Is(err, ErrUsage) {
@@ -154,6 +159,10 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 			return exitFailed
 		}
 	}
+	if err := prof.stop(); err != nil {
+		fmt.Fprintln(stderr, "loadgen:", err)
+		return exitFailed
+	}
 	if err := outs.commit(); err != nil {
 		fmt.Fprintln(stderr, "loadgen:", err)
 		return exitFailed
@@ -169,7 +178,8 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 // -svg each need their own file, and "-" (stdout) takes one of them. Two
 // names of one existing file (a link) are refused as well.
 func checkOutputs(cfg Config) error {
-	outs := []struct{ flag, path string }{{"-json", cfg.JSON}, {"-csv", cfg.CSV}, {"-svg", cfg.SVG}}
+	outs := []struct{ flag, path string }{{"-json", cfg.JSON}, {"-csv", cfg.CSV}, {"-svg", cfg.SVG},
+		{"-cpuprofile", cfg.Profile.CPU}, {"-memprofile", cfg.Profile.Mem}, {"-trace", cfg.Profile.Trace}}
 	for i, a := range outs {
 		for _, b := range outs[i+1:] {
 			if a.path == "" || b.path == "" {

@@ -627,7 +627,7 @@ func (rt *realtimeRun) sample(now time.Time) {
 	if cfg.Duration == 0 || (cfg.Pods > 0 && float64(n)/float64(cfg.Pods) > frac) {
 		frac = float64(n) / float64(cfg.Pods)
 	}
-	rt.prog.tick(frac, "scheduling: %v, %d pods scheduled, %d pending", now.Sub(rt.t0).Truncate(100*time.Millisecond), n, len(rt.arr))
+	rt.prog.runTick(frac, now.Sub(rt.t0), false, n, len(rt.arr))
 }
 
 // midAudit pauses every writer (the world's write lock) and audits.

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +33,10 @@ type hooks struct {
 	// goroutine calls it at every tick (100 ms) past the duration.
 	// Deterministic runs ignore it.
 	until func(p runProgress) bool
+	// forceProgress: every progress tick draws at once and phase tickers
+	// tick every millisecond (progress.go), so that a test sees the live
+	// figures without waiting on the wall clock.
+	forceProgress bool
 }
 
 // runProgress is what hooks.until sees of a real-time run: the churn and
@@ -49,58 +52,6 @@ type runProgress struct {
 // duration: a condition that never holds ends the run then, and the
 // test's checks report what is missing.
 const untilLimit = 30 * time.Second
-
-// progress draws a progress bar when w is not nil (a terminal: Main
-// passes stderr only then). It is used by one goroutine at a time (the
-// run's main goroutine). The bar is redrawn in place (carriage return,
-// erase line) at most every barEvery; printf ends it with a newline first.
-type progress struct {
-	w      io.Writer // owned by the run's main goroutine; nil: silent
-	last   time.Time // owned by the run's main goroutine
-	drawn  bool      // owned by the run's main goroutine; a bar is on the current line
-	barLen int       // owned by the run's main goroutine; 0: 30 cells
-}
-
-const barEvery = 200 * time.Millisecond
-
-func (p *progress) printf(format string, args ...any) {
-	if p.w == nil {
-		return
-	}
-	if p.drawn {
-		fmt.Fprint(p.w, "\n")
-		p.drawn = false
-	}
-	fmt.Fprintf(p.w, format, args...)
-}
-
-// tick redraws the bar, filled to frac (clamped to [0, 1]), followed by a
-// status text, if barEvery has passed since the last draw.
-func (p *progress) tick(frac float64, format string, args ...any) {
-	if p.w == nil {
-		return
-	}
-	now := time.Now()
-	if now.Sub(p.last) < barEvery {
-		return
-	}
-	p.last = now
-	fmt.Fprint(p.w, "\r\x1b[K"+bar(frac, p.barLen)+" "+fmt.Sprintf(format, args...))
-	p.drawn = true
-}
-
-// bar renders frac as "[#####.....]  45%" with n cells (30 when n is 0).
-func bar(frac float64, n int) string {
-	if n <= 0 {
-		n = 30
-	}
-	if !(frac >= 0) { // NaN too
-		frac = 0
-	}
-	frac = min(frac, 1)
-	full := int(frac * float64(n))
-	return "[" + strings.Repeat("#", full) + strings.Repeat(".", n-full) + "] " + fmt.Sprintf("%3d%%", int(frac*100))
-}
 
 // env is what both modes share: the cluster, the cache, the ground truth.
 type env struct {
@@ -136,6 +87,8 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 	e.disp = &simDispatcher{truth: e.truth, latency: cfg.BindLatency, fail: cfg.FailRate, det: cfg.Deterministic,
 		r: rand.New(rand.NewPCG(uint64(cfg.Seed), 0xb1))}
 	prog.printf("building cluster: %d nodes, %d pods per node or %d in all (seed %d)\n", cfg.Nodes, cfg.PodsPerNode, cfg.InitialPods, cfg.Seed)
+	endBuild := prog.phase(elapsed("building cluster"))
+	defer endBuild()
 	e.cl = buildCluster(cfg)
 	e.initLoaded(cfg, prog)
 	rep.InitialPods = len(e.cl.Pods)
@@ -150,6 +103,7 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 	}
 	h1 := liveHeap()
 	rep.ObjectsHeap, rep.TruthHeap = h0, h1-min(h0, h1)
+	endBuild()
 	opts := []schedcache.Option{schedcache.WithAsyncErrorHandler(func(ae schedcache.AsyncError) {
 		if e.asyncErrs.Add(1) == 1 {
 			e.firstErr.Store(ae.Err)
@@ -174,6 +128,16 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 	e.c = c
 	t0 := time.Now()
 	total := len(e.cl.Nodes) + len(e.cl.Pods)
+	prog.printf("loading %d nodes and %d pods\n", len(e.cl.Nodes), len(e.cl.Pods))
+	var loaded atomic.Int64 // objects added, every 1024th stored
+	endLoad := prog.phase(func(d time.Duration) (float64, string) {
+		n := loaded.Load()
+		if n == int64(total) {
+			return 1, fmt.Sprintf("loading: %d objects added, waiting for the cache (%v)", total, d.Truncate(100*time.Millisecond))
+		}
+		return float64(n) / float64(total), fmt.Sprintf("loading: %d/%d objects (%.0f/s)", n, total, float64(n)/d.Seconds())
+	})
+	defer endLoad()
 	addNode := c.AddNodeAsync
 	if cfg.Deterministic {
 		// Nodes one synchronous call at a time: the image summaries of a
@@ -188,8 +152,8 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 			c.Close()
 			return nil, err
 		}
-		if i%4096 == 0 {
-			prog.tick(float64(i)/float64(total), "loading: %d/%d objects", i, total)
+		if i%1024 == 0 {
+			loaded.Store(int64(i))
 		}
 	}
 	for i, p := range e.cl.Pods {
@@ -197,14 +161,16 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 			c.Close()
 			return nil, err
 		}
-		if i%4096 == 0 {
-			prog.tick(float64(len(e.cl.Nodes)+i)/float64(total), "loading: %d/%d objects", len(e.cl.Nodes)+i, total)
+		if i%1024 == 0 {
+			loaded.Store(int64(len(e.cl.Nodes) + i))
 		}
 	}
+	loaded.Store(int64(total))
 	if err := c.Sync(); err != nil {
 		c.Close()
 		return nil, err
 	}
+	endLoad()
 	rep.LoadTime = time.Since(t0)
 	rep.LoadRate = float64(total) / rep.LoadTime.Seconds()
 	h2 := liveHeap()
@@ -301,7 +267,10 @@ func (e *env) finish(cfg Config, rep *Report, h hooks, prog *progress) error {
 	rep.FinalNodes = e.c.NodeCount()
 	rep.AsyncErrors = e.asyncErrs.Load()
 	prog.printf("auditing %d pods, %d nodes\n", e.truth.Len(), e.truth.nodes.Size())
+	endAudit := prog.phase(elapsed("auditing"))
+	defer endAudit()
 	rep.Audit = audit(e.c, e.truth, e.inf, cfg.AssumeTTL > 0, &e.memo)
+	endAudit()
 	if !e.inf.settled() {
 		rep.Audit.OK = false
 		rep.Audit.Divergences++
@@ -334,7 +303,7 @@ func (e *env) finish(cfg Config, rep *Report, h hooks, prog *progress) error {
 
 // run runs one simulation in the mode cfg selects. cfg must be valid.
 func run(ctx context.Context, cfg Config, progressW io.Writer, h hooks) (*Report, error) {
-	prog := &progress{w: progressW}
+	prog := newProgress(progressW, h.forceProgress)
 	if cfg.Deterministic {
 		return runDeterministic(ctx, cfg, prog, h)
 	}

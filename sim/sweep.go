@@ -291,6 +291,18 @@ func runSweep(ctx context.Context, sp *sweepSpec, rest []string, stdout, stderr 
 		fmt.Fprintln(stderr, "loadgen: -out:", err)
 		return exitUsage
 	}
+	// The profiles cover the whole sweep (every run has the same flags).
+	profOuts := &outputs{}
+	defer profOuts.abort() // a no-op once committed
+	prof, err := startProfiles(runs[0].cfg.Profile, profOuts, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen:", err)
+		if errors.Is(err, ErrUsage) {
+			return exitUsage
+		}
+		return exitFailed
+	}
+	defer prof.stop() // a no-op once stopped
 	first, last := 0, len(runs)
 	summary := "summary.json"
 	if sp.index >= 0 {
@@ -334,6 +346,14 @@ func runSweep(ctx context.Context, sp *sweepSpec, rest []string, stdout, stderr 
 		fmt.Fprintln(stderr, "loadgen: -out:", err)
 		return exitFailed
 	}
+	if err := prof.stop(); err != nil {
+		fmt.Fprintln(stderr, "loadgen:", err)
+		return exitFailed
+	}
+	if err := profOuts.commit(); err != nil {
+		fmt.Fprintln(stderr, "loadgen:", err)
+		return exitFailed
+	}
 	return worst
 }
 
@@ -358,11 +378,7 @@ func worseExit(a, b int) int {
 // sweepOne runs one combination and writes its JSON report.
 func sweepOne(ctx context.Context, i int, r sweepRun, out string, stderr io.Writer, tty bool, h hooks) SweepEntry {
 	e := SweepEntry{Index: i, Name: r.name, Seed: r.seed}
-	var progressW io.Writer
-	if (tty || r.cfg.Progress) && !r.cfg.Quiet {
-		progressW = stderr
-	}
-	rep, err := run(ctx, r.cfg, progressW, h)
+	rep, err := run(ctx, r.cfg, progressWriter(stderr, tty, r.cfg), h)
 	if err != nil {
 		e.Exit, e.Error = exitFailed, err.Error()
 		if errors.Is(err, ErrUsage) {
