@@ -32,6 +32,11 @@
 // profile's order, as RunFilterPlugins stops there); a PreFilter
 // rejection counts every node of the snapshot for its plugin, as upstream's
 // diagnosis gives every node that status.
+//
+// A NodePicker is a sim.Explainer: with loadgen's -explain or
+// -explain-rate, ExplainPick runs the same cycle and reports the Filter
+// verdicts per plugin (with the statuses' reasons) and the score plugins'
+// per-node scores from RunScorePlugins (see ExplainPick).
 package fwkpick
 
 import (
@@ -437,6 +442,33 @@ func (np *NodePicker) reject(rej []int64, plugin string, n int) error {
 // Pick implements sim.NodePicker: one scheduling cycle of info's pod on
 // published (see the package doc).
 func (np *NodePicker) Pick(ctx context.Context, published *schedcache.Snapshot, info *scfw.PodInfo, r *rand.Rand, rej []int64) (string, error) {
+	return np.cycle(ctx, published, info, r, rej, nil)
+}
+
+var _ sim.Explainer = (*NodePicker)(nil)
+
+// ExplainPick implements sim.Explainer: Pick's cycle, explained from
+// upstream's own verdicts. A PreFilter rejection counts every node for
+// its plugin (as upstream's diagnosis gives them all its status), nodes a
+// PreFilter result leaves out count for the first plugin of the result
+// ("node(s) didn't satisfy plugin(s) [...]", upstream's message), and each
+// node filtered counts for the plugin its Filter status names, with that
+// status's reasons; the nodes upstream would not examine (it stops once
+// it has found numFeasibleNodesToFind) are not counted. The scores are
+// RunScorePlugins' per node: the total and each plugin's normalised,
+// weighted score. A cycle with one feasible node scores nothing, as
+// upstream's: that node is the top with score 0 and no plugin's.
+func (np *NodePicker) ExplainPick(ctx context.Context, published *schedcache.Snapshot, info *scfw.PodInfo, r *rand.Rand, rej []int64, _ int) (string, sim.Explanation, error) {
+	var ex sim.Explanation
+	node, err := np.cycle(ctx, published, info, r, rej, &ex)
+	return node, ex, err
+}
+
+// reasons is a status's reasons, as an explanation gives them.
+func reasons(st *fwk.Status) string { return strings.Join(st.Reasons(), ", ") }
+
+// cycle is Pick, explained into ex when it is not nil.
+func (np *NodePicker) cycle(ctx context.Context, published *schedcache.Snapshot, info *scfw.PodInfo, r *rand.Rand, rej []int64, ex *sim.Explanation) (string, error) {
 	if np == nil || np.fw == nil {
 		return "", fmt.Errorf("%w: Pick on a NodePicker not made by NewFramework", ErrConfig)
 	}
@@ -482,6 +514,10 @@ func (np *NodePicker) Pick(ctx context.Context, published *schedcache.Snapshot, 
 			slices.Sort(ps)
 			plugin = ps[0]
 		}
+		if ex != nil {
+			ex.Examined = len(all)
+			ex.AddRejection(plugin, int64(len(all)), reasons(st))
+		}
 		return "", np.reject(rej, plugin, len(all))
 	}
 	nodes := all
@@ -500,6 +536,10 @@ func (np *NodePicker) Pick(ctx context.Context, published *schedcache.Snapshot, 
 			if len(ps) > 0 {
 				if err := np.reject(rej, ps[0], out); err != nil {
 					return "", err
+				}
+				if ex != nil {
+					ex.Examined += out
+					ex.AddRejection(ps[0], int64(out), fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", ps))
 				}
 			}
 		}
@@ -549,6 +589,12 @@ func (np *NodePicker) Pick(ctx context.Context, published *schedcache.Snapshot, 
 				np.Last.Processed = append(np.Last.Processed, ni.Node().Name)
 				np.Last.Statuses = append(np.Last.Statuses, StatusString(st))
 			}
+			if ex != nil {
+				ex.Examined++
+				if !st.IsSuccess() {
+					ex.AddRejection(st.Plugin(), 1, reasons(st))
+				}
+			}
 			if st.IsSuccess() {
 				feasible = append(feasible, ni)
 			} else if err := np.reject(rej, st.Plugin(), 1); err != nil {
@@ -559,10 +605,16 @@ func (np *NodePicker) Pick(ctx context.Context, published *schedcache.Snapshot, 
 	}
 	np.feasible = feasible[:0]
 	np.next = (np.next + processed) % len(all)
+	if ex != nil {
+		ex.Feasible = len(feasible)
+	}
 	switch len(feasible) {
 	case 0:
 		return "", nil
 	case 1:
+		if ex != nil {
+			ex.Top = []sim.NodeScore{{Node: feasible[0].Node().Name}}
+		}
 		return np.record(feasible[0].Node().Name, 0), nil
 	}
 	if st := np.fw.RunPreScorePlugins(ctx, state, pod, feasible); !st.IsSuccess() {
@@ -571,6 +623,16 @@ func (np *NodePicker) Pick(ctx context.Context, published *schedcache.Snapshot, 
 	scores, st := np.fw.RunScorePlugins(ctx, state, pod, feasible)
 	if !st.IsSuccess() {
 		return "", st.AsError()
+	}
+	if ex != nil {
+		ex.Top = make([]sim.NodeScore, len(scores))
+		for i, ns := range scores {
+			ps := make(map[string]float64, len(ns.Scores))
+			for _, s := range ns.Scores {
+				ps[s.Name] = float64(s.Score)
+			}
+			ex.Top[i] = sim.NodeScore{Node: ns.Name, Score: float64(ns.TotalScore), Plugins: ps}
+		}
 	}
 	best, bestScore, ties := "", int64(0), 0
 	for _, ns := range scores {
