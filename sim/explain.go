@@ -372,7 +372,11 @@ func (r *Report) printExplanations(w io.Writer) {
 		}
 	}
 	sum.normalise(1)
-	fmt.Fprintf(w, "explain:   %d attempts explained (%d placed, %d unschedulable)", len(r.Explanations), placed, len(r.Explanations)-placed)
+	attempts := "attempts"
+	if len(r.Explanations) == 1 {
+		attempts = "attempt"
+	}
+	fmt.Fprintf(w, "explain:   %d %s explained (%d placed, %d unschedulable)", len(r.Explanations), attempts, placed, len(r.Explanations)-placed)
 	if r.ExplanationsDropped > 0 {
 		fmt.Fprintf(w, ", %d more chosen but not kept (at most %d)", r.ExplanationsDropped, maxExplain)
 	}
