@@ -44,7 +44,7 @@ measure() {
 	local cmd=(anchor -workload "$name" -nodes "$nodes" -pods "$pods" "$@" -json "$json")
 	{
 		echo
-		echo "## $name"
+		echo "## $name${*:+ $*}"
 		echo "command: GOMAXPROCS=$GOMAXPROCS go run ./cmd/anchor ${cmd[*]:1}"
 		echo "uptime before: $(uptime)"
 	} >>"$out"
