@@ -132,6 +132,12 @@ type Config struct {
 	// Profile the profiles written and the pprof server (profile.go).
 	Explain ExplainConfig
 	Profile ProfileConfig
+
+	// Phases is a phases scenario's plan (phases.go; nil: none), shared,
+	// never changed once set; Scale sizes its counts (-scale, 1: as
+	// written).
+	Phases *phasePlan
+	Scale  float64
 }
 
 // Arrival modes.
@@ -215,6 +221,7 @@ func defaultConfig() Config {
 		NotReadyFor:  time.Second,
 		ReadNodes:    10,
 		Explain:      ExplainConfig{Top: 3},
+		Scale:        1,
 	}
 }
 
@@ -248,7 +255,7 @@ func (c *Config) Validate() error {
 		return bad("pods", "must not be negative, got %d", c.Pods)
 	case c.Pods > maxPods:
 		return bad("pods", "at most %d, got %d", maxPods, c.Pods)
-	case c.Duration == 0 && c.Pods == 0:
+	case c.Duration == 0 && c.Pods == 0 && c.Phases == nil:
 		return bad("duration", "the run needs a length: a positive -duration or -pods (both missing)")
 	case c.Duration > maxDuration:
 		return bad("duration", "at most %v, got %v", maxDuration, c.Duration)
@@ -289,6 +296,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Shape.Validate(); err != nil {
 		return bad("cluster", "%v", err)
+	}
+	if err := c.validatePhases(); err != nil {
+		return err
 	}
 	if err := c.validateLoaded(); err != nil {
 		return err
@@ -461,6 +471,7 @@ func flagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.AssumeTTL, "assume-ttl", cfg.AssumeTTL, "the cache's assumed-pod TTL (0: never expire)")
 	fs.IntVar(&cfg.ExpiryPods, "expiry-pods", cfg.ExpiryPods, "expiry storm (W5): pods assumed at -expiry-at whose binding never comes")
 	fs.DurationVar(&cfg.ExpiryAt, "expiry-at", cfg.ExpiryAt, "when the expiry storm happens")
+	fs.Float64Var(&cfg.Scale, "scale", cfg.Scale, "a phases scenario at this size: its createNodes, createPods and deletePods counts times this, in (0, 100]")
 	fs.StringVar(&cfg.Record, "record", cfg.Record, "with -deterministic, write every cache call (JSON Lines trace) to this path; -replay PATH replays one")
 	fs.Func("cluster-from", "load the cluster from Kubernetes manifests: comma list of files or directories (YAML or JSON, Lists, ---, gzip; nodes and pods, others skipped)", func(s string) (err error) {
 		cfg.ClusterFrom, err = splitPaths(s)
@@ -548,6 +559,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 		}
 	}
 	if err := cfg.clusterFromFlags(set); err != nil {
+		return cfg, err
+	}
+	if err := cfg.phaseFlags(set); err != nil {
 		return cfg, err
 	}
 	if set["pods-per-node"] && set["initial-pods"] {

@@ -57,6 +57,7 @@ const (
 	evChurn                  // the API server's churn actions due
 	evRelist                 // the informer relists after a drop window
 	evBindDone               // the dispatcher finishes a binding
+	evPhase                  // a phase's timer (phaserun.go): worker indexes phaseRun.timers
 )
 
 type event struct {
@@ -149,6 +150,7 @@ type detRun struct {
 	deliverAt    time.Duration   // owned by the loop: the informer's next due time scheduled (-1: none)
 	churnAt      time.Duration   // owned by the loop: the churn's next due time scheduled (-1: none)
 	traceClosed  bool            // owned by the loop: the trace's End record is written
+	ph           *phaseRun       // owned by the loop: the phases being run (nil: none; phaserun.go)
 }
 
 // open creates -record's file, sets the cluster up, makes the pickers and
@@ -191,7 +193,11 @@ func (d *detRun) open() error {
 			}
 		}
 	}
-	d.prog.printf("scheduling for %v of virtual time with %d virtual schedulers\n", cfg.limit(), cfg.Schedulers)
+	if cfg.Phases != nil {
+		d.prog.printf("running %d phases with %d virtual schedulers\n", len(cfg.Phases.phases), cfg.Schedulers)
+	} else {
+		d.prog.printf("scheduling for %v of virtual time with %d virtual schedulers\n", cfg.limit(), cfg.Schedulers)
+	}
 	return nil
 }
 
@@ -276,6 +282,9 @@ func (d *detRun) prime() {
 	d.inf.win = &d.win
 	// The informer's and the churn's next due times, each scheduled once.
 	d.deliverAt, d.churnAt = -1, -1
+	if cfg.Phases != nil {
+		d.ph = newPhaseRun(d)
+	}
 	d.reschedule()
 }
 
@@ -370,7 +379,11 @@ func (d *detRun) tick() {
 	if d.cfg.Pods > 0 {
 		frac = max(frac, float64(d.rep.Scheduled)/float64(d.cfg.Pods))
 	}
-	d.prog.runTick(frac, virt, true, d.rep.Scheduled, len(d.queue)-d.head)
+	pending := len(d.queue) - d.head
+	if d.ph != nil {
+		frac, pending = d.ph.progress()
+	}
+	d.prog.runTick(frac, virt, true, d.rep.Scheduled, pending)
 }
 
 // admit says whether ev is handled: once the scheduling phase is over
@@ -378,13 +391,13 @@ func (d *detRun) tick() {
 // and churn are dropped while confirmations drain. A pod-count run that
 // has bound no pod for stallLimit stops here.
 func (d *detRun) admit(ev event) bool {
-	if ev.kind != evDecide && ev.kind != evArrive && ev.kind != evChurn {
+	if ev.kind != evDecide && ev.kind != evArrive && ev.kind != evChurn && ev.kind != evPhase {
 		return true
 	}
 	if d.stopped || ev.at >= d.limit {
 		return false
 	}
-	if d.cfg.Duration == 0 && ev.at-d.lastProgress > stallLimit {
+	if d.cfg.Duration == 0 && d.ph == nil && ev.at-d.lastProgress > stallLimit {
 		d.stopped, d.endAt = true, ev.at
 		d.rep.Stopped = "stalled"
 		d.e.warnings = append(d.e.warnings, fmt.Sprintf("stopped after %v of virtual time with no pod scheduled: %d of the %d pods scheduled", stallLimit, d.rep.Scheduled, d.cfg.Pods))
@@ -410,6 +423,8 @@ func (d *detRun) handle(ev event) error {
 		return d.churn(ev)
 	case evRelist:
 		return d.inf.relist(ev.at, d.e.truth)
+	case evPhase:
+		return d.ph.handle(ev)
 	}
 	return nil
 }
@@ -464,6 +479,9 @@ func (d *detRun) midAudit(ev event) {
 // head in the open loop, a new one in the closed loop), picks a node and
 // binds it there.
 func (d *detRun) decide(ev event) error {
+	if d.ph != nil {
+		return d.ph.decide(ev)
+	}
 	d.push(event{at: ev.at + d.cfg.DecisionTime, kind: evDecide, worker: ev.worker})
 	var pod *v1.Pod
 	arrivedAt := ev.at
@@ -481,6 +499,12 @@ func (d *detRun) decide(ev event) error {
 		d.decisions[ev.worker]++
 		pod = d.e.cl.NewPod(d.r, fmt.Sprintf("sched-%d-%d", ev.worker, i), "")
 	}
+	return d.attempt(ev, pod, arrivedAt)
+}
+
+// attempt picks a node for pod (pending since arrivedAt) and binds it
+// there, or counts it unschedulable.
+func (d *detRun) attempt(ev event, pod *v1.Pod, arrivedAt time.Duration) error {
 	info, err := nodeinfo.NewPodInfo(pod)
 	if err != nil {
 		return err
@@ -491,9 +515,15 @@ func (d *detRun) decide(ev event) error {
 		return fmt.Errorf("pick %s: %w", pod.Name, err)
 	}
 	d.hr.Record(time.Since(tr))
+	if best != "" && d.ph != nil && d.ph.reserved(best, pod) {
+		best = "" // the room a preemptor made there is its own
+	}
 	if best == "" {
 		d.rep.Unschedulable++
 		traceEvent(d.digest, ev.at, "unschedulable", pod.Name, "")
+		if d.ph != nil {
+			return d.ph.unschedulable(ev.at, pod)
+		}
 		return nil
 	}
 	return d.bind(ev, pod, best, arrivedAt, tr)
@@ -513,17 +543,27 @@ func (d *detRun) bind(ev event, pod *v1.Pod, best string, arrivedAt time.Duratio
 		d.hq.Record(ev.at - arrivedAt)
 	}
 	d.e.truth.Assume(pod, best)
+	if d.ph != nil {
+		if held, err := d.ph.assumed(ev.at, pod, best, tr); held || err != nil {
+			return err // a gang member waits for its gang
+		}
+	}
+	return d.dispatch(ev.at, pod, best, tr)
+}
+
+// dispatch binds the assumed pod to best at at through the dispatcher.
+func (d *detRun) dispatch(at time.Duration, pod *v1.Pod, best string, tr time.Time) error {
 	ch, err := d.c.BindPod(bindingOf(pod, best))
 	if err != nil {
 		return fmt.Errorf("BindPod %s: %w", pod.Name, err)
 	}
 	for _, call := range d.e.disp.take() {
 		if d.cfg.BindLatency > 0 {
-			d.push(event{at: ev.at + d.cfg.BindLatency, kind: evBindDone, pod: pod, call: call, done: ch})
+			d.push(event{at: at + d.cfg.BindLatency, kind: evBindDone, pod: pod, call: call, done: ch})
 			continue
 		}
 		d.e.disp.execute(call)
-		if err := d.complete(ev.at, pod, best, <-ch, tr); err != nil {
+		if err := d.complete(at, pod, best, <-ch, tr); err != nil {
 			return err
 		}
 	}
@@ -556,17 +596,24 @@ func (d *detRun) complete(at time.Duration, pod *v1.Pod, best string, berr error
 		}
 		rep.Forgotten++
 		traceEvent(d.digest, at, "bind-failed", pod.Name, best)
+		if d.ph != nil {
+			d.ph.bindFailed(at, pod)
+		}
 		return nil
 	}
 	rep.Scheduled++
 	d.lastProgress = at
 	traceEvent(d.digest, at, "bound", pod.Name, best)
+	var took time.Duration
 	if !tr.IsZero() {
-		took := time.Since(tr)
+		took = time.Since(tr)
 		d.ht.Record(took)
 		d.win.scheduled(at, took)
 	} else {
 		d.win.scheduled(at, 0)
+	}
+	if d.ph != nil {
+		d.ph.bound(at, pod, took, !tr.IsZero())
 	}
 	if d.cfg.Pods > 0 && rep.Scheduled >= d.cfg.Pods && !d.stopped {
 		d.stopped, d.endAt = true, min(at+d.cfg.DecisionTime, d.limit)
@@ -603,6 +650,9 @@ func (d *detRun) report() (*Report, error) {
 	rep.Arrived, rep.PendingAtEnd = int64(d.arrived), len(d.queue)-d.head
 	rep.QueueDelay = summarise(d.hq)
 	d.pickers.report(rep)
+	if d.ph != nil {
+		d.ph.finishReport(rep)
+	}
 	for _, p := range d.queue[d.head:] {
 		d.e.truth.Pending(p.pod) // arrived, never scheduled: pending in the API server
 	}

@@ -27,7 +27,7 @@
 //
 // Exit codes: 0 success, 1 the run failed, 2 invalid flags or an
 // over-full cluster, 3 the audit found the cache diverging from the truth (or a replay
-// diverging from its trace).
+// diverging from its trace), 4 a phases scenario's threshold was violated.
 package sim
 
 import (
@@ -39,6 +39,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Exit codes.
@@ -47,13 +48,14 @@ const (
 	exitFailed     = 1
 	exitUsage      = 2
 	exitDivergence = 3
+	exitThresholds = 4
 )
 
 // Main runs the loadgen command with args (without the program name),
 // writing reports to stdout and messages to stderr; tty says whether stderr
 // is a terminal (progress lines are written only then). It returns the exit
 // code: 0 success, 1 the run failed, 2 invalid flags or an over-full
-// cluster, 3 a divergence. It never exits the process; cancelling ctx stops
+// cluster, 3 a divergence, 4 a violated threshold. It never exits the process; cancelling ctx stops
 // a run early (its report is still written).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
 	return realMain(ctx, args, stdout, stderr, tty, hooks{})
@@ -170,6 +172,10 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 	if !rep.Consistent {
 		fmt.Fprintln(stderr, "loadgen: the cache diverges from the simulated API server (see the audit above)")
 		return exitDivergence
+	}
+	if v := rep.violations(); len(v) > 0 && rep.Stopped != "interrupted" {
+		fmt.Fprintf(stderr, "loadgen: %d thresholds violated: %s\n", len(v), strings.Join(v, "; "))
+		return exitThresholds
 	}
 	return exitOK
 }

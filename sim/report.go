@@ -77,6 +77,8 @@ type Report struct {
 	// rejection counts, in the picker's order (nil when it counts none).
 	Picker     string
 	Rejections []PluginCount
+	// Phases: what each phase of a phases scenario did (phasereport.go).
+	Phases []PhaseResult
 	// Explanations are the attempts explained (-explain, -explain-rate;
 	// explain.go), in attempt order; ExplanationsDropped those chosen over
 	// the cap; ExplainNote what the picker could not explain.
@@ -187,6 +189,9 @@ type JSONReport struct {
 	Churn    ChurnCounts    `json:"churn"`
 	Informer InformerCounts `json:"informer"`
 	Picker   string         `json:"picker,omitempty"`
+	// Phases and ThresholdsOK: a phases scenario's (phasereport.go).
+	Phases       []JSONPhase `json:"phases,omitempty"`
+	ThresholdsOK *bool       `json:"thresholds_ok,omitempty"`
 	// Explanations: with -explain or -explain-rate (explain.go).
 	Explanations        []Explanation `json:"explanations,omitempty"`
 	ExplanationsDropped int64         `json:"explanations_dropped,omitempty"`
@@ -340,6 +345,7 @@ func (r *Report) JSON() *JSONReport {
 	if it, ok := r.rejectionsItem(); ok {
 		items = append(items, it)
 	}
+	items = append(items, r.phaseItems()...)
 	return &JSONReport{
 		Scenario:    c.Scenario,
 		Arrivals:    JSONArrivals{c.Arrival, c.Rate, c.BurstSize, c.BurstInterval.Seconds(), r.Arrived, r.PendingAtEnd, r.MaxPending},
@@ -362,6 +368,9 @@ func (r *Report) JSON() *JSONReport {
 		Audit:      r.Audit,
 		MidAudits:  midAudits(r),
 		Consistent: r.Consistent,
+
+		Phases:       r.phasesJSON(),
+		ThresholdsOK: r.thresholdsOK(),
 
 		Explanations:        r.Explanations,
 		ExplanationsDropped: r.ExplanationsDropped,
@@ -441,6 +450,7 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "scheduled: %d pods (%.0f pods/s; %s); forgotten %d (failed bindings %d, conflicts %d); unschedulable decisions %d\n",
 		r.Scheduled, r.PodsPerSec, perWindow, r.Forgotten, r.FailedBindings, r.Conflicts, r.Unschedulable)
 	r.printPicker(w)
+	r.printPhases(w)
 	r.printExplanations(w)
 	fmt.Fprintf(w, "events:    %d informer events (%.0f events/s): %d adds, %d removes, %d node updates\n",
 		r.Events, r.EventsPerSec, r.Adds, r.Removes, r.NodeUpdates)

@@ -36,6 +36,10 @@ type Scenario struct {
 	Expiry      *ScenarioExpiry   `json:"expiry"`
 	// PodMix replaces the generator's pod by weighted templates.
 	PodMix []ScenarioPodTemplate `json:"podMix"`
+	// Phases run one op after another (phases.go); Thresholds apply to
+	// each measured phase.
+	Phases     []ScenarioPhase     `json:"phases"`
+	Thresholds *ScenarioThresholds `json:"thresholds"`
 
 	source    string     // the file or preset name
 	setSample bool       // the file gives workload.sample
@@ -222,8 +226,8 @@ func parseScenario(source string, b []byte) (*Scenario, error) {
 		return nil, e
 	}
 	sc.source, sc.doc = source, root
-	if sc.Run == nil {
-		return nil, &ScenarioError{Source: source, Field: "run", Msg: "missing: a scenario needs run.duration or run.pods"}
+	if sc.Run == nil && !sc.hasPhases() {
+		return nil, &ScenarioError{Source: source, Field: "run", Msg: "missing: a scenario needs run.duration or run.pods (or phases)"}
 	}
 	return &sc, nil
 }
@@ -349,14 +353,16 @@ func (sc *Scenario) apply(cfg *Config) error {
 		}
 	}
 	cfg.Duration, cfg.Pods = 0, 0
-	if err := dur("run.duration", sc.Run.Duration, &cfg.Duration); err != nil {
-		return err
-	}
-	if sc.Run.Pods != nil {
-		cfg.Pods = *sc.Run.Pods
-	}
-	if err := dur("run.auditEvery", sc.Run.AuditEvery, &cfg.AuditEvery); err != nil {
-		return err
+	if r := sc.Run; r != nil {
+		if err := dur("run.duration", r.Duration, &cfg.Duration); err != nil {
+			return err
+		}
+		if r.Pods != nil {
+			cfg.Pods = *r.Pods
+		}
+		if err := dur("run.auditEvery", r.AuditEvery, &cfg.AuditEvery); err != nil {
+			return err
+		}
 	}
 	if a := sc.Arrivals; a != nil {
 		if a.Mode == "" {
@@ -370,6 +376,9 @@ func (sc *Scenario) apply(cfg *Config) error {
 		if err := dur("arrivals.burstInterval", a.BurstInterval, &cfg.BurstInterval); err != nil {
 			return err
 		}
+	}
+	if err := sc.applyPhases(cfg); err != nil {
+		return err
 	}
 	if !sc.setSample && cfg.Sample > cfg.Nodes && cfg.Nodes >= 1 {
 		cfg.Sample = cfg.Nodes

@@ -357,16 +357,19 @@ func runSweep(ctx context.Context, sp *sweepSpec, rest []string, stdout, stderr 
 	return worst
 }
 
-// worseExit orders the exit codes of runs: failed over divergence over ok.
+// worseExit orders the exit codes of runs: failed over divergence over
+// violated thresholds over ok.
 func worseExit(a, b int) int {
 	rank := func(c int) int {
 		switch c {
 		case exitOK:
 			return 0
-		case exitDivergence:
+		case exitThresholds:
 			return 1
-		default:
+		case exitDivergence:
 			return 2
+		default:
+			return 3
 		}
 	}
 	if rank(b) > rank(a) {
@@ -388,8 +391,11 @@ func sweepOne(ctx context.Context, i int, r sweepRun, out string, stderr io.Writ
 	}
 	e.PodsPerSec, e.AttemptP99ms, e.Digest = rep.PodsPerSec, ms(rep.Attempt.P99), rep.Digest
 	e.Divergences, e.MidFailed = rep.Audit.Divergences, rep.MidAudits.Failed
-	if !rep.Consistent {
+	switch {
+	case !rep.Consistent:
 		e.Exit = exitDivergence
+	case len(rep.violations()) > 0 && rep.Stopped != "interrupted":
+		e.Exit, e.Error = exitThresholds, "thresholds violated: "+strings.Join(rep.violations(), "; ")
 	}
 	e.File = r.fileName()
 	if err := writeFile(filepath.Join(out, e.File), rep.WriteJSON); err != nil {
