@@ -95,3 +95,73 @@ func TestRunSubset(t *testing.T) {
 	}
 	t.Fatal("no PluginRejections item")
 }
+
+// The perf-* presets (scheduler_perf's workloads as phases) run with the
+// real plugins at -scale 0.01 (50 nodes): every measured pod is
+// scheduled, the constraints the least-allocated picker leaves out are
+// evaluated (InterPodAffinity and PodTopologySpread reject nodes), and a
+// high-priority pod that NodeResourcesFit rejects everywhere preempts.
+func TestPerfPresets(t *testing.T) {
+	type phase struct {
+		Name        string `json:"name"`
+		Pods        int64  `json:"pods"`
+		Scheduled   int64  `json:"scheduled"`
+		Finished    bool   `json:"finished"`
+		Preemptions int64  `json:"preemptions"`
+	}
+	for _, tc := range []struct{ preset, plugin string }{
+		{"perf-scheduling-basic", ""},
+		{"perf-pod-anti-affinity", "InterPodAffinity"},
+		{"perf-node-affinity", ""},
+		{"perf-topology-spreading", "PodTopologySpread"},
+		{"perf-preemption-basic", "NodeResourcesFit"},
+		{"perf-gang", ""},
+	} {
+		t.Run(tc.preset, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), []string{"-preset", tc.preset, "-scale", "0.01", "-json", "-", "-quiet"}, &stdout, &stderr, false)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			var rep struct {
+				Picker     string  `json:"picker"`
+				Consistent bool    `json:"consistent"`
+				Phases     []phase `json:"phases"`
+				DataItems  []struct {
+					Data   map[string]float64 `json:"data"`
+					Labels map[string]string  `json:"labels"`
+				} `json:"dataItems"`
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+				t.Fatal(err)
+			}
+			if rep.Picker != "upstream-plugins" || !rep.Consistent {
+				t.Fatalf("picker %q, consistent %v", rep.Picker, rep.Consistent)
+			}
+			var m *phase
+			for i := range rep.Phases {
+				if rep.Phases[i].Name == "measure" {
+					m = &rep.Phases[i]
+				}
+			}
+			if m == nil || !m.Finished || m.Pods == 0 || m.Scheduled != m.Pods {
+				t.Fatalf("measured phase %+v", m)
+			}
+			if tc.preset == "perf-preemption-basic" && m.Preemptions != m.Pods {
+				t.Fatalf("preemptions %d of %d pods", m.Preemptions, m.Pods)
+			}
+			if tc.plugin == "" {
+				return
+			}
+			for _, it := range rep.DataItems {
+				if it.Labels["Metric"] == "PluginRejections" {
+					if it.Data[tc.plugin] <= 0 {
+						t.Fatalf("%s rejected no node: %v", tc.plugin, it.Data)
+					}
+					return
+				}
+			}
+			t.Fatal("no PluginRejections item")
+		})
+	}
+}
