@@ -53,7 +53,7 @@ func (pr *phaseRun) results() []PhaseResult {
 	out := make([]PhaseResult, len(pr.stats))
 	for i := range pr.stats {
 		st, p := &pr.stats[i], &pr.plan.phases[i]
-		r := PhaseResult{Name: p.name, Op: p.op, Measured: p.collect, Finished: st.ended && (pr.done || i < pr.cur),
+		r := PhaseResult{Name: p.name, Op: p.op, Measured: p.collect, Finished: st.ended && !st.cut,
 			Start: st.start, End: st.end, Wall: st.wallEnd.Sub(st.wallStart),
 			Created: st.created, Deleted: st.deleted, Nodes: st.nodes, Scheduled: st.scheduled, Unschedulable: st.unschedulable,
 			Failed: st.failed, FailedBindings: st.failedBindings, GangsFailed: st.gangsFailed, ChurnActions: st.churn,

@@ -85,6 +85,7 @@ type phaseTimer struct {
 // span (a startCollecting phase's lasts until its stopCollecting).
 type phaseStat struct {
 	started, ended     bool
+	cut                bool          // ended by the run's end, not by its own
 	start, end         time.Duration // run time
 	wallStart, wallEnd time.Time
 	created, deleted   int64 // pods
@@ -732,7 +733,7 @@ func (pr *phaseRun) finishReport(rep *Report) {
 	for i := range pr.stats {
 		st := &pr.stats[i]
 		if st.started && !st.ended {
-			st.ended, st.end, st.wallEnd = true, end, time.Now()
+			st.ended, st.cut, st.end, st.wallEnd = true, true, end, time.Now()
 			pr.warnings = append(pr.warnings, fmt.Sprintf("phase %s did not finish: the run %s", pr.plan.phases[i].name, stoppedWhy(rep.Stopped)))
 		}
 	}

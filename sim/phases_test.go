@@ -476,4 +476,15 @@ phases:
 	require.Positive(t, r.Churn.PodDeletes, "background churn deleted pods")
 	var out bytes.Buffer
 	require.Equal(t, exitOK, realMain(context.Background(), []string{"-replay", tr}, &out, io.Discard, false, hooks{}), out.String())
+
+	// Cut by -duration inside the span: the span and the phase running
+	// end at the run's end, unfinished; the phases before are finished.
+	code, r, stderr = runJSON(t, []string{"-scenario", p, "-json", "-", "-duration", "700ms"}, hooks{})
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "duration", r.Stopped)
+	require.True(t, r.Phases[3].Finished)
+	span = phaseByName(t, r, "span")
+	require.False(t, span.Finished)
+	require.Equal(t, 0.7, span.EndSeconds)
+	require.Contains(t, strings.Join(r.Warnings, "\n"), "phase span did not finish: the run reached run.duration (-duration)")
 }
