@@ -179,8 +179,8 @@ var phaseOps = []string{opCreateNodes, opCreatePods, opBarrier, opSleep, opDelet
 // Limits of a phases scenario.
 const (
 	maxPhases      = 1000
-	maxPhaseCount  = 10_000_000 // pods or nodes of one phase
-	maxPhasePods   = 20_000_000 // pods created by every phase
+	maxPhaseCount  = maxInitialPods // pods or nodes of one phase
+	maxPhasePods   = maxInitialPods // pods and nodes created by every phase: what one machine holds
 	maxGangSize    = 100_000
 	maxScale       = 100.0
 	defaultNS      = "default"
@@ -873,8 +873,25 @@ func (c *Config) phaseFlags(set map[string]bool) error {
 		return bad("scale", "must be in (0, %v], got %v", maxScale, c.Scale)
 	}
 	c.Nodes = scaled(c.Phases.nodes, c.Scale, 1)
-	if c.Nodes > maxNodes {
-		return bad("scale", "%v makes %d nodes at start, more than %d", c.Scale, c.Nodes, maxNodes)
+	total := 0
+	for _, p := range c.Phases.phases {
+		switch p.op {
+		case opCreateNodes:
+			n := scaled(p.count, c.Scale, 1)
+			if n > maxNodes {
+				return bad("scale", "%v makes %d nodes in phase %s, more than %d", c.Scale, n, p.name, maxNodes)
+			}
+			total += n
+		case opCreatePods:
+			g := 0
+			if p.tmpl != nil {
+				g = p.tmpl.gang
+			}
+			total += scaled(p.count, c.Scale, g)
+		}
+	}
+	if total > maxPhasePods {
+		return bad("scale", "%v makes %d pods and nodes in all, more than the %d this tool holds", c.Scale, total, maxPhasePods)
 	}
 	if !set["sample"] && c.Sample > c.Nodes {
 		c.Sample = c.Nodes

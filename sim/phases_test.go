@@ -122,7 +122,7 @@ func TestPhasesRejects(t *testing.T) {
 		{"unknown field", "- createPods: {count: 1, colour: red}\n", `s.yaml:4: phases[1].createPods.colour: unknown field "colour"`},
 		{"unknown template field", "- createPods:\n    count: 1\n    template: {affinity: {}}\n", `s.yaml:6: phases[1].createPods.template.affinity: unknown field "affinity"`},
 		{"count missing", "- createPods: {namespace: a}\n", "s.yaml:4: phases[1].createPods: missing count: the number of pods"},
-		{"count zero", "- createPods:\n    count: 0\n", "s.yaml:5: phases[1].createPods.count: must be 1 to 10000000, got 0"},
+		{"count zero", "- createPods:\n    count: 0\n", "s.yaml:5: phases[1].createPods.count: must be 1 to 6000000, got 0"},
 		{"count not an integer", "- createPods: {count: many}\n", `s.yaml:4: phases[1].createPods.count: want an integer, got "many"`},
 		{"bad namespace", "- createPods:\n    count: 1\n    namespace: Bad_NS\n", `s.yaml:6: phases[1].createPods.namespace: "Bad_NS"`},
 		{"measured and skipWait", "- createPods:\n    count: 1\n    collectMetrics: true\n    skipWait: true\n", "s.yaml:7: phases[1].createPods.skipWait: not with collectMetrics"},
@@ -209,6 +209,7 @@ func TestPhasesRejects(t *testing.T) {
 		{[]string{"-scale", "0"}, "-scale: must be in (0, 100], got 0"},
 		{[]string{"-scale", "NaN"}, "-scale: must be in (0, 100]"},
 		{[]string{"-scale", "1000"}, "-scale: must be in (0, 100]"},
+		{[]string{"-scale", "30000"}, "-scale: must be in (0, 100]"},
 	} {
 		_, err := parseFlags(append([]string{"-scenario", good}, tc.args...), io.Discard)
 		require.ErrorIs(t, err, ErrUsage, tc.args)
@@ -216,6 +217,11 @@ func TestPhasesRejects(t *testing.T) {
 	}
 	_, err := parseFlags([]string{"-scale", "0.5"}, io.Discard)
 	require.ErrorContains(t, err, "-scale: only with a phases scenario")
+	big := writeScenario(t, "phases:\n- createNodes: {count: 500}\n- createPods: {count: 1000000}\n")
+	_, err = parseFlags([]string{"-scenario", big, "-scale", "30"}, io.Discard)
+	require.ErrorContains(t, err, "-scale: 30 makes 30015000 pods and nodes in all, more than the 6000000 this tool holds")
+	_, err = parseFlags([]string{"-scenario", big, "-scale", "500"}, io.Discard)
+	require.ErrorContains(t, err, "-scale: must be in (0, 100]")
 }
 
 // phaseRunBody is the test workload of the brief: 50 nodes; 100 pods,
