@@ -14,7 +14,8 @@ import (
 // BenchmarkSerialCeiling measures the serial section (the coordinator's
 // token: applying ops, publishing, answering) with callers that do
 // nothing but issue ops, on the loaded standard cluster (5,000 nodes,
-// 150,000 pods), GOMAXPROCS callers. Reported per run (WithSerialTiming):
+// 150,000 pods), GOMAXPROCS callers or 8 times as many (contention: more
+// callers than cores wait for the token). Reported per run (WithSerialTiming):
 //
 //   - ops/s: the ops the callers got through;
 //   - held-ns/op: token time per op (batches' total over ops applied);
@@ -34,68 +35,71 @@ import (
 func BenchmarkSerialCeiling(b *testing.B) {
 	cl := standardCluster()
 	for _, mix := range []string{"assume-forget", "add-remove-async", "w3"} {
-		b.Run("mix="+mix, func(b *testing.B) {
-			c := loadedCache(b, schedcache.WithSerialTiming())
-			defer c.Close()
-			var seq atomic.Int64
-			before := c.SerialStats()
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				id := seq.Add(1)
-				pods := make([]*v1.Pod, 256)
-				for i := range pods {
-					pods[i] = pod(fmt.Sprintf("serial-%d-%d", id, i), cl.Nodes[(int(id)*7919+i*31)%len(cl.Nodes)].Name, 10)
-				}
-				for i := 0; pb.Next(); i++ {
-					p := pods[i%len(pods)]
-					var err error
-					switch mix {
-					case "assume-forget":
-						if err = c.AssumePod(logger, p); err == nil {
-							err = c.ForgetPod(logger, p)
-						}
-					case "add-remove-async":
-						if err = c.AddPodAsync(p); err == nil {
-							err = c.RemovePodAsync(p)
-						}
-					case "w3":
-						if err = c.AssumePod(logger, p); err == nil {
+		for _, callers := range []int{1, 8} {
+			b.Run(fmt.Sprintf("mix=%s/callers=%dxGOMAXPROCS", mix, callers), func(b *testing.B) {
+				c := loadedCache(b, schedcache.WithSerialTiming())
+				defer c.Close()
+				var seq atomic.Int64
+				before := c.SerialStats()
+				b.ReportAllocs()
+				b.SetParallelism(callers)
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					id := seq.Add(1)
+					pods := make([]*v1.Pod, 256)
+					for i := range pods {
+						pods[i] = pod(fmt.Sprintf("serial-%d-%d", id, i), cl.Nodes[(int(id)*7919+i*31)%len(cl.Nodes)].Name, 10)
+					}
+					for i := 0; pb.Next(); i++ {
+						p := pods[i%len(pods)]
+						var err error
+						switch mix {
+						case "assume-forget":
+							if err = c.AssumePod(logger, p); err == nil {
+								err = c.ForgetPod(logger, p)
+							}
+						case "add-remove-async":
 							if err = c.AddPodAsync(p); err == nil {
 								err = c.RemovePodAsync(p)
 							}
+						case "w3":
+							if err = c.AssumePod(logger, p); err == nil {
+								if err = c.AddPodAsync(p); err == nil {
+									err = c.RemovePodAsync(p)
+								}
+							}
+						}
+						if err != nil {
+							b.Error(err)
+							return
 						}
 					}
-					if err != nil {
-						b.Error(err)
-						return
-					}
+				})
+				if err := c.Sync(); err != nil {
+					b.Fatal(err)
 				}
+				b.StopTimer()
+				s := c.SerialStats()
+				ops := s.Ops() - before.Ops()
+				held := s.Held() - before.Held()
+				var batches uint64
+				for i := range s.Batch {
+					batches += s.Batch[i].Count - before.Batch[i].Count
+				}
+				if ops == 0 || held <= 0 || batches == 0 {
+					b.Fatalf("nothing recorded: %d ops, %v held, %d batches", ops, held, batches)
+				}
+				heldPerOp := float64(held.Nanoseconds()) / float64(ops)
+				b.ReportMetric(float64(ops)/b.Elapsed().Seconds(), "ops/s")
+				b.ReportMetric(heldPerOp, "held-ns/op")
+				b.ReportMetric(1e9/heldPerOp, "ceiling-ops/s")
+				b.ReportMetric(float64(ops)/float64(batches), "ops/batch")
+				if mix == "w3" {
+					b.ReportMetric(1e9/heldPerOp/3, "ceiling-pods/s")
+				}
+				logSerial(b, before, s)
 			})
-			if err := c.Sync(); err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			s := c.SerialStats()
-			ops := s.Ops() - before.Ops()
-			held := s.Held() - before.Held()
-			var batches uint64
-			for i := range s.Batch {
-				batches += s.Batch[i].Count - before.Batch[i].Count
-			}
-			if ops == 0 || held <= 0 || batches == 0 {
-				b.Fatalf("nothing recorded: %d ops, %v held, %d batches", ops, held, batches)
-			}
-			heldPerOp := float64(held.Nanoseconds()) / float64(ops)
-			b.ReportMetric(float64(ops)/b.Elapsed().Seconds(), "ops/s")
-			b.ReportMetric(heldPerOp, "held-ns/op")
-			b.ReportMetric(1e9/heldPerOp, "ceiling-ops/s")
-			b.ReportMetric(float64(ops)/float64(batches), "ops/batch")
-			if mix == "w3" {
-				b.ReportMetric(1e9/heldPerOp/3, "ceiling-pods/s")
-			}
-			logSerial(b, before, s)
-		})
+		}
 	}
 }
 
