@@ -33,6 +33,7 @@ const (
 	actUncordon                  // follow-up: uncordon a drained node
 	actReady                     // follow-up: a NotReady node (or zone) is Ready again
 	actExpiry                    // once: the expiry storm
+	actComplete                  // a running pod completes (lifecycle.go)
 )
 
 // action is a plain value owned by the apiServer's owner: one churn step
@@ -44,6 +45,8 @@ type action struct {
 	node   string
 	remove bool     // actEvict: remove the node afterwards
 	nodes  []string // actReady of a zone outage
+	pod    *v1.Pod  // actComplete
+	failed bool     // actComplete: the pod ends Failed
 }
 
 // actionHeap is a min-heap by (at, seq), owned by the apiServer's owner.
@@ -122,6 +125,7 @@ type apiServer struct {
 	events   int64                // owned: pod events delivered, for heartbeats
 	stopped  bool                 // owned: no new churn (the run is over)
 	counts   ChurnCounts          // owned
+	life     *lifecycle           // owned (its submits: concurrent); nil: no pod lifecycle
 }
 
 func newAPIServer(cfg Config, truth *Truth, inf *informer, cl *workload.Cluster) *apiServer {
@@ -133,6 +137,7 @@ func newAPIServer(cfg Config, truth *Truth, inf *informer, cl *workload.Cluster)
 		state:   make(map[string]nodeState, len(cl.Nodes)),
 		names:   make([]string, 0, len(cl.Nodes)),
 		nodeIdx: len(cl.Nodes), rv: 1000,
+		life: newLifecycle(cfg),
 	}
 	zs := map[string]bool{}
 	for _, n := range cl.Nodes {
@@ -356,6 +361,8 @@ func (a *apiServer) do(x action) error {
 			n.Labels[v1.LabelTopologyZone] = zone
 		})
 		a.counts.ZoneMoves++
+	case actComplete:
+		a.complete(now, x)
 	case actExpiry:
 		for i := 0; i < a.cfg.ExpiryPods; i++ {
 			name, ok := a.pickNode(nsReady)
@@ -505,12 +512,13 @@ func (a *apiServer) popLive() *v1.Pod {
 }
 
 // delivered is the informer's onAdd: the pod joins the live pods; unless
-// KeepPods, an old pod is deleted for it; every 100 pod events a node
+// KeepPods or the pod has a lifecycle (lifecycle.go: it starts to run),
+// an old pod is deleted for it; every 100 pod events a node
 // sends a heartbeat.
 func (a *apiServer) delivered(now time.Duration, p *v1.Pod) error {
 	a.live = append(a.live, p)
 	a.events++
-	if !a.cfg.KeepPods {
+	if !a.startLife(now, p) && !a.cfg.KeepPods {
 		if v := a.popLive(); v != nil {
 			a.deletePod(now, v)
 			a.counts.ConfirmDeletes++

@@ -138,6 +138,13 @@ type Config struct {
 	// written).
 	Phases *phasePlan
 	Scale  float64
+
+	// Life is the pod lifecycle (lifecycle.go): how long bound pods run
+	// before they complete. Shared, never changed once set.
+	Life LifeConfig
+	// Trace is -arrivals-from's trace (arrivals.go): with Arrival
+	// "trace", pods arrive at its submit times.
+	Trace TraceConfig
 }
 
 // Arrival modes.
@@ -145,10 +152,13 @@ const (
 	arrClosed  = "closed"
 	arrPoisson = "poisson"
 	arrBurst   = "burst"
+	arrTrace   = "trace" // -arrivals-from (arrivals.go)
 )
 
 // openLoop says whether pods arrive on their own schedule.
-func (c *Config) openLoop() bool { return c.Arrival == arrPoisson || c.Arrival == arrBurst }
+func (c *Config) openLoop() bool {
+	return c.Arrival == arrPoisson || c.Arrival == arrBurst || c.Arrival == arrTrace
+}
 
 // limit is how long the run may last: Duration, or maxDuration in a
 // pod-count run without one.
@@ -309,6 +319,9 @@ func (c *Config) Validate() error {
 	if err := c.validateExplain(); err != nil {
 		return err
 	}
+	if err := c.validateLifecycle(); err != nil {
+		return err
+	}
 	return c.validateChurn()
 }
 
@@ -414,6 +427,10 @@ func (c *Config) validateArrivals() error {
 		case c.Rate != 0:
 			return bad("rate", "only with -arrival poisson")
 		}
+	case arrTrace:
+		if err := c.validateTrace(); err != nil {
+			return err
+		}
 	default:
 		return bad("arrival", "must be closed, poisson or burst, got %q", c.Arrival)
 	}
@@ -479,6 +496,8 @@ func flagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	})
 	explainFlags(fs, cfg)
 	profileFlags(fs, cfg)
+	lifecycleFlags(fs, cfg)
+	arrivalFlags(fs, cfg)
 	return fs
 }
 
@@ -562,6 +581,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 		return cfg, err
 	}
 	if err := cfg.phaseFlags(set); err != nil {
+		return cfg, err
+	}
+	if err := cfg.traceFlags(set); err != nil {
 		return cfg, err
 	}
 	if set["pods-per-node"] && set["initial-pods"] {

@@ -151,6 +151,7 @@ type detRun struct {
 	churnAt      time.Duration   // owned by the loop: the churn's next due time scheduled (-1: none)
 	traceClosed  bool            // owned by the loop: the trace's End record is written
 	ph           *phaseRun       // owned by the loop: the phases being run (nil: none; phaserun.go)
+	feed         *traceFeed      // owned by the loop: -arrivals-from's pods (nil: none yet; arrivals.go)
 }
 
 // open creates -record's file, sets the cluster up, makes the pickers and
@@ -433,6 +434,10 @@ func (d *detRun) handle(ev event) error {
 // queues the one after; a queue of detQueueMax stops the run.
 func (d *detRun) arrive(ev event) {
 	cfg := d.cfg
+	if cfg.Arrival == arrTrace {
+		d.arriveTrace(ev)
+		return
+	}
 	k, next := 1, time.Duration(0)
 	if cfg.Arrival == arrBurst {
 		k, next = cfg.BurstSize, cfg.BurstInterval
@@ -543,6 +548,7 @@ func (d *detRun) bind(ev event, pod *v1.Pod, best string, arrivedAt time.Duratio
 		d.hq.Record(ev.at - arrivedAt)
 	}
 	d.e.truth.Assume(pod, best)
+	d.api.life.submitted(pod, arrivedAt)
 	if d.ph != nil {
 		if held, err := d.ph.assumed(ev.at, pod, best, tr); held || err != nil {
 			return err // a gang member waits for its gang

@@ -268,6 +268,10 @@ func (rt *realtimeRun) dispatcher() {
 func (rt *realtimeRun) arrivals() {
 	defer rt.arrWG.Done()
 	cfg := rt.cfg
+	if cfg.Arrival == arrTrace {
+		rt.traceArrivals()
+		return
+	}
 	r := rand.New(rand.NewPCG(uint64(cfg.Seed), 9))
 	var next time.Duration
 	for {
@@ -362,6 +366,9 @@ func (rt *realtimeRun) decide(s int, r *rand.Rand, pod *v1.Pod, arrivedAt time.D
 	st.assume.Record(time.Since(ta))
 	if rt.arr != nil {
 		st.queue.Record(ta.Sub(rt.t0) - arrivedAt)
+		rt.api.life.submitted(pod, arrivedAt)
+	} else {
+		rt.api.life.submitted(pod, ta.Sub(rt.t0))
 	}
 	// Optimistic concurrency: another scheduler may have filled
 	// the node since our snapshot. Check on a fresh snapshot.

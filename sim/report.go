@@ -85,6 +85,8 @@ type Report struct {
 	Explanations        []Explanation
 	ExplanationsDropped int64
 	ExplainNote         string
+	// Lifecycle: what the pod lifecycle did (lifecycle.go; nil: off).
+	Lifecycle *LifecycleReport
 }
 
 // readRSS reads the resident set size and its peak from /proc (Linux).
@@ -195,6 +197,8 @@ type JSONReport struct {
 	// Explanations: with -explain or -explain-rate (explain.go).
 	Explanations        []Explanation `json:"explanations,omitempty"`
 	ExplanationsDropped int64         `json:"explanations_dropped,omitempty"`
+	// Lifecycle: with -pod-duration, runFor or -arrivals-from (lifecycle.go).
+	Lifecycle *JSONLifecycle `json:"lifecycle,omitempty"`
 }
 
 // JSONArrivals is a plain value: how pods arrived and queued. Open-loop
@@ -374,6 +378,7 @@ func (r *Report) JSON() *JSONReport {
 
 		Explanations:        r.Explanations,
 		ExplanationsDropped: r.ExplanationsDropped,
+		Lifecycle:           r.Lifecycle.json(),
 	}
 }
 
@@ -437,6 +442,8 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "arrivals:  poisson %.0f pods/s: %d arrived, %d pending at the end (max %d)\n", r.Config.Rate, r.Arrived, r.PendingAtEnd, r.MaxPending)
 	case arrBurst:
 		fmt.Fprintf(w, "arrivals:  bursts of %d every %v: %d arrived, %d pending at the end (max %d)\n", r.Config.BurstSize, r.Config.BurstInterval, r.Arrived, r.PendingAtEnd, r.MaxPending)
+	case arrTrace:
+		fmt.Fprintf(w, "arrivals:  trace %s (%d rows, speed %g): %d arrived, %d pending at the end (max %d)\n", r.Config.Trace.From, len(r.Config.Trace.rows), r.Config.Trace.speed(), r.Arrived, r.PendingAtEnd, r.MaxPending)
 	}
 	j := r.JSON()
 	tp := j.DataItems[0].Data
@@ -452,6 +459,7 @@ func (r *Report) Print(w io.Writer) {
 	r.printPicker(w)
 	r.printPhases(w)
 	r.printExplanations(w)
+	r.printLifecycle(w)
 	fmt.Fprintf(w, "events:    %d informer events (%.0f events/s): %d adds, %d removes, %d node updates\n",
 		r.Events, r.EventsPerSec, r.Adds, r.Removes, r.NodeUpdates)
 	fmt.Fprintf(w, "assume latency:        p50 %v  p99 %v  p99.9 %v  max %v\n", r.Assume.P50, r.Assume.P99, r.Assume.P999, r.Assume.Max)

@@ -75,6 +75,9 @@ type ScenarioWork struct {
 	DecisionTime       *string  `json:"decisionTime"`
 	KeepPods           *bool    `json:"keepPods"`
 	BindLatency        *string  `json:"bindLatency"`
+	// RunFor and PodFailRate are every pod's lifecycle (lifecycle.go).
+	RunFor      *ScenarioRunFor `json:"runFor"`
+	PodFailRate *float64        `json:"podFailRate"`
 }
 
 // ScenarioChurn is the simulated API server's churn: rates per second.
@@ -128,6 +131,10 @@ type ScenarioArrival struct {
 	Rate          *float64 `json:"rate"`
 	BurstSize     *int     `json:"burstSize"`
 	BurstInterval *string  `json:"burstInterval"`
+	// From is a trace of arrivals (arrivals.go), relative to the
+	// scenario's directory; Speed divides its submit times.
+	From  *string  `json:"from"`
+	Speed *float64 `json:"speed"`
 }
 
 //go:embed scenarios/*.yaml
@@ -280,6 +287,9 @@ func (sc *Scenario) apply(cfg *Config) error {
 		return fail(ue.Flag, "%s", ue.Msg)
 	}
 	cfg.Shape = shape
+	if err := sc.applyLife(cfg); err != nil {
+		return err
+	}
 	if w := sc.Workload; w != nil {
 		setInt(&cfg.Schedulers, w.Schedulers)
 		setInt(&cfg.Sample, w.Sample)
@@ -365,10 +375,15 @@ func (sc *Scenario) apply(cfg *Config) error {
 		}
 	}
 	if a := sc.Arrivals; a != nil {
-		if a.Mode == "" {
+		if a.Mode == "" && a.From == nil {
 			return fail("arrivals.mode", "missing: closed, poisson or burst")
 		}
-		cfg.Arrival = a.Mode
+		if a.Mode != "" {
+			cfg.Arrival = a.Mode
+		}
+		if err := sc.applyTrace(cfg); err != nil {
+			return err
+		}
 		if a.Rate != nil {
 			cfg.Rate = *a.Rate
 		}
@@ -441,6 +456,10 @@ var scenarioField = map[string]string{
 	"assume-ttl":          "expiry.ttl",
 	"expiry-pods":         "expiry.pods",
 	"expiry-at":           "expiry.at",
+	"pod-duration":        "workload.runFor",
+	"pod-fail-rate":       "workload.podFailRate",
+	"arrivals-from":       "arrivals.from",
+	"arrivals-speed":      "arrivals.speed",
 }
 
 // listPresets prints every preset with its description.

@@ -350,7 +350,7 @@ func TestPodCountStalls(t *testing.T) {
 func TestScenarioErrorLines(t *testing.T) {
 	cases := []struct{ name, body, want string }{
 		{"unknown field in a list", "run:\n  duration: 1s\npodMix:\n- plain: true\n  colour: red\n",
-			`s.yaml:5: podMix[0].colour: unknown field "colour" (known: containers, cpu, memory, nodeSelector, plain, tolerations, weight)`},
+			`s.yaml:5: podMix[0].colour: unknown field "colour" (known: containers, cpu, failRate, memory, name, nodeSelector, plain, runFor, tolerations, weight)`},
 		{"NaN", "run:\n  duration: 1s\nworkload:\n  bindingFailureRate: .nan\n", `s.yaml:4: workload.bindingFailureRate: want a finite number, got ".nan"`},
 		{"infinity", "run:\n  duration: 1s\nchurn:\n  podUpdateRate: .inf\n", `s.yaml:4: churn.podUpdateRate: want a finite number, got ".inf"`},
 		{"field case", "cluster:\n  Nodes: 3\nrun:\n  duration: 1s\n", `s.yaml:2: cluster.Nodes: unknown field "Nodes" (did you mean nodes?)`},

@@ -65,6 +65,11 @@ type ScenarioPodTemplate struct {
 	Memory       *QuantityRange       `json:"memory"`
 	Tolerations  []ScenarioToleration `json:"tolerations"`
 	NodeSelector map[string]string    `json:"nodeSelector"`
+	// Name names the template for a trace's template column; RunFor
+	// and FailRate are its pods' lifecycle (lifecycle.go).
+	Name     string          `json:"name"`
+	RunFor   *ScenarioRunFor `json:"runFor"`
+	FailRate *float64        `json:"failRate"`
 }
 
 // Quantity is a Kubernetes quantity as written in a scenario: a string

@@ -278,6 +278,7 @@ func (e *env) finish(cfg Config, rep *Report, h hooks, prog *progress) error {
 	}
 	rep.ExpectedPods, rep.ExpectedNodes = rep.Audit.ExpectedPods, rep.Audit.ExpectedNodes
 	rep.Informer, rep.Churn = e.inf.counts, e.api.counts
+	rep.Lifecycle = e.api.life.report()
 	rep.RSS, rep.PeakRSS = readRSS()
 	runtime.GC()
 	var ms runtime.MemStats

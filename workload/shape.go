@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 
@@ -94,6 +95,9 @@ type PodTemplate struct {
 	// Tolerations and NodeSelector go on every pod of the template.
 	Tolerations  []v1.Toleration
 	NodeSelector map[string]string
+	// Annotations, when set, are added to every pod of the template's
+	// own (each such pod gets a new map).
+	Annotations map[string]string
 }
 
 // shapeStreams: the seed streams of the label, taint and cordon draws
@@ -343,4 +347,10 @@ func (t *PodTemplate) apply(p *v1.Pod, r *rand.Rand, alloc *containerAlloc) {
 	}
 	s.Tolerations = t.Tolerations
 	s.NodeSelector = t.NodeSelector
+	if len(t.Annotations) > 0 {
+		m := make(map[string]string, len(p.Annotations)+len(t.Annotations))
+		maps.Copy(m, p.Annotations)
+		maps.Copy(m, t.Annotations)
+		p.Annotations = m
+	}
 }
