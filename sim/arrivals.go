@@ -172,7 +172,7 @@ func parseTrace(name string, r io.Reader, templates []string) ([]TraceArrival, e
 		b, err := br.Peek(n)
 		if len(b) < n {
 			if err != nil && !errors.Is(err, io.EOF) {
-				return nil, &TraceError{File: name, Msg: err.Error()}
+				return nil, &TraceError{File: name, Msg: "read: " + err.Error()}
 			}
 			break
 		}
@@ -391,13 +391,12 @@ func (p *traceParser) csv(r io.Reader) error {
 func (p *traceParser) csvError(err error) error {
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
-		msg := pe.Err.Error()
 		if errors.Is(pe.Err, csv.ErrFieldCount) {
-			msg = "the row's field count differs from the header's"
+			return p.fail(pe.Line, "", "the row's field count differs from the header's")
 		}
-		return p.fail(pe.Line, fmt.Sprintf("column %d", pe.Column), "%s", msg)
+		return p.fail(pe.Line, fmt.Sprintf("character %d", pe.Column), "%s", pe.Err.Error())
 	}
-	return p.fail(0, "", "%v", err)
+	return p.fail(0, "", "read: %v", err)
 }
 
 func isTraceColumn(c string) bool {
@@ -457,7 +456,7 @@ func (p *traceParser) jsonl(r io.Reader) error {
 		if errors.Is(err, bufio.ErrTooLong) {
 			return p.fail(0, "", "a line longer than 1 MiB")
 		}
-		return p.fail(0, "", "%v", err)
+		return p.fail(0, "", "read: %v", err)
 	}
 	return nil
 }
