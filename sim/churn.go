@@ -112,6 +112,9 @@ type apiServer struct {
 	zones  []string                                       // immutable: the zones of the initial cluster, sorted
 	assume func(p *v1.Pod, node string) error             // immutable: the expiry storm's AssumePod + FinishBinding
 	note   func(at time.Duration, what, obj, node string) // immutable; nil: none
+	// onComplete is called as a pod completes (lifecycle.go), before its
+	// deletion; immutable once the run starts; nil: none.
+	onComplete func(now time.Duration, p *v1.Pod, failed bool)
 
 	r        *rand.Rand           // owned
 	live     []*v1.Pod            // owned: delivered pods, candidates for updates and deletes

@@ -285,6 +285,7 @@ func (d *detRun) prime() {
 	d.deliverAt, d.churnAt = -1, -1
 	if cfg.Phases != nil {
 		d.ph = newPhaseRun(d)
+		d.api.onComplete = d.ph.completed
 	}
 	d.reschedule()
 }

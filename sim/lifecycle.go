@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/schedcache/schedcache/internal/hist"
+	"github.com/schedcache/schedcache/workload"
 )
 
 // Pod lifecycle (docs/loadgen.md, "Pod lifecycle"): a pod the simulator
@@ -33,6 +34,9 @@ const (
 	// annRunFor is a pod's own run time in nanoseconds (a trace's
 	// duration column).
 	annRunFor = "sim.schedcache.io/run-for"
+	// annPhase is the index of the phase whose createPods template a pod
+	// came from (phases.go), when the template has runFor or failRate.
+	annPhase = "sim.schedcache.io/phase"
 )
 
 // maxRunFor bounds a pod's run time.
@@ -95,6 +99,9 @@ type LifeConfig struct {
 	Default LifeSpec
 	// Mix[i] is podMix[i]'s runFor and failRate (nil: the default's).
 	Mix []LifeSpec
+	// Phase[i] is the runFor and failRate of phase i's createPods
+	// template (a zero spec: the default's).
+	Phase []LifeSpec
 }
 
 // on says whether any pod may have a lifecycle.
@@ -107,21 +114,32 @@ func (l *LifeConfig) on() bool {
 			return true
 		}
 	}
+	for _, s := range l.Phase {
+		if s.On() {
+			return true
+		}
+	}
 	return false
 }
 
 // spec returns the spec of podMix template i (-1: none), merged with the
 // default.
 func (l *LifeConfig) spec(i int) LifeSpec {
-	s := l.Default
 	if i >= 0 && i < len(l.Mix) {
-		t := l.Mix[i]
-		if t.On() {
-			s.Kind, s.A, s.B = t.Kind, t.A, t.B
-		}
-		if t.FailSet {
-			s.FailRate, s.FailSet = t.FailRate, true
-		}
+		return l.merged(l.Mix[i])
+	}
+	return l.Default
+}
+
+// merged is t over the default: t's run time when it has one, its fail
+// rate when given.
+func (l *LifeConfig) merged(t LifeSpec) LifeSpec {
+	s := l.Default
+	if t.On() {
+		s.Kind, s.A, s.B = t.Kind, t.A, t.B
+	}
+	if t.FailSet {
+		s.FailRate, s.FailSet = t.FailRate, true
 	}
 	return s
 }
@@ -221,9 +239,6 @@ func (c *Config) validateLifecycle() error {
 			return bad(name, "must be a fraction in [0, 1], got %v", s.FailRate)
 		}
 	}
-	if c.Life.on() && c.Phases != nil {
-		return bad("pod-duration", "not with phases (a phases scenario deletes its pods with deletePods)")
-	}
 	return nil
 }
 
@@ -306,6 +321,11 @@ func (l *lifecycle) of(p *v1.Pod) (time.Duration, bool, bool) {
 		}
 	}
 	s := l.cfg.spec(tmpl)
+	if v, ok := p.Annotations[annPhase]; ok {
+		if i, err := strconv.Atoi(v); err == nil && i >= 0 && i < len(l.cfg.Phase) {
+			s = l.cfg.merged(l.cfg.Phase[i])
+		}
+	}
 	var own time.Duration
 	if v, ok := p.Annotations[annRunFor]; ok {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
@@ -385,6 +405,9 @@ func (a *apiServer) complete(now time.Duration, x action) {
 	a.inf.emitPod(now, &np, false)
 	a.noted(now, "api-complete", np.Name, string(np.Status.Phase))
 	a.gone[uid] = true // out of the live pods: churn picks it no more
+	if a.onComplete != nil {
+		a.onComplete(now, &np, x.failed)
+	}
 	a.deletePod(now, &np)
 	if at, ok := l.submits.LoadAndDelete(uid); ok {
 		l.h.Record(now - at)
@@ -468,16 +491,7 @@ func (sc *Scenario) lifeSpec(field string, r *ScenarioRunFor) (LifeSpec, error) 
 // workload.podFailRate, podMix[i].runFor and .failRate) and podMix's
 // names over cfg; cfg.Shape is the scenario's, not yet shared.
 func (sc *Scenario) applyLife(cfg *Config) error {
-	rate := func(field string, v *float64, s *LifeSpec) error {
-		if v == nil {
-			return nil
-		}
-		if math.IsNaN(*v) || *v < 0 || *v > 1 {
-			return sc.errorAt(field, "must be a fraction in [0, 1], got %v", *v)
-		}
-		s.FailRate, s.FailSet = *v, true
-		return nil
-	}
+	rate := sc.failRate
 	if w := sc.Workload; w != nil {
 		if w.RunFor != nil {
 			s, err := sc.lifeSpec("workload.runFor", w.RunFor)
@@ -515,9 +529,32 @@ func (sc *Scenario) applyLife(cfg *Config) error {
 			return err
 		}
 		cfg.Life.Mix = append(cfg.Life.Mix, s)
-		if (s.On() || s.FailSet) && cfg.Shape != nil && i < len(cfg.Shape.PodMix) {
-			cfg.Shape.PodMix[i].Annotations = map[string]string{annTemplate: strconv.Itoa(i)}
+	}
+	annotateMix(cfg.Shape, cfg.Life.Mix)
+	return nil
+}
+
+// annotateMix marks the pod mix's templates that have a lifecycle (mix)
+// with their index, which lifecycle.of reads; shape is not yet shared.
+func annotateMix(shape *workload.Shape, mix []LifeSpec) {
+	if shape == nil {
+		return
+	}
+	for i, s := range mix {
+		if (s.On() || s.FailSet) && i < len(shape.PodMix) {
+			shape.PodMix[i].Annotations = map[string]string{annTemplate: strconv.Itoa(i)}
 		}
 	}
+}
+
+// failRate checks a scenario's fail rate v (at field) into s.
+func (sc *Scenario) failRate(field string, v *float64, s *LifeSpec) error {
+	if v == nil {
+		return nil
+	}
+	if math.IsNaN(*v) || *v < 0 || *v > 1 {
+		return sc.errorAt(field, "must be a fraction in [0, 1], got %v", *v)
+	}
+	s.FailRate, s.FailSet = *v, true
 	return nil
 }

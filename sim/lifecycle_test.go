@@ -134,3 +134,93 @@ func TestLifecycleRealtime(t *testing.T) {
 	require.GreaterOrEqual(t, l.SubmitToCompletion.P50, 5*time.Millisecond)
 	require.True(t, rep.Consistent, "audit %+v", rep.Audit)
 }
+
+// phaseLifeScenario: two nodes of 4 CPUs hold four 2-CPU pods; the first
+// createPods fills them, the sleep outlasts the pods' run time (%s: the
+// template's lifecycle fields), and the second createPods fits only
+// because the first phase's pods completed.
+const phaseLifeScenario = `cluster: {seed: 1, allocatable: {cpu: "4", memory: 32Gi, pods: 110}}
+workload: {schedulers: 1}
+phases:
+- createNodes: {count: 2}
+- name: first
+  createPods:
+    count: 4
+    namespace: a
+    template: {plain: true, containers: 1, cpu: "2", memory: 1Gi%s}
+- barrier: {}
+- sleep: {duration: 3s}
+- name: second
+  createPods:
+    count: 4
+    namespace: b
+    collectMetrics: true
+    template: {plain: true, containers: 1, cpu: "2", memory: 1Gi}
+  thresholds: {maxUnschedulable: 0}
+`
+
+// Pods a phase creates with runFor complete and free their nodes: a later
+// phase fits only because of that; the per-phase and lifecycle reports
+// count the completions; the barrier does not wait for completions; the
+// digest is the seed's.
+func TestPhasesLifecycle(t *testing.T) {
+	sc := writeScenario(t, fmt.Sprintf(phaseLifeScenario, ", runFor: {fixed: 1s}, failRate: 0.5"))
+	args := []string{"-scenario", sc, "-json", "-"}
+	code, a, stderr := runJSON(t, args, hooks{})
+	require.Equal(t, exitOK, code, stderr)
+	_, b, _ := runJSON(t, args, hooks{})
+	require.Equal(t, a.Digest, b.Digest, "the same seed gives the same run")
+	require.True(t, a.Consistent)
+	require.True(t, a.Audit.OK)
+	first, barrier, sleep, second := phaseByName(t, a, "first"), a.Phases[2], a.Phases[3], phaseByName(t, a, "second")
+	require.Equal(t, int64(4), first.Scheduled)
+	require.Zero(t, first.Completed, "the phase ends once its pods are bound, before they complete")
+	require.Less(t, barrier.EndSeconds, 1.0, "the barrier waits for bindings, not completions")
+	require.Equal(t, int64(4), sleep.Completed, "the pods complete during the sleep")
+	require.Equal(t, int64(4), second.Scheduled, "the second phase fits only because the first one's pods completed")
+	require.Zero(t, second.Unschedulable)
+	require.True(t, *a.ThresholdsOK)
+	l := a.Lifecycle
+	require.NotNil(t, l)
+	require.Equal(t, int64(4), l.Started, "only the first phase's pods have a lifecycle")
+	require.Equal(t, int64(4), l.Completed)
+	require.Equal(t, l.Failed, sleep.CompletedFail)
+	require.Equal(t, l.Succeeded, sleep.Completed-sleep.CompletedFail)
+	require.Zero(t, l.Running)
+	require.Equal(t, 4, a.Counts.FinalPods, "the second phase's pods remain")
+
+	// Without runFor the first phase's pods stay: the second finds no room.
+	sc = writeScenario(t, fmt.Sprintf(phaseLifeScenario, ""))
+	code, c, _ := runJSON(t, []string{"-scenario", sc, "-json", "-"}, hooks{})
+	require.Equal(t, exitThresholds, code)
+	require.Equal(t, int64(4), phaseByName(t, c, "second").Unschedulable)
+	require.Nil(t, c.Lifecycle)
+
+	// -pod-duration gives every phase pod a lifecycle.
+	code, d, stderr := runJSON(t, []string{"-scenario", sc, "-json", "-", "-pod-duration", "1s"}, hooks{})
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, int64(4), phaseByName(t, d, "second").Scheduled)
+	require.Equal(t, int64(8), d.Lifecycle.Started)
+	require.Equal(t, int64(4), d.Lifecycle.Running, "the run ends with the phases: the second phase's pods still run")
+}
+
+// A createPods phase without a template makes pods of the pod mix, with
+// the mix's runFor, also when the first createNodes phase has a shape of
+// its own.
+func TestPhasesLifecyclePodMix(t *testing.T) {
+	sc := writeScenario(t, `cluster: {seed: 1, allocatable: {cpu: "8", memory: 32Gi, pods: 110}}
+podMix:
+- {plain: true, containers: {min: 1, max: 1}, cpu: {min: "2", max: "2"}, memory: {min: 1Gi, max: 1Gi}, runFor: {fixed: 1s}}
+phases:
+- createNodes: {count: 2, allocatable: {cpu: "4"}}
+- createPods: {count: 4, namespace: a}
+- sleep: {duration: 3s}
+- name: second
+  createPods: {count: 4, namespace: b}
+`)
+	code, a, stderr := runJSON(t, []string{"-scenario", sc, "-json", "-"}, hooks{})
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, int64(4), phaseByName(t, a, "second").Scheduled)
+	require.Equal(t, int64(8), a.Lifecycle.Started)
+	require.Equal(t, int64(4), a.Lifecycle.Completed)
+}

@@ -27,6 +27,9 @@ type PhaseResult struct {
 	ChurnActions        int64
 	Preemptions         int64 // pods that preempted others
 	Victims             int64 // pods they deleted
+	// Completed pods ran for their duration and completed (lifecycle.go),
+	// CompletedFailed of them Failed.
+	Completed, CompletedFailed int64
 	// Measured phases: pods scheduled per second over the phase (run
 	// time, at least one decision time) and over its wall-clock time, per
 	// 1 s window, and the latencies of the pods scheduled in it.
@@ -57,7 +60,7 @@ func (pr *phaseRun) results() []PhaseResult {
 			Start: st.start, End: st.end, Wall: st.wallEnd.Sub(st.wallStart),
 			Created: st.created, Deleted: st.deleted, Nodes: st.nodes, Scheduled: st.scheduled, Unschedulable: st.unschedulable,
 			Failed: st.failed, FailedBindings: st.failedBindings, GangsFailed: st.gangsFailed, ChurnActions: st.churn,
-			Preemptions: st.preemptions, Victims: st.victims}
+			Preemptions: st.preemptions, Victims: st.victims, Completed: st.completed, CompletedFailed: st.completedFailed}
 		if p.op == opCreatePods || p.op == opDeletePods {
 			r.Namespace = p.ns
 		}
@@ -189,6 +192,8 @@ type JSONPhase struct {
 	ChurnActions   int64             `json:"churn_actions,omitempty"`
 	Preemptions    int64             `json:"preemptions,omitempty"`
 	Victims        int64             `json:"preemption_victims,omitempty"`
+	Completed      int64             `json:"completed,omitempty"`
+	CompletedFail  int64             `json:"completed_failed,omitempty"`
 	Throughput     *JSONThroughput   `json:"throughput,omitempty"`
 	Latency        *JSONLatency      `json:"scheduling_latency_ms,omitempty"`
 	Attempt        *JSONLatency      `json:"attempt_latency_ms,omitempty"`
@@ -243,7 +248,7 @@ func (r *Report) phasesJSON() []JSONPhase {
 			StartSeconds: p.Start.Seconds(), EndSeconds: p.End.Seconds(), WallSeconds: p.Wall.Seconds(),
 			Pods: p.Created, Deleted: p.Deleted, Nodes: p.Nodes, Scheduled: p.Scheduled, Unschedulable: p.Unschedulable,
 			Failed: p.Failed, FailedBindings: p.FailedBindings, GangsFailed: p.GangsFailed, ChurnActions: p.ChurnActions,
-			Preemptions: p.Preemptions, Victims: p.Victims, Thresholds: p.Thresholds}
+			Preemptions: p.Preemptions, Victims: p.Victims, Completed: p.Completed, CompletedFail: p.CompletedFailed, Thresholds: p.Thresholds}
 		if p.Measured {
 			avg, p50, p90, p99 := windowStats(p.Windows)
 			j.Throughput = &JSONThroughput{p.PodsPerSec, p.WallPodsPerSec, len(p.Windows), avg, p50, p90, p99}
@@ -332,7 +337,7 @@ func (r *Report) printPhases(w io.Writer) {
 			n    int64
 			what string
 		}{{p.Failed, "failed"}, {p.FailedBindings, "failed bindings"}, {p.GangsFailed, "gangs failed"}, {p.ChurnActions, "churn actions"},
-			{p.Preemptions, "preemptions"}, {p.Victims, "pods preempted"}} {
+			{p.Preemptions, "preemptions"}, {p.Victims, "pods preempted"}, {p.Completed, "completed"}, {p.CompletedFailed, "completed Failed"}} {
 			if c.n > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
 			}

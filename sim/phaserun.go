@@ -32,6 +32,7 @@ const (
 	psUnschedulable                 // no node fitted (settled)
 	psFailed                        // bindRetryLimit bindings failed (settled)
 	psDeleted                       // deleted (settled)
+	psCompleted                     // ran for its duration and completed (lifecycle.go; settled)
 )
 
 // phasePod is owned by the event loop: one pod a createPods phase made.
@@ -98,6 +99,8 @@ type phaseStat struct {
 	churn              int64           // churn actions
 	preemptions        int64           // pods that preempted
 	victims            int64           // pods they deleted
+	completed          int64           // pods that completed (lifecycle.go)
+	completedFailed    int64           // of them, ended Failed
 	win                []int64         // pods scheduled per 1 s since start
 	e2e, attempt       *hist.Histogram // nil until a pod is scheduled
 }
@@ -424,7 +427,7 @@ func (pr *phaseRun) createPods(now time.Duration, i int, p *planPhase) {
 			if g > 0 {
 				gangID = fmt.Sprintf("ph%d-%d", i, j/g)
 			}
-			p.tmpl.decorate(pod, gangID)
+			p.tmpl.decorate(pod, gangID, i)
 		} else {
 			pod = d.e.cl.NewPod(d.r, uid, "")
 		}
@@ -454,9 +457,18 @@ func (pr *phaseRun) createPods(now time.Duration, i int, p *planPhase) {
 const gangLabel = "sim.schedcache.io/gang"
 
 // decorate puts the template's labels, priority, affinity and spread
-// constraints on p (a fresh pod sharing immutable parts), and the gang's
-// label when gang is not "".
-func (t *podTemplate) decorate(p *v1.Pod, gang string) {
+// constraints on p (a fresh pod sharing immutable parts), the gang's
+// label when gang is not "", and, when the template has a lifecycle, the
+// index of its phase (annPhase).
+func (t *podTemplate) decorate(p *v1.Pod, gang string, phase int) {
+	if t.lifeSet {
+		a := maps.Clone(p.Annotations)
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[annPhase] = strconv.Itoa(phase)
+		p.Annotations = a
+	}
 	if len(t.labels) > 0 || gang != "" {
 		l := maps.Clone(p.Labels)
 		if l == nil {
@@ -673,6 +685,22 @@ func (pr *phaseRun) bindFailed(now time.Duration, pod *v1.Pod) {
 	pr.wake(now)
 }
 
+// completed: pod, bound, completed at now (Failed when failed) and is
+// being deleted by the API server (lifecycle.go): the open spans count it.
+func (pr *phaseRun) completed(now time.Duration, pod *v1.Pod, failed bool) {
+	pp := pr.byUID[string(pod.UID)]
+	if pp == nil || pp.state != psBound {
+		return
+	}
+	pr.settle(pp, psCompleted, now)
+	pr.record(func(st *phaseStat) {
+		st.completed++
+		if failed {
+			st.completedFailed++
+		}
+	})
+}
+
 // deletePods deletes up to n (n < 0: all) pods of namespace ns, oldest
 // first, and returns how many: a bound pod through the API server (its
 // deletion reaches the cache through the informer), a pending one from
@@ -684,7 +712,7 @@ func (pr *phaseRun) deletePods(now time.Duration, ns string, n int) int {
 	for k := 0; k < len(pods) && (n < 0 || got < n); k++ {
 		pp := pods[k]
 		switch pp.state {
-		case psDeleted, psInFlight:
+		case psDeleted, psInFlight, psCompleted:
 			continue
 		case psBound:
 			r, ok := d.e.truth.pods.Load(string(pp.pod.UID))
@@ -703,7 +731,7 @@ func (pr *phaseRun) deletePods(now time.Duration, ns string, n int) int {
 	}
 	// Forget the deleted pods at the front.
 	k := 0
-	for k < len(pods) && pods[k].state == psDeleted {
+	for k < len(pods) && (pods[k].state == psDeleted || pods[k].state == psCompleted) {
 		delete(pr.byUID, string(pods[k].pod.UID))
 		k++
 	}

@@ -75,6 +75,10 @@ type PhasePodTemplate struct {
 	PodAntiAffinity []ScenarioAffinityTerm `json:"podAntiAffinity"`
 	TopologySpread  []ScenarioSpread       `json:"topologySpread"`
 	GangSize        *int                   `json:"gangSize"`
+	// RunFor and FailRate are the pods' lifecycle, as podMix's
+	// (lifecycle.go).
+	RunFor   *ScenarioRunFor `json:"runFor"`
+	FailRate *float64        `json:"failRate"`
 }
 
 // ScenarioNodeSelector is one requirement of a required node affinity
@@ -231,6 +235,10 @@ type podTemplate struct {
 	affinity *v1.Affinity // nil: none
 	spread   []v1.TopologySpreadConstraint
 	gang     int // pods per gang (0: none)
+	// life is the template's runFor and failRate; lifeSet: either given
+	// (its pods then carry annPhase).
+	life    LifeSpec
+	lifeSet bool
 }
 
 // limit is a plain value: one threshold of a phase.
@@ -300,6 +308,13 @@ func (sc *Scenario) applyPhases(cfg *Config) error {
 	cfg.KeepPods = true
 	if plan.phases[0].shape != nil {
 		cfg.Shape = plan.phases[0].shape
+		annotateMix(cfg.Shape, cfg.Life.Mix) // the pod mix's lifecycle, as applyLife set it
+	}
+	cfg.Life.Phase = make([]LifeSpec, len(plan.phases))
+	for i, p := range plan.phases {
+		if p.tmpl != nil {
+			cfg.Life.Phase[i] = p.tmpl.life
+		}
 	}
 	return nil
 }
@@ -842,6 +857,15 @@ func (sc *Scenario) podTemplate(i int, t *PhasePodTemplate) (*podTemplate, error
 		}
 		pt.gang = *t.GangSize
 	}
+	if t.RunFor != nil {
+		if pt.life, err = sc.lifeSpec(base+".runFor", t.RunFor); err != nil {
+			return nil, err
+		}
+	}
+	if err := sc.failRate(base+".failRate", t.FailRate, &pt.life); err != nil {
+		return nil, err
+	}
+	pt.lifeSet = pt.life.On() || pt.life.FailSet
 	return pt, nil
 }
 
