@@ -233,6 +233,8 @@ type JSONConfig struct {
 	KeepPods       bool    `json:"keep_pods,omitempty"`
 	// ClusterFrom: the manifests the cluster was loaded from (-cluster-from).
 	ClusterFrom []string `json:"cluster_from,omitempty"`
+	// Scale: a phases scenario's -scale (with phases only, 1 included).
+	Scale float64 `json:"scale,omitempty"`
 }
 
 // Environment is a plain value: where the run happened.
@@ -327,7 +329,13 @@ func (r *Report) JSON() *JSONReport {
 		tp.Labels["WindowSeconds"] = strconv.FormatFloat(r.Elapsed.Seconds(), 'f', 3, 64)
 	}
 	jc := JSONConfig{c.Nodes, c.PodsPerNode, c.Seed, c.Duration.Seconds(), c.Schedulers, c.Sample,
-		ms(c.ConfirmDelay), c.FailRate, r.Shards, c.Deterministic, 0, 0, c.InitialPods, c.Zones, c.Pods, c.KeepPods, c.ClusterFrom}
+		ms(c.ConfirmDelay), c.FailRate, r.Shards, c.Deterministic, 0, 0, c.InitialPods, c.Zones, c.Pods, c.KeepPods, c.ClusterFrom, 0}
+	if c.Phases != nil {
+		jc.Scale = c.Scale
+		if jc.Scale == 0 {
+			jc.Scale = 1
+		}
+	}
 	if c.Deterministic {
 		jc.DecisionTimeUs = float64(c.DecisionTime) / 1e3
 		jc.AuditEveryMs = ms(c.AuditEvery)
