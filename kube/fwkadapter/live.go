@@ -252,10 +252,15 @@ func (h *LiveNodeInfo) Snapshot() fwk.NodeInfo {
 	return m
 }
 
-// AddPodInfo, RemovePod and SetNode are the published NodeInfo's: they
-// change nothing (mutate through the Mutable).
+// AddPodInfo is the published NodeInfo's: it changes nothing and logs an
+// error (mutate through the Mutable).
 func (h *LiveNodeInfo) AddPodInfo(podInfo fwk.PodInfo) { h.cur().AddPodInfo(podInfo) }
+
+// RemovePod is the published NodeInfo's: it returns ErrReadOnly.
 func (h *LiveNodeInfo) RemovePod(logger klog.Logger, pod *v1.Pod) error {
 	return h.cur().RemovePod(logger, pod)
 }
+
+// SetNode is the published NodeInfo's: it changes nothing and logs an
+// error.
 func (h *LiveNodeInfo) SetNode(node *v1.Node) { h.cur().SetNode(node) }
