@@ -545,16 +545,7 @@ func (d *detRun) arriveTrace(ev event) {
 		d.queue = append(d.queue, arrival{pod: pod, at: at})
 		traceEvent(d.digest, ev.at, "arrive", pod.Name, "")
 	}
-	d.rep.MaxPending = max(d.rep.MaxPending, len(d.queue)-d.head)
-	if len(d.queue)-d.head >= detQueueMax {
-		d.stopped, d.endAt = true, ev.at
-		d.rep.Stopped = "queue-full"
-		d.e.warnings = append(d.e.warnings, fmt.Sprintf("stopped at %v of virtual time: %d pods pending, the most a deterministic run queues (the trace outruns the schedulers)", ev.at, len(d.queue)-d.head))
-	}
-	if d.head > 4096 && d.head*2 > len(d.queue) {
-		d.queue = append(d.queue[:0:0], d.queue[d.head:]...)
-		d.head = 0
-	}
+	d.afterArrivals(ev.at, "the trace outruns the schedulers")
 	if !f.done() {
 		d.push(event{at: f.at(f.next), kind: evArrive})
 	}

@@ -451,17 +451,24 @@ func (d *detRun) arrive(ev event) {
 		d.queue = append(d.queue, arrival{pod: pod, at: ev.at})
 		traceEvent(d.digest, ev.at, "arrive", pod.Name, "")
 	}
+	d.afterArrivals(ev.at, "the arrivals outrun the schedulers")
+	d.push(event{at: ev.at + next, kind: evArrive})
+}
+
+// afterArrivals follows arrivals at virtual time at: it records the
+// pending queue's high-water mark, stops a run whose queue is full (why
+// says what outran the schedulers) and compacts the queue.
+func (d *detRun) afterArrivals(at time.Duration, why string) {
 	d.rep.MaxPending = max(d.rep.MaxPending, len(d.queue)-d.head)
 	if len(d.queue)-d.head >= detQueueMax {
-		d.stopped, d.endAt = true, ev.at
+		d.stopped, d.endAt = true, at
 		d.rep.Stopped = "queue-full"
-		d.e.warnings = append(d.e.warnings, fmt.Sprintf("stopped at %v of virtual time: %d pods pending, the most a deterministic run queues (the arrivals outrun the schedulers)", ev.at, len(d.queue)-d.head))
+		d.e.warnings = append(d.e.warnings, fmt.Sprintf("stopped at %v of virtual time: %d pods pending, the most a deterministic run queues (%s)", at, len(d.queue)-d.head, why))
 	}
 	if d.head > 4096 && d.head*2 > len(d.queue) {
 		d.queue = append(d.queue[:0:0], d.queue[d.head:]...)
 		d.head = 0
 	}
-	d.push(event{at: ev.at + next, kind: evArrive})
 }
 
 // midAudit (evAudit) audits the cache during the run.
