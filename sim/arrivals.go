@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -461,6 +462,25 @@ func (p *traceParser) jsonl(r io.Reader) error {
 	return nil
 }
 
+// traceTally counts a trace run's pods toward its end: the run stops
+// once every row has arrived and every traced pod is settled (found
+// unschedulable, its binding failed, bound without a lifecycle, or its
+// lifecycle over: completed or deleted first).
+//
+// Contract: safe for concurrent use (the arrivals, the schedulers and the
+// API server count).
+type traceTally struct {
+	rows    int64        // immutable: the trace's rows
+	arrived atomic.Int64 // atomic
+	settled atomic.Int64 // atomic
+}
+
+// over says whether the trace is used up and its pods settled; false on
+// nil.
+func (t *traceTally) over() bool {
+	return t != nil && t.arrived.Load() >= t.rows && t.settled.Load() >= t.rows
+}
+
 // traceFeed makes the trace's pods, owned by the goroutine that feeds the
 // arrivals (the event loop, or the real-time arrivals goroutine).
 type traceFeed struct {
@@ -519,6 +539,7 @@ func (f *traceFeed) pod(r *rand.Rand, i int) *v1.Pod {
 	if row.Duration > 0 {
 		ann[annRunFor] = strconv.FormatInt(int64(row.Duration), 10)
 	}
+	ann[annTrace] = ""
 	p.Annotations = ann
 	if row.Namespace != "" {
 		p.Namespace = row.Namespace
@@ -542,6 +563,7 @@ func (d *detRun) arriveTrace(ev event) {
 		pod := f.pod(d.r, f.next)
 		f.next++
 		d.arrived++
+		d.api.life.trace.arrived.Add(1)
 		d.queue = append(d.queue, arrival{pod: pod, at: at})
 		traceEvent(d.digest, ev.at, "arrive", pod.Name, "")
 	}
@@ -572,6 +594,7 @@ func (rt *realtimeRun) traceArrivals() {
 		select {
 		case rt.arr <- arrival{pod: pod, at: next}:
 			rt.arrived++
+			rt.api.life.trace.arrived.Add(1)
 		case <-rt.done:
 			return
 		}

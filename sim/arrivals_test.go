@@ -186,3 +186,66 @@ arrivals: {from: t.jsonl, speed: 2}
 	require.Equal(t, int64(1), c.Lifecycle.Failed)
 	require.True(t, c.Consistent)
 }
+
+// A trace replay stops once the trace is used up and every traced pod is
+// decided and, with a duration, completed: at the last completion, before
+// -duration (0 accepted with a trace: until then); -duration and -pods
+// still end it first. Deterministic: the same digest twice. A trace
+// without durations ends at its last decision, an unschedulable pod
+// included.
+func TestTraceReplayEnds(t *testing.T) {
+	base := []string{"-deterministic", "-nodes", "3", "-pods-per-node", "0", "-arrivals-from", "testdata/jobs.csv", "-json", "-"}
+	for _, dur := range []string{"24h", "0"} {
+		args := append([]string{"-duration", dur}, base...)
+		code, a, stderr := runJSON(t, args, hooks{})
+		require.Equal(t, exitOK, code, stderr)
+		require.Equal(t, "trace", a.Stopped, "-duration %s", dur)
+		require.Equal(t, int64(40), a.Arrivals.Arrived)
+		require.Equal(t, int64(40), a.Counts.Scheduled+a.Counts.FailedBindings)
+		require.Equal(t, a.Counts.Scheduled, a.Lifecycle.Completed, "every bound pod completed")
+		require.Zero(t, a.Lifecycle.Running)
+		require.Less(t, a.Timing.RunSeconds, 30.0, "the run ends with the trace, not at -duration")
+		require.Greater(t, a.Timing.RunSeconds, 10.0, "the last job is submitted near 10 s and runs at least 1 s")
+		require.True(t, a.Consistent)
+		_, b, _ := runJSON(t, args, hooks{})
+		require.Equal(t, a.Digest, b.Digest)
+	}
+	code, c, stderr := runJSON(t, append([]string{"-duration", "5s"}, base...), hooks{})
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "duration", c.Stopped, "-duration ends it first")
+	require.Less(t, c.Arrivals.Arrived, int64(40))
+	code, c, stderr = runJSON(t, append([]string{"-duration", "0", "-pods", "10"}, base...), hooks{})
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "pods", c.Stopped, "-pods ends it first")
+
+	// No durations: it ends at the last decision.
+	tr := writeTestFile(t, "t.jsonl", `{"submit": "1s", "cpu": "1", "memory": "1Gi"}
+{"submit": "2s", "cpu": "1000", "memory": "1Gi"}
+{"submit": "3s", "cpu": "1", "memory": "1Gi"}
+`)
+	code, d, stderr := runJSON(t, []string{"-deterministic", "-nodes", "2", "-pods-per-node", "0", "-fail-rate", "0", "-duration", "1h",
+		"-arrivals-from", tr, "-json", "-"}, hooks{})
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "trace", d.Stopped)
+	require.Equal(t, int64(2), d.Counts.Scheduled)
+	require.Equal(t, int64(1), d.Counts.Unschedulable, "an unschedulable pod is decided")
+	require.InDelta(t, 3.0, d.Timing.RunSeconds, 0.01)
+}
+
+// In real time too a trace replay ends with its trace.
+func TestTraceReplayEndsRealtime(t *testing.T) {
+	tr := writeTestFile(t, "t.jsonl", `{"submit": "0.1s", "duration": "0.2s", "cpu": "1", "memory": "1Gi"}
+{"submit": "0.2s", "cpu": "1", "memory": "1Gi"}
+{"submit": "0.3s", "duration": "0.1s", "cpu": "1", "memory": "1Gi"}
+`)
+	start := time.Now()
+	code, a, stderr := runJSON(t, []string{"-nodes", "2", "-pods-per-node", "0", "-fail-rate", "0", "-schedulers", "1", "-duration", "0",
+		"-arrivals-from", tr, "-json", "-"}, hooks{})
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "trace", a.Stopped)
+	require.Equal(t, int64(3), a.Counts.Scheduled)
+	require.Equal(t, int64(2), a.Lifecycle.Completed)
+	require.Less(t, time.Since(start), 20*time.Second)
+	require.Less(t, a.Timing.RunSeconds, 5.0)
+	require.GreaterOrEqual(t, a.Timing.RunSeconds, 0.4, "the last pod is submitted at 0.3 s and runs 0.1 s")
+}

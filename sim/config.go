@@ -265,8 +265,8 @@ func (c *Config) Validate() error {
 		return bad("pods", "must not be negative, got %d", c.Pods)
 	case c.Pods > maxPods:
 		return bad("pods", "at most %d, got %d", maxPods, c.Pods)
-	case c.Duration == 0 && c.Pods == 0 && c.Phases == nil:
-		return bad("duration", "the run needs a length: a positive -duration or -pods (both missing)")
+	case c.Duration == 0 && c.Pods == 0 && c.Phases == nil && c.Arrival != arrTrace:
+		return bad("duration", "the run needs a length: a positive -duration, -pods or -arrivals-from (all missing)")
 	case c.Duration > maxDuration:
 		return bad("duration", "at most %v, got %v", maxDuration, c.Duration)
 	case c.Schedulers < 1:
@@ -446,7 +446,7 @@ func flagSet(cfg *Config, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.InitialPods, "initial-pods", cfg.InitialPods, "bound pods at start in total, spread evenly (replaces -pods-per-node when positive)")
 	fs.IntVar(&cfg.Zones, "zones", cfg.Zones, "zones: 0 keeps the generator's three (50/30/20%), N spreads the nodes round-robin over N")
 	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "cluster and workload seed")
-	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long the scheduling phase runs (virtual time with -deterministic); 0 with -pods: until they are scheduled")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long the scheduling phase runs (virtual time with -deterministic); 0 with -pods: until they are scheduled; 0 with -arrivals-from: until the trace is done")
 	fs.Int64Var(&cfg.Pods, "pods", cfg.Pods, "stop once this many pods are scheduled (0: no pod count)")
 	fs.IntVar(&cfg.Schedulers, "schedulers", cfg.Schedulers, "scheduler goroutines (virtual schedulers with -deterministic), 1 to 1024")
 	fs.IntVar(&cfg.Sample, "sample", cfg.Sample, "nodes sampled per scheduling decision, 1 to -nodes (default 50, or -nodes if fewer)")

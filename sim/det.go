@@ -350,6 +350,11 @@ func (d *detRun) loop() error {
 			}
 			d.interrupt()
 		}
+		if !d.stopped && d.api.life.traceOver() {
+			// The trace is used up and its pods settled (arrivals.go).
+			d.stopped, d.endAt = true, ev.at
+			d.rep.Stopped = "trace"
+		}
 	}
 }
 
@@ -399,7 +404,7 @@ func (d *detRun) admit(ev event) bool {
 	if d.stopped || ev.at >= d.limit {
 		return false
 	}
-	if d.cfg.Duration == 0 && d.ph == nil && ev.at-d.lastProgress > stallLimit {
+	if d.cfg.Duration == 0 && d.ph == nil && d.cfg.Arrival != arrTrace && ev.at-d.lastProgress > stallLimit {
 		d.stopped, d.endAt = true, ev.at
 		d.rep.Stopped = "stalled"
 		d.e.warnings = append(d.e.warnings, fmt.Sprintf("stopped after %v of virtual time with no pod scheduled: %d of the %d pods scheduled", stallLimit, d.rep.Scheduled, d.cfg.Pods))
@@ -537,6 +542,7 @@ func (d *detRun) attempt(ev event, pod *v1.Pod, arrivedAt time.Duration) error {
 		if d.ph != nil {
 			return d.ph.unschedulable(ev.at, pod)
 		}
+		d.api.life.decided(pod, false)
 		return nil
 	}
 	return d.bind(ev, pod, best, arrivedAt, tr)
@@ -613,6 +619,7 @@ func (d *detRun) complete(at time.Duration, pod *v1.Pod, best string, berr error
 		if d.ph != nil {
 			d.ph.bindFailed(at, pod)
 		}
+		d.api.life.decided(pod, false)
 		return nil
 	}
 	rep.Scheduled++
@@ -629,6 +636,7 @@ func (d *detRun) complete(at time.Duration, pod *v1.Pod, best string, berr error
 	if d.ph != nil {
 		d.ph.bound(at, pod, took, !tr.IsZero())
 	}
+	d.api.life.decided(pod, true)
 	if d.cfg.Pods > 0 && rep.Scheduled >= d.cfg.Pods && !d.stopped {
 		d.stopped, d.endAt = true, min(at+d.cfg.DecisionTime, d.limit)
 		rep.Stopped = "pods"

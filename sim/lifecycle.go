@@ -37,6 +37,8 @@ const (
 	// annPhase is the index of the phase whose createPods template a pod
 	// came from (phases.go), when the template has runFor or failRate.
 	annPhase = "sim.schedcache.io/phase"
+	// annTrace marks a pod of -arrivals-from's trace (arrivals.go).
+	annTrace = "sim.schedcache.io/trace"
 )
 
 // maxRunFor bounds a pod's run time.
@@ -292,6 +294,7 @@ type lifecycle struct {
 	running map[string]bool                     // owned: pods whose completion is queued
 	counts  LifecycleCounts                     // owned
 	h       *hist.Histogram                     // owned: submission to completion
+	trace   *traceTally                         // concurrent; nil: not a trace run
 }
 
 // newLifecycle returns the run's lifecycle, nil when no pod has one.
@@ -299,8 +302,53 @@ func newLifecycle(cfg Config) *lifecycle {
 	if !cfg.Life.on() && cfg.Arrival != arrTrace {
 		return nil
 	}
-	return &lifecycle{cfg: cfg.Life, seed: cfg.Seed, submits: xsync.NewMapOf[string, time.Duration](),
+	l := &lifecycle{cfg: cfg.Life, seed: cfg.Seed, submits: xsync.NewMapOf[string, time.Duration](),
 		running: map[string]bool{}, h: hist.New()}
+	if cfg.Arrival == arrTrace {
+		l.trace = &traceTally{rows: int64(len(cfg.Trace.rows))}
+	}
+	return l
+}
+
+// decided counts a traced pod's scheduling outcome toward the trace's
+// end: it is settled unless it was bound and has a lifecycle (its
+// completion settles it). Safe for concurrent use; a no-op on nil and
+// for pods not of the trace.
+func (l *lifecycle) decided(p *v1.Pod, bound bool) {
+	if l == nil || l.trace == nil {
+		return
+	}
+	if _, ok := p.Annotations[annTrace]; !ok {
+		return
+	}
+	if bound {
+		if _, _, ok := l.of(p); ok {
+			return
+		}
+	}
+	l.trace.settled.Add(1)
+}
+
+// traceOver says whether a trace run's trace is used up and its pods
+// settled (false on nil and without a trace).
+func (l *lifecycle) traceOver() bool { return l != nil && l.trace.over() }
+
+// traceTally is the trace run's tally (nil: none).
+func (l *lifecycle) traceTally() *traceTally {
+	if l == nil {
+		return nil
+	}
+	return l.trace
+}
+
+// ended counts a traced pod's lifecycle over (completed or gone).
+func (l *lifecycle) ended(p *v1.Pod) {
+	if l.trace == nil {
+		return
+	}
+	if _, ok := p.Annotations[annTrace]; ok {
+		l.trace.settled.Add(1)
+	}
 }
 
 // submitted records when pod was submitted (run time); safe for
@@ -386,6 +434,7 @@ func (a *apiServer) complete(now time.Duration, x action) {
 	uid := string(x.pod.UID)
 	delete(l.running, uid)
 	r, ok := a.truth.pods.Load(uid)
+	l.ended(x.pod)
 	if !ok || !r.Bound {
 		l.counts.Gone++
 		l.submits.Delete(uid)

@@ -96,6 +96,9 @@ type realtimeRun struct {
 	// it going past its duration (0: it did not); owned by the main
 	// goroutine.
 	overran time.Duration
+	// traceEnd: when a trace run's trace was used up and its pods
+	// settled, since t0 (0: it was not); owned by the main goroutine.
+	traceEnd time.Duration
 
 	scheduled, forgotten, failed, refused, conflicts, unsched atomic.Int64 // atomic
 
@@ -354,6 +357,7 @@ func (rt *realtimeRun) decide(s int, r *rand.Rand, pod *v1.Pod, arrivedAt time.D
 	st.read.Record(time.Since(tr))
 	if best == "" {
 		rt.unsched.Add(1)
+		rt.api.life.decided(pod, false)
 		return true
 	}
 	pod.Spec.NodeName = best
@@ -405,6 +409,7 @@ func (rt *realtimeRun) bind(s int, pod *v1.Pod, best string, tr time.Time) bool 
 	now := time.Now()
 	rt.scheds[s].attempt.Record(now.Sub(tr))
 	rt.scheds[s].win.scheduled(now.Sub(rt.t0), now.Sub(tr))
+	rt.api.life.decided(pod, true)
 	if n := rt.scheduled.Add(1); rt.cfg.Pods > 0 && n >= rt.cfg.Pods {
 		rt.endNs.CompareAndSwap(0, int64(now.Sub(rt.t0)))
 		rt.stop()
@@ -421,6 +426,7 @@ func (rt *realtimeRun) forget(pod *v1.Pod) bool {
 	}
 	rt.forgotten.Add(1)
 	rt.e.truth.Pending(pod)
+	rt.api.life.decided(pod, false)
 	return true
 }
 
@@ -590,6 +596,11 @@ func (rt *realtimeRun) supervise() {
 			rt.midAudit()
 		case now := <-ticker.C:
 			rt.sample(now)
+			if !rt.stopped.Load() && rt.api.life.traceOver() {
+				// The trace is used up and its pods settled (arrivals.go).
+				rt.rep.Stopped, rt.traceEnd = "trace", now.Sub(rt.t0)
+				rt.stop()
+			}
 		}
 	}
 }
@@ -625,14 +636,17 @@ func (rt *realtimeRun) sample(now time.Time) {
 	n := rt.scheduled.Load()
 	if n != rt.lastCount {
 		rt.lastCount, rt.lastProgress = n, now
-	} else if cfg.Duration == 0 && now.Sub(rt.lastProgress) > stallLimit {
+	} else if cfg.Duration == 0 && cfg.Arrival != arrTrace && now.Sub(rt.lastProgress) > stallLimit {
 		rep.Stopped = "stalled"
 		rt.e.warnings = append(rt.e.warnings, fmt.Sprintf("stopped after %v with no pod scheduled: %d of the %d pods scheduled", stallLimit, n, cfg.Pods))
 		rt.stop()
 	}
-	frac := float64(now.Sub(rt.t0)) / float64(cfg.Duration)
-	if cfg.Duration == 0 || (cfg.Pods > 0 && float64(n)/float64(cfg.Pods) > frac) {
+	frac := float64(now.Sub(rt.t0)) / float64(rt.limit)
+	if cfg.Pods > 0 && float64(n)/float64(cfg.Pods) > frac {
 		frac = float64(n) / float64(cfg.Pods)
+	}
+	if t := rt.api.life.traceTally(); t != nil && t.rows > 0 {
+		frac = max(frac, float64(t.settled.Load())/float64(t.rows))
 	}
 	rt.prog.runTick(frac, now.Sub(rt.t0), false, n, len(rt.arr))
 }
@@ -669,6 +683,9 @@ func (rt *realtimeRun) report() (*Report, error) {
 	rep.Elapsed = min(rep.Wall, rt.limit)
 	if rt.overran > rt.limit {
 		rep.Elapsed = rt.overran
+	}
+	if rt.traceEnd > 0 {
+		rep.Elapsed = rt.traceEnd
 	}
 	if end := rt.endNs.Load(); end > 0 {
 		rep.Elapsed = time.Duration(end)

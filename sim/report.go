@@ -55,7 +55,8 @@ type Report struct {
 	// Stopped says why the run ended: "duration", "pods" (the pod count
 	// was reached), "stalled" (no pod scheduled for stallLimit) or
 	// "interrupted" (its context was cancelled: a real-time run reports
-	// what it did until then).
+	// what it did until then); also "queue-full", "phases" (the last
+	// phase ended) and "trace" (the trace used up, its pods settled).
 	Stopped string
 	Series  []SeriesRow // one row per 1 s window (-csv)
 	// Churn, bindings, the informer, readers.
