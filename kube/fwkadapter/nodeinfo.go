@@ -42,12 +42,15 @@ func (n *NodeInfo) Unwrap() *nodeinfo.NodeInfo { return (*nodeinfo.NodeInfo)(n) 
 // nodeView holds the fwk-shaped views of one NodeInfo. Enable registers
 // buildView as the framework's node extension, so the view is built when
 // the NodeInfo is made, before it is published, and kept in it for good;
-// it is immutable afterwards except images, this package's own cache of
-// GetImageStates' map, set once (atomic) on first use.
+// it is immutable afterwards except lists, ports and images, built from
+// the immutable NodeInfo on first use and set once (atomic): a reader
+// that loses the race uses the winner's.
 type nodeView struct {
-	pods, withAffinity, withAnti []fwk.PodInfo // nil when empty
-	withNonHost                  []fwk.PodInfo // nil when empty; shown only with the hostname fast path (hostnameFastPath)
-	requested, nonZero, alloc    frozenResource
+	// lists holds the pod lists, built on first use (set once, atomic):
+	// a fork freezes a node per mutation, and many plugins never read a
+	// node's pods.
+	lists                     atomic.Pointer[podLists]
+	requested, nonZero, alloc frozenResource
 	features                     ndf.FeatureSet
 	images                       atomic.Pointer[map[string]*fwk.ImageStateSummary] // built on first GetImageStates
 	// ports holds GetUsedPorts' map, built on first use (set once,
@@ -86,8 +89,35 @@ func (n *NodeInfo) view() *nodeView {
 	return buildView(ni)
 }
 
-func buildView(ni *nodeinfo.NodeInfo) *nodeView {
-	v := &nodeView{}
+// podLists are a NodeInfo's pods as fwk.PodInfos; immutable.
+type podLists struct {
+	pods, withAffinity, withAnti []fwk.PodInfo // nil when empty
+	withNonHost                  []fwk.PodInfo // nil when empty; shown only with the hostname fast path (hostnameFastPath)
+}
+
+var noPods = &podLists{}
+
+// podLists returns n's pod lists, built on first use.
+func (n *NodeInfo) podLists() *podLists {
+	v := n.view()
+	if l := v.lists.Load(); l != nil {
+		return l
+	}
+	l := buildLists(n.Unwrap())
+	if v == emptyView {
+		return l
+	}
+	if v.lists.CompareAndSwap(nil, l) {
+		return l
+	}
+	return v.lists.Load()
+}
+
+func buildLists(ni *nodeinfo.NodeInfo) *podLists {
+	if ni == nil {
+		return noPods
+	}
+	v := &podLists{}
 	np, na, nr, nh := ni.NumPods(), ni.NumPodsWithAffinity(), ni.NumPodsWithRequiredAntiAffinity(), ni.NumPodsWithRequiredNonHostScopedAntiAffinity()
 	if total := np + na + nr + nh; total > 0 {
 		buf := make([]fwk.PodInfo, total) // one allocation for the four lists
@@ -117,6 +147,11 @@ func buildView(ni *nodeinfo.NodeInfo) *nodeView {
 			}
 		}
 	}
+	return v
+}
+
+func buildView(ni *nodeinfo.NodeInfo) *nodeView {
+	v := &nodeView{}
 	v.requested.r.setFrom(ni.Requested())
 	v.nonZero.r.setFrom(ni.NonZeroRequested())
 	v.alloc.r.setFrom(ni.Allocatable())
@@ -132,14 +167,16 @@ func buildView(ni *nodeinfo.NodeInfo) *nodeView {
 func (n *NodeInfo) Node() *v1.Node { return n.Unwrap().Node() }
 
 // GetPods returns the pods in upstream order (shared; do not modify).
-func (n *NodeInfo) GetPods() []fwk.PodInfo { return n.view().pods }
+func (n *NodeInfo) GetPods() []fwk.PodInfo { return n.podLists().pods }
 
 // GetPodsWithAffinity returns the pods with pod (anti-)affinity.
-func (n *NodeInfo) GetPodsWithAffinity() []fwk.PodInfo { return n.view().withAffinity }
+func (n *NodeInfo) GetPodsWithAffinity() []fwk.PodInfo { return n.podLists().withAffinity }
 
 // GetPodsWithRequiredAntiAffinity returns the pods with required
 // anti-affinity.
-func (n *NodeInfo) GetPodsWithRequiredAntiAffinity() []fwk.PodInfo { return n.view().withAnti }
+func (n *NodeInfo) GetPodsWithRequiredAntiAffinity() []fwk.PodInfo {
+	return n.podLists().withAnti
+}
 
 // GetPodsWithRequiredNonHostScopedAntiAffinity returns the pods with a
 // required anti-affinity term whose topology key is not the hostname;
@@ -150,7 +187,7 @@ func (n *NodeInfo) GetPodsWithRequiredNonHostScopedAntiAffinity() []fwk.PodInfo 
 	if !hostnameFastPath.Load() {
 		return nil
 	}
-	return n.view().withNonHost
+	return n.podLists().withNonHost
 }
 
 // GetUsedPorts returns the used host ports (shared; do not modify; nil
@@ -244,17 +281,18 @@ func (n *NodeInfo) SnapshotMutable() *MutableNodeInfo {
 		generation:       n.GetGeneration(),
 		declaredFeatures: v.features.Clone(),
 	}
-	if len(v.pods) > 0 {
-		m.pods = append([]fwk.PodInfo(nil), v.pods...)
+	l := n.podLists()
+	if len(l.pods) > 0 {
+		m.pods = append([]fwk.PodInfo(nil), l.pods...)
 	}
-	if len(v.withAffinity) > 0 {
-		m.podsWithAffinity = append([]fwk.PodInfo(nil), v.withAffinity...)
+	if len(l.withAffinity) > 0 {
+		m.podsWithAffinity = append([]fwk.PodInfo(nil), l.withAffinity...)
 	}
-	if len(v.withAnti) > 0 {
-		m.podsWithRequiredAntiAffinity = append([]fwk.PodInfo(nil), v.withAnti...)
+	if len(l.withAnti) > 0 {
+		m.podsWithRequiredAntiAffinity = append([]fwk.PodInfo(nil), l.withAnti...)
 	}
-	if len(v.withNonHost) > 0 && hostnameFastPath.Load() {
-		m.podsWithRequiredNonHostScopedAntiAffinity = append([]fwk.PodInfo(nil), v.withNonHost...)
+	if len(l.withNonHost) > 0 && hostnameFastPath.Load() {
+		m.podsWithRequiredNonHostScopedAntiAffinity = append([]fwk.PodInfo(nil), l.withNonHost...)
 	}
 	for name, s := range n.GetImageStates() {
 		m.imageStates[name] = &fwk.ImageStateSummary{Size: s.Size, NumNodes: s.NumNodes}
