@@ -51,8 +51,8 @@ type nodeView struct {
 	// node's pods.
 	lists                     atomic.Pointer[podLists]
 	requested, nonZero, alloc frozenResource
-	features                     ndf.FeatureSet
-	images                       atomic.Pointer[map[string]*fwk.ImageStateSummary] // built on first GetImageStates
+	features                  ndf.FeatureSet
+	images                    atomic.Pointer[map[string]*fwk.ImageStateSummary] // built on first GetImageStates
 	// ports holds GetUsedPorts' map, built on first use (set once,
 	// atomic): most nodes' ports are never read (NodePorts reads them
 	// only for a pod with host ports), and a fork freezes a node per
