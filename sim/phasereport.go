@@ -53,9 +53,16 @@ type ThresholdResult struct {
 // results turns the phases' stats into the report's results and checks
 // their thresholds.
 func (pr *phaseRun) results() []PhaseResult {
-	out := make([]PhaseResult, len(pr.stats))
-	for i := range pr.stats {
-		st, p := &pr.stats[i], &pr.plan.phases[i]
+	return phaseResults(pr.plan, pr.stats, pr.d.cfg.DecisionTime)
+}
+
+// phaseResults turns the stats of plan's phases into the report's results
+// and checks their thresholds; a measured phase's throughput is over its
+// span, minSpan at least (both engines: run time, virtual or wall-clock).
+func phaseResults(plan *phasePlan, stats []phaseStat, minSpan time.Duration) []PhaseResult {
+	out := make([]PhaseResult, len(stats))
+	for i := range stats {
+		st, p := &stats[i], &plan.phases[i]
 		r := PhaseResult{Name: p.name, Op: p.op, Measured: p.collect, Finished: st.ended && !st.cut,
 			Start: st.start, End: st.end, Wall: st.wallEnd.Sub(st.wallStart),
 			Created: st.created, Deleted: st.deleted, Nodes: st.nodes, Scheduled: st.scheduled, Unschedulable: st.unschedulable,
@@ -68,7 +75,7 @@ func (pr *phaseRun) results() []PhaseResult {
 			r.Wall = 0
 		}
 		if p.collect {
-			span := max(st.end-st.start, pr.d.cfg.DecisionTime)
+			span := max(st.end-st.start, minSpan)
 			r.PodsPerSec = float64(st.scheduled) / span.Seconds()
 			if r.Wall > 0 {
 				r.WallPodsPerSec = float64(st.scheduled) / r.Wall.Seconds()

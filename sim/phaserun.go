@@ -379,33 +379,43 @@ func (pr *phaseRun) end(i int, now time.Duration) {
 // phase ends once the informer has delivered them.
 func (pr *phaseRun) createNodes(now time.Duration, i int, p *planPhase) {
 	d := pr.d
-	n := scaled(p.count, pr.scale, 1)
+	names := addPhaseNodes(d.cfg, d.api, now, pr.nodes, i, p, pr.scale)
+	pr.waitNodes = append(pr.waitNodes, names...)
+	n := len(names)
+	pr.nodes += n
+	pr.stats[i].nodes = int64(n)
+	traceEvent(d.digest, now, "create-nodes", p.name, strconv.Itoa(n))
+	pr.stepAt(now + d.cfg.ConfirmDelay + d.cfg.InformerJitter)
+}
+
+// addPhaseNodes adds the nodes of createNodes phase i (p), numbered from
+// first, to the API server a at now and emits them to its informer; it
+// returns their names. Both engines call it on the goroutine owning a.
+func addPhaseNodes(cfg Config, a *apiServer, now time.Duration, first, i int, p *planPhase, scale float64) []string {
+	n := scaled(p.count, scale, 1)
 	shape := p.shape
 	if shape == nil {
-		shape = d.cfg.Shape
+		shape = cfg.Shape
 	}
-	cl := workload.Build(workload.ClusterSpec{Nodes: n, Seed: d.cfg.Seed*1_000_003 + int64(i), Shape: shape})
-	a := d.api
+	cl := workload.Build(workload.ClusterSpec{Nodes: n, Seed: cfg.Seed*1_000_003 + int64(i), Shape: shape})
+	names := make([]string, 0, n)
 	for k, node := range cl.Nodes {
-		idx := pr.nodes + k
+		idx := first + k
 		node.Name = workload.NodeName(idx)
 		node.UID = types.UID(node.Name)
 		node.Labels[v1.LabelHostname] = node.Name
 		node.Labels[v1.LabelTopologyZone] = workload.ZoneOf(idx)
-		if d.cfg.Zones > 0 {
-			node.Labels[v1.LabelTopologyZone] = fmt.Sprintf("zone-%d", idx%d.cfg.Zones)
+		if cfg.Zones > 0 {
+			node.Labels[v1.LabelTopologyZone] = fmt.Sprintf("zone-%d", idx%cfg.Zones)
 		}
 		node.ResourceVersion = a.nextRV()
 		a.truth.setNode(node, false)
 		a.names = append(a.names, node.Name)
 		a.state[node.Name] = nsReady
 		a.inf.emitNode(now, node, false)
-		pr.waitNodes = append(pr.waitNodes, node.Name)
+		names = append(names, node.Name)
 	}
-	pr.nodes += n
-	pr.stats[i].nodes = int64(n)
-	traceEvent(d.digest, now, "create-nodes", p.name, strconv.Itoa(n))
-	pr.stepAt(now + d.cfg.ConfirmDelay + d.cfg.InformerJitter)
+	return names
 }
 
 // createPods creates a createPods phase's pods, pending in the API server,

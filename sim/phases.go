@@ -942,8 +942,8 @@ func (c *Config) validatePhases() error {
 		return nil
 	}
 	switch {
-	case !c.Deterministic:
-		return bad("deterministic", "a phases scenario runs in deterministic mode only (real-time mode does not run phases yet): drop -deterministic=false")
+	case !c.Deterministic && c.Phases.realtimeRefusal() != "":
+		return bad("deterministic", "%s", c.Phases.realtimeRefusal())
 	case c.openLoop():
 		return bad("arrival", "not with a phases scenario: pods arrive with createPods phases")
 	case c.Loaded != nil:

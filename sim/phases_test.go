@@ -209,7 +209,6 @@ func TestPhasesRejects(t *testing.T) {
 		{[]string{"-pods", "5"}, "-pods: not with a phases scenario"},
 		{[]string{"-arrival", "poisson", "-rate", "5"}, "-arrival: not with a phases scenario"},
 		{[]string{"-keep-pods=false"}, "-keep-pods: not with a phases scenario"},
-		{[]string{"-deterministic=false"}, "-deterministic: a phases scenario runs in deterministic mode only (real-time mode does not run phases yet)"},
 		{[]string{"-scale", "0"}, "-scale: must be in (0, 100], got 0"},
 		{[]string{"-scale", "NaN"}, "-scale: must be in (0, 100]"},
 		{[]string{"-scale", "1000"}, "-scale: must be in (0, 100]"},
@@ -219,7 +218,21 @@ func TestPhasesRejects(t *testing.T) {
 		require.ErrorIs(t, err, ErrUsage, tc.args)
 		require.ErrorContains(t, err, tc.want, tc.args)
 	}
-	_, err := parseFlags([]string{"-scale", "0.5"}, io.Discard)
+	// Real time runs phases, but not gangs or preemption.
+	_, err := parseFlags([]string{"-scenario", good, "-deterministic=false"}, io.Discard)
+	require.NoError(t, err)
+	for _, tc := range []struct{ tmpl, want string }{
+		{"gangSize: 2", "-deterministic: phase g: gangs (template.gangSize) run in deterministic mode only: drop -deterministic=false"},
+		{"priority: 10", "-deterministic: phase g: priorities and preemption (template.priority) run in deterministic mode only: drop -deterministic=false"},
+	} {
+		sc := writeScenario(t, phaseHead+"- name: g\n  createPods: {count: 4, template: {plain: true, cpu: 100m, memory: 100Mi, "+tc.tmpl+"}}\n")
+		_, err := parseFlags([]string{"-scenario", sc, "-deterministic=false"}, io.Discard)
+		require.ErrorIs(t, err, ErrUsage, tc.tmpl)
+		require.ErrorContains(t, err, tc.want)
+		_, err = parseFlags([]string{"-scenario", sc}, io.Discard)
+		require.NoError(t, err, "deterministic mode runs %s", tc.tmpl)
+	}
+	_, err = parseFlags([]string{"-scale", "0.5"}, io.Discard)
 	require.ErrorContains(t, err, "-scale: only with a phases scenario")
 	big := writeScenario(t, "phases:\n- createNodes: {count: 500}\n- createPods: {count: 1000000}\n")
 	_, err = parseFlags([]string{"-scenario", big, "-scale", "30"}, io.Discard)

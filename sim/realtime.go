@@ -58,8 +58,12 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 // the readers and the full-snapshot taker (readWG) stop once done is
 // closed (stop); the API server goroutine stops once flush is closed and
 // sends its result on apiDone. wait closes both, in that order, and joins
-// every one of them. Cancelling ctx makes supervise return, so wait stops
-// them all.
+// every one of them. A phases run (phasert.go) has no arrivals goroutine
+// but a phase driver and its churn goroutines (ph.wg), which stop once
+// done is closed and are joined before flush is closed (they wait on the
+// API server goroutine); the driver closes ph.over once the last phase
+// has ended, and supervise then stops the run. Cancelling ctx makes
+// supervise return, so wait stops them all.
 type realtimeRun struct {
 	ctx     context.Context   // immutable after newRealtimeRun
 	cfg     Config            // immutable after newRealtimeRun
@@ -79,6 +83,10 @@ type realtimeRun struct {
 	// the arrivals goroutine sends, the schedulers receive, and the main
 	// goroutine drains it once wait has joined them.
 	arr chan arrival // immutable after newRealtimeRun
+	// ph runs a phases plan (phasert.go; nil: none); its phase driver
+	// hands the API server goroutine work through apiReq (nil: none).
+	ph     *rtPhases   // immutable after newRealtimeRun
+	apiReq chan apiReq // immutable after newRealtimeRun
 
 	// world: every step that writes the cache or the truth holds it for
 	// reading; a mid-run audit and a timed relist hold it for writing.
@@ -160,6 +168,13 @@ func newRealtimeRun(ctx context.Context, cfg Config, prog *progress, h hooks, e 
 	if cfg.openLoop() {
 		rt.arr = make(chan arrival, queueCap)
 	}
+	if cfg.Phases != nil {
+		rt.ph, rt.apiReq = newRTPhases(rt), make(chan apiReq)
+		rt.api.onComplete = rt.ph.completed
+		if cfg.Phases.evict && rt.inf.byNode == nil {
+			rt.inf.byNode = map[string]map[string]*v1.Pod{} // drains evict a node's pods
+		}
+	}
 	rt.scheds = make([]schedStats, cfg.Schedulers)
 	for s := range rt.scheds {
 		rt.scheds[s] = schedStats{assume: hist.New(), read: hist.New(), attempt: hist.New(), queue: hist.New()}
@@ -208,6 +223,9 @@ func (rt *realtimeRun) start() {
 		go rt.fullSnapshots()
 	}
 	go rt.serveAPI()
+	if rt.ph != nil {
+		rt.ph.start()
+	}
 }
 
 // stop makes every goroutine of the run stop; it may be called more than
@@ -238,6 +256,9 @@ type runErr struct{ err error }
 func (rt *realtimeRun) wait() error {
 	rt.stop()
 	rt.schedWG.Wait()
+	if rt.ph != nil {
+		rt.ph.wg.Wait() // before flush: they wait on the API server goroutine
+	}
 	if rt.e.disp.calls != nil {
 		close(rt.e.disp.calls)
 	}
@@ -315,6 +336,13 @@ func (rt *realtimeRun) scheduler(s int) {
 	defer rt.schedWG.Done()
 	r := rand.New(rand.NewPCG(uint64(rt.cfg.Seed), uint64(s)+1000))
 	for i := 0; !rt.stopped.Load(); i++ {
+		if rt.ph != nil {
+			pp, pod := rt.ph.take()
+			if pp == nil || !rt.decide(s, r, pod, pp.created) {
+				return
+			}
+			continue
+		}
 		var pod *v1.Pod
 		var arrivedAt time.Duration
 		if p := rt.e.takeLoaded(); p != nil {
@@ -357,6 +385,10 @@ func (rt *realtimeRun) decide(s int, r *rand.Rand, pod *v1.Pod, arrivedAt time.D
 	st.read.Record(time.Since(tr))
 	if best == "" {
 		rt.unsched.Add(1)
+		if rt.ph != nil {
+			rt.ph.unschedulable(pod)
+			return true
+		}
 		rt.api.life.decided(pod, false)
 		return true
 	}
@@ -368,7 +400,7 @@ func (rt *realtimeRun) decide(s int, r *rand.Rand, pod *v1.Pod, arrivedAt time.D
 		return false
 	}
 	st.assume.Record(time.Since(ta))
-	if rt.arr != nil {
+	if rt.arr != nil || rt.ph != nil {
 		st.queue.Record(ta.Sub(rt.t0) - arrivedAt)
 		rt.api.life.submitted(pod, arrivedAt)
 	} else {
@@ -378,7 +410,13 @@ func (rt *realtimeRun) decide(s int, r *rand.Rand, pod *v1.Pod, arrivedAt time.D
 	// the node since our snapshot. Check on a fresh snapshot.
 	if ni, err := rt.c.Snapshot().Get(best); err != nil || overcommitted(ni) {
 		rt.conflicts.Add(1)
-		return rt.forget(pod)
+		if !rt.forget(pod) {
+			return false
+		}
+		if rt.ph != nil {
+			rt.ph.requeue(pod, false)
+		}
+		return true
 	}
 	return rt.bind(s, pod, best, tr)
 }
@@ -404,11 +442,20 @@ func (rt *realtimeRun) bind(s int, pod *v1.Pod, best string, tr time.Time) bool 
 		} else {
 			rt.failed.Add(1)
 		}
-		return rt.forget(pod)
+		if !rt.forget(pod) {
+			return false
+		}
+		if rt.ph != nil {
+			rt.ph.requeue(pod, true)
+		}
+		return true
 	}
 	now := time.Now()
 	rt.scheds[s].attempt.Record(now.Sub(tr))
 	rt.scheds[s].win.scheduled(now.Sub(rt.t0), now.Sub(tr))
+	if rt.ph != nil {
+		rt.ph.bound(now.Sub(rt.t0), pod, now.Sub(tr))
+	}
 	rt.api.life.decided(pod, true)
 	if n := rt.scheduled.Add(1); rt.cfg.Pods > 0 && n >= rt.cfg.Pods {
 		rt.endNs.CompareAndSwap(0, int64(now.Sub(rt.t0)))
@@ -494,6 +541,11 @@ func (rt *realtimeRun) apiLoop() error {
 			return rt.apiFlush()
 		case <-rt.inf.wake:
 		case <-timer.C:
+		case q := <-rt.apiReq:
+			rt.world.RLock()
+			err := q.fn(rt.since())
+			rt.world.RUnlock()
+			q.done <- err
 		}
 		if !timer.Stop() {
 			select {
@@ -586,6 +638,16 @@ func (rt *realtimeRun) supervise() {
 	defer ticker.Stop()
 	rt.lastCount, rt.lastProgress = 0, rt.t0
 	rt.rep.Stopped = "duration"
+	var phasesOver chan struct{} // nil: never
+	var deadlineC <-chan time.Time
+	if rt.ph != nil {
+		phasesOver = rt.ph.over
+		// The phases may end any time: stop them at the deadline, not
+		// at the next tick.
+		dt := time.NewTimer(time.Until(deadline))
+		defer dt.Stop()
+		deadlineC = dt.C
+	}
 	for !rt.stopped.Load() && (time.Now().Before(deadline) || rt.keepGoing(deadline)) {
 		select {
 		case <-rt.ctx.Done():
@@ -594,6 +656,10 @@ func (rt *realtimeRun) supervise() {
 			rt.midAudit()
 		case <-rt.h.auditNow:
 			rt.midAudit()
+		case <-phasesOver:
+			rt.rep.Stopped = "phases"
+			rt.stop()
+		case <-deadlineC:
 		case now := <-ticker.C:
 			rt.sample(now)
 			if !rt.stopped.Load() && rt.api.life.traceOver() {
@@ -636,7 +702,7 @@ func (rt *realtimeRun) sample(now time.Time) {
 	n := rt.scheduled.Load()
 	if n != rt.lastCount {
 		rt.lastCount, rt.lastProgress = n, now
-	} else if cfg.Duration == 0 && cfg.Arrival != arrTrace && now.Sub(rt.lastProgress) > stallLimit {
+	} else if cfg.Duration == 0 && cfg.Arrival != arrTrace && rt.ph == nil && now.Sub(rt.lastProgress) > stallLimit {
 		rep.Stopped = "stalled"
 		rt.e.warnings = append(rt.e.warnings, fmt.Sprintf("stopped after %v with no pod scheduled: %d of the %d pods scheduled", stallLimit, n, cfg.Pods))
 		rt.stop()
@@ -648,7 +714,11 @@ func (rt *realtimeRun) sample(now time.Time) {
 	if t := rt.api.life.traceTally(); t != nil && t.rows > 0 {
 		frac = max(frac, float64(t.settled.Load())/float64(t.rows))
 	}
-	rt.prog.runTick(frac, now.Sub(rt.t0), false, n, len(rt.arr))
+	pending := len(rt.arr)
+	if rt.ph != nil {
+		frac, pending = rt.ph.progress()
+	}
+	rt.prog.runTick(frac, now.Sub(rt.t0), false, n, pending)
 }
 
 // midAudit pauses every writer (the world's write lock) and audits.
@@ -725,6 +795,9 @@ func (rt *realtimeRun) report() (*Report, error) {
 	rep.Assume, rep.Read, rep.Attempt, rep.QueueDelay = summarise(ha), summarise(hr), summarise(ht), summarise(hq)
 	rep.ReaderLatency, rep.FullSnapshot, rep.FullSnapshots = summarise(hrd), summarise(rt.full), rt.fulls
 	rt.pickers.report(rep)
+	if rt.ph != nil {
+		rt.ph.finishReport(rep, rep.Elapsed)
+	}
 	if err := rt.e.finish(rt.cfg, rep, rt.h, rt.prog); err != nil {
 		return nil, err
 	}
