@@ -347,36 +347,10 @@ func (ph *rtPhases) deletePhase(i int, p *planPhase) error {
 // first, as phaseRun.deletePods does, and returns how many.
 func (ph *rtPhases) deletePods(now time.Duration, i int, ns string, n int) int {
 	rt := ph.rt
-	a := rt.api
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
-	got := 0
-	pods := ph.byNS[ns]
-	for k := 0; k < len(pods) && (n < 0 || got < n); k++ {
-		pp := pods[k]
-		switch pp.state {
-		case psDeleted, psInFlight, psCompleted:
-			continue
-		case psBound:
-			r, ok := rt.e.truth.pods.Load(string(pp.pod.UID))
-			if !ok { // deleted by churn or evicted
-				pp.state = psDeleted
-				continue
-			}
-			a.gone[string(pp.pod.UID)] = true // out of the churn's live pods
-			a.deletePod(now, r.Pod)
-		default:
-			rt.e.truth.Delete(pp.pod)
-		}
-		ph.settleLocked(pp, psDeleted)
-		got++
-	}
-	k := 0
-	for k < len(pods) && (pods[k].state == psDeleted || pods[k].state == psCompleted) {
-		delete(ph.byUID, string(pods[k].pod.UID))
-		k++
-	}
-	ph.byNS[ns] = pods[k:]
+	got := deletePhasePods(ph.byNS, ph.byUID, ns, n, now, rt.e.truth, rt.api,
+		func(*phasePod) {}, func(pp *phasePod) { ph.settleLocked(pp, psDeleted) })
 	ph.stats[i].deleted += int64(got)
 	return got
 }

@@ -716,16 +716,34 @@ func (pr *phaseRun) completed(now time.Duration, pod *v1.Pod, failed bool) {
 // deletion reaches the cache through the informer), a pending one from
 // the API server alone. Pods whose binding is in flight are skipped.
 func (pr *phaseRun) deletePods(now time.Duration, ns string, n int) int {
-	d, a := pr.d, pr.d.api
+	d := pr.d
+	got := deletePhasePods(pr.byNS, pr.byUID, ns, n, now, d.e.truth, d.api,
+		func(pp *phasePod) { traceEvent(d.digest, now, "delete-pending", pp.pod.Name, "") },
+		func(pp *phasePod) { pr.settle(pp, psDeleted, now) })
+	pr.stats[pr.cur].deleted += int64(got)
+	return got
+}
+
+// deletePhasePods is deletePods of both engines: it deletes up to n (n <
+// 0: all) pods of namespace ns in byNS, oldest first, and returns how
+// many. A bound pod goes through the API server a (its deletion reaches
+// the cache through the informer), a pending one from truth alone
+// (pending is told); each deleted pod is settled. Pods whose binding is
+// in flight, and those deleted or completed, are skipped; those found
+// gone (churn, eviction) are marked deleted. The deleted and completed
+// pods at the front of the namespace's list are dropped from it and from
+// byUID. The caller owns byNS, byUID and the pods.
+func deletePhasePods(byNS map[string][]*phasePod, byUID map[string]*phasePod, ns string, n int, now time.Duration,
+	truth *Truth, a *apiServer, pending, settle func(*phasePod)) int {
 	got := 0
-	pods := pr.byNS[ns]
+	pods := byNS[ns]
 	for k := 0; k < len(pods) && (n < 0 || got < n); k++ {
 		pp := pods[k]
 		switch pp.state {
 		case psDeleted, psInFlight, psCompleted:
 			continue
 		case psBound:
-			r, ok := d.e.truth.pods.Load(string(pp.pod.UID))
+			r, ok := truth.pods.Load(string(pp.pod.UID))
 			if !ok { // deleted by churn or evicted
 				pp.state = psDeleted
 				continue
@@ -733,20 +751,18 @@ func (pr *phaseRun) deletePods(now time.Duration, ns string, n int) int {
 			a.gone[string(pp.pod.UID)] = true // out of the churn's live pods
 			a.deletePod(now, r.Pod)
 		default:
-			d.e.truth.Delete(pp.pod)
-			traceEvent(d.digest, now, "delete-pending", pp.pod.Name, "")
+			truth.Delete(pp.pod)
+			pending(pp)
 		}
-		pr.settle(pp, psDeleted, now)
+		settle(pp)
 		got++
 	}
-	// Forget the deleted pods at the front.
 	k := 0
 	for k < len(pods) && (pods[k].state == psDeleted || pods[k].state == psCompleted) {
-		delete(pr.byUID, string(pods[k].pod.UID))
+		delete(byUID, string(pods[k].pod.UID))
 		k++
 	}
-	pr.byNS[ns] = pods[k:]
-	pr.stats[pr.cur].deleted += int64(got)
+	byNS[ns] = pods[k:]
 	return got
 }
 
