@@ -91,7 +91,10 @@ func (p *PodInfo) NodeName() string {
 // container sums and init maxima with status resources, the pod-level
 // override and overhead, rounded up once on the aggregate (values beyond
 // int64 saturate). AllowedPodNumber is set only if the pod requests "pods";
-// node aggregation ignores it.
+// node aggregation ignores it. With SetDRANodeAllocatableResources on when
+// the PodInfo was built, the node-allocatable resources of the pod's
+// resource claims are included, as upstream's DRANodeAllocatableResources
+// gate does.
 func (p *PodInfo) Requests() Resource {
 	if p == nil {
 		return Resource{}

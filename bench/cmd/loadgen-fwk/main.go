@@ -12,8 +12,13 @@
 //	-percentage-of-nodes-to-score N   upstream's setting; 0 adaptive (default 0)
 //	-parallelism N               the framework's parallelism (default 16)
 //
-// The report gains the picker's label and the nodes each plugin rejected.
-// Exit codes are loadgen's: 2 for an invalid flag, its own included.
+// The report gains the picker's label and the nodes each plugin rejected;
+// with loadgen's -explain N (or -explain-rate R), each explained pod's
+// rejections by plugin and its top nodes' scores by plugin, from
+// upstream's own Filter statuses and RunScorePlugins. The perf-* presets
+// (multi-phase scheduler_perf workloads) run here too, with their
+// constraints evaluated by the real plugins. Exit codes are loadgen's: 2
+// for an invalid flag, its own included; 4 for a violated threshold.
 package main
 
 import (
