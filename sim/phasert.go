@@ -404,15 +404,7 @@ func (ph *rtPhases) endLocked(i int, now time.Duration, force bool) {
 
 // barrierDone: mu is held.
 func (ph *rtPhases) barrierDone(p *planPhase) bool {
-	if p.nss == nil {
-		return ph.unsettled == 0
-	}
-	for _, ns := range p.nss {
-		if ph.unsettledNS[ns] > 0 {
-			return false
-		}
-	}
-	return true
+	return barrierDone(p, ph.unsettled, ph.unsettledNS)
 }
 
 // take (a scheduler goroutine) returns the queue's next pod, now in

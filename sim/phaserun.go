@@ -329,11 +329,17 @@ func (pr *phaseRun) finished(now time.Duration) bool {
 }
 
 func (pr *phaseRun) barrierDone(p *planPhase) bool {
+	return barrierDone(p, pr.unsettled, pr.unsettledNS)
+}
+
+// barrierDone is both engines' barrier test: no pod is unsettled, or,
+// for a barrier naming namespaces, none of theirs.
+func barrierDone(p *planPhase, unsettled int64, unsettledNS map[string]int64) bool {
 	if p.nss == nil {
-		return pr.unsettled == 0
+		return unsettled == 0
 	}
 	for _, ns := range p.nss {
-		if pr.unsettledNS[ns] > 0 {
+		if unsettledNS[ns] > 0 {
 			return false
 		}
 	}
