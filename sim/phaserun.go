@@ -477,6 +477,9 @@ const gangLabel = "sim.schedcache.io/gang"
 // label when gang is not "", and, when the template has a lifecycle, the
 // index of its phase (annPhase).
 func (t *podTemplate) decorate(p *v1.Pod, gang string, phase int) {
+	if t.podDefault {
+		remakePodDefault(p)
+	}
 	if t.lifeSet {
 		a := maps.Clone(p.Annotations)
 		if a == nil {
@@ -517,6 +520,31 @@ func (t *podTemplate) decorate(p *v1.Pod, gang string, phase int) {
 	}
 	if len(t.spread) > 0 {
 		p.Spec.TopologySpreadConstraints = t.spread
+	}
+}
+
+// PodDefaultImage is the image of scheduler_perf's pod-default.yaml.
+const PodDefaultImage = "registry.k8s.io/pause:3.10.2"
+
+// remakePodDefault makes p, a generated pod of one container, scheduler_perf's
+// pod-default.yaml with p's requests: the container "pause" of
+// PodDefaultImage with container port 80, limits equal to requests, and
+// no labels, annotations or other spec fields (name, namespace, UID,
+// resource version and scheduler name are kept).
+func remakePodDefault(p *v1.Pod) {
+	var req v1.ResourceList
+	if len(p.Spec.Containers) > 0 {
+		req = p.Spec.Containers[0].Resources.Requests
+	}
+	p.Labels, p.Annotations = nil, nil
+	p.Spec = v1.PodSpec{
+		SchedulerName: p.Spec.SchedulerName,
+		Containers: []v1.Container{{
+			Name:      "pause",
+			Image:     PodDefaultImage,
+			Ports:     []v1.ContainerPort{{ContainerPort: 80, Protocol: v1.ProtocolTCP}},
+			Resources: v1.ResourceRequirements{Requests: req, Limits: req.DeepCopy()},
+		}},
 	}
 }
 

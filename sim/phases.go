@@ -62,6 +62,13 @@ type PhaseCreatePods struct {
 // labels, priority, required node affinity, required pod (anti-)affinity,
 // topology spread and gangs.
 type PhasePodTemplate struct {
+	// PodDefault makes every pod scheduler_perf's templates/pod-default.yaml
+	// exactly (one "pause" container, registry.k8s.io/pause:3.10.2, port
+	// 80, requests equal to limits: cpu and memory, 100m and 500Mi when
+	// not given), with no label but the template's: none of the
+	// generator's standard pod. It excludes plain, containers,
+	// tolerations and nodeSelector.
+	PodDefault      bool                   `json:"podDefault"`
 	Plain           bool                   `json:"plain"`
 	Containers      *IntRange              `json:"containers"`
 	CPU             *QuantityRange         `json:"cpu"`
@@ -235,6 +242,9 @@ type podTemplate struct {
 	affinity *v1.Affinity // nil: none
 	spread   []v1.TopologySpreadConstraint
 	gang     int // pods per gang (0: none)
+	// podDefault: the pod is remade as scheduler_perf's pod-default.yaml
+	// (decorate), keeping the generated requests.
+	podDefault bool
 	// life is the template's runFor and failRate; lifeSet: either given
 	// (its pods then carry annPhase).
 	life    LifeSpec
@@ -719,13 +729,33 @@ func (sc *Scenario) podTemplate(i int, t *PhasePodTemplate) (*podTemplate, error
 		return sc.errorAt(base+field, format, args...)
 	}
 	st := ScenarioPodTemplate{Plain: t.Plain, Containers: t.Containers, CPU: t.CPU, Memory: t.Memory, Tolerations: t.Tolerations, NodeSelector: t.NodeSelector}
+	if t.PodDefault {
+		switch {
+		case t.Plain:
+			return nil, fail("plain", "podDefault is the whole pod: drop plain")
+		case t.Containers != nil:
+			return nil, fail("containers", "podDefault is the whole pod (one container): drop containers")
+		case len(t.Tolerations) > 0:
+			return nil, fail("tolerations", "podDefault has none: drop tolerations")
+		case len(t.NodeSelector) > 0:
+			return nil, fail("nodeSelector", "podDefault has none: use nodeAffinity")
+		}
+		one := IntRange{1, 1}
+		st.Plain, st.Containers = true, &one
+		if st.CPU == nil {
+			st.CPU = &QuantityRange{"100m", "100m"}
+		}
+		if st.Memory == nil {
+			st.Memory = &QuantityRange{"500Mi", "500Mi"}
+		}
+	}
 	shape, err := shapeOf(nil, []ScenarioPodTemplate{st})
 	if err != nil {
 		var ue *UsageError
 		errors.As(err, &ue)
 		return nil, sc.errorAt(base+strings.TrimPrefix(ue.Flag, "podMix[0]"), "%s", ue.Msg)
 	}
-	pt := &podTemplate{cl: &workload.Cluster{Spec: workload.ClusterSpec{Shape: shape}}, priority: t.Priority}
+	pt := &podTemplate{cl: &workload.Cluster{Spec: workload.ClusterSpec{Shape: shape}}, priority: t.Priority, podDefault: t.PodDefault}
 	labels := func(field string, m map[string]string, need bool) (map[string]string, error) {
 		if need && len(m) == 0 {
 			return nil, fail(field, "empty: give the labels the term selects")

@@ -169,6 +169,9 @@ func TestPhasesRejects(t *testing.T) {
 		{"node count", "- createNodes: {count: 300000}\n", "phases[1].createNodes.count: at most 200000 nodes, got 300000"},
 		{"workload thresholds", "thresholds: {maxP50: 0s}\n", "s.yaml:4: thresholds.maxP50: must be positive"},
 		{"workload thresholds unused", "- sleep: {duration: 1s}\nthresholds: {maxP50: 1s}\n", "s.yaml:5: thresholds: no measured phase to apply them to"},
+		{"podDefault plain", "- createPods: {count: 1, template: {podDefault: true, plain: true}}\n", "phases[1].createPods.template.plain: podDefault is the whole pod: drop plain"},
+		{"podDefault containers", "- createPods: {count: 1, template: {podDefault: true, containers: 2}}\n", "phases[1].createPods.template.containers: podDefault is the whole pod (one container): drop containers"},
+		{"podDefault nodeSelector", "- createPods: {count: 1, template: {podDefault: true, nodeSelector: {a: b}}}\n", "phases[1].createPods.template.nodeSelector: podDefault has none: use nodeAffinity"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
