@@ -158,6 +158,7 @@ func (sp *schedPickers) close() error {
 // Plugins() order, into rep. The schedulers must have stopped.
 func (sp *schedPickers) report(rep *Report) {
 	rep.Picker = sp.name
+	rep.PickerCounters = sp.counters()
 	if x := sp.explain; x != nil {
 		rep.Explanations, rep.ExplanationsDropped = x.explanations(), x.dropped()
 		if !x.explains {

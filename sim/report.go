@@ -78,6 +78,9 @@ type Report struct {
 	// rejection counts, in the picker's order (nil when it counts none).
 	Picker     string
 	Rejections []PluginCount
+	// PickerCounters are the node pickers' own counters, summed
+	// (pickercounters.go; nil when the picker counts nothing).
+	PickerCounters []PickerCounter
 	// Phases: what each phase of a phases scenario did (phasereport.go).
 	Phases []PhaseResult
 	// Explanations are the attempts explained (-explain, -explain-rate;
@@ -192,6 +195,8 @@ type JSONReport struct {
 	Churn    ChurnCounts    `json:"churn"`
 	Informer InformerCounts `json:"informer"`
 	Picker   string         `json:"picker,omitempty"`
+	// PickerCounters: the node pickers' own counters (pickercounters.go).
+	PickerCounters []PickerCounter `json:"picker_counters,omitempty"`
 	// Phases and ThresholdsOK: a phases scenario's (phasereport.go).
 	Phases       []JSONPhase `json:"phases,omitempty"`
 	ThresholdsOK *bool       `json:"thresholds_ok,omitempty"`
@@ -360,15 +365,16 @@ func (r *Report) JSON() *JSONReport {
 	}
 	items = append(items, r.phaseItems()...)
 	return &JSONReport{
-		Scenario:    c.Scenario,
-		Arrivals:    JSONArrivals{c.Arrival, c.Rate, c.BurstSize, c.BurstInterval.Seconds(), r.Arrived, r.PendingAtEnd, r.MaxPending},
-		Stopped:     r.Stopped,
-		Picker:      r.Picker,
-		Version:     "v1",
-		Mode:        mode,
-		Config:      jc,
-		Environment: Environment{runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU()},
-		DataItems:   items,
+		Scenario:       c.Scenario,
+		Arrivals:       JSONArrivals{c.Arrival, c.Rate, c.BurstSize, c.BurstInterval.Seconds(), r.Arrived, r.PendingAtEnd, r.MaxPending},
+		Stopped:        r.Stopped,
+		Picker:         r.Picker,
+		PickerCounters: r.PickerCounters,
+		Version:        "v1",
+		Mode:           mode,
+		Config:         jc,
+		Environment:    Environment{runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU()},
+		DataItems:      items,
 		Counts: Counts{r.InitialPods, r.Scheduled, r.Forgotten, r.FailedBindings, r.Conflicts, r.Unschedulable,
 			r.Events, r.Adds, r.Removes, r.NodeUpdates, r.FinalPods, r.FinalNodes, r.ExpectedPods, r.AsyncErrors, r.OverfullAtStart,
 			r.RefusedBindings, r.ExpectedNodes, r.Reads, r.FullSnapshots},
@@ -466,6 +472,7 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "scheduled: %d pods (%.0f pods/s; %s); forgotten %d (failed bindings %d, conflicts %d); unschedulable decisions %d\n",
 		r.Scheduled, r.PodsPerSec, perWindow, r.Forgotten, r.FailedBindings, r.Conflicts, r.Unschedulable)
 	r.printPicker(w)
+	r.printCounters(w)
 	r.printPhases(w)
 	r.printExplanations(w)
 	r.printLifecycle(w)
