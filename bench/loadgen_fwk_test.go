@@ -53,7 +53,63 @@ func (noNominator) NominatedPodsForNode(string) []fwk.PodInfo                   
 // caches, so the clusters evolve together. The cluster has tainted and
 // cordoned nodes; pods from fwkPod (tolerations, affinities, spread, GPUs,
 // ports, volumes).
+//
+// This is the per-decision fidelity check of the simulator's real-plugin
+// mode, run with the memo (bench/fwkpick/memo.go) off and on: "varied"
+// draws every pod afresh (few pods share a signature), "templates" copies
+// four fwkPod templates (their inter-pod terms and spread dropped) round
+// robin, with every 25th pod a fresh fwkPod given a required
+// anti-affinity: most pods share a signature with one placed a few cycles
+// before, so the memo serves most verdicts and scores, and each
+// anti-affinity pod placed changes the affinity list, which must start
+// the tables afresh (its counters are checked).
 func TestFwkPickerMatchesUpstream(t *testing.T) {
+	templates := func(r *rand.Rand, i int) *v1.Pod {
+		if i%25 == 24 {
+			p := fwkPod(r, i)
+			if p.Spec.Affinity == nil {
+				p.Spec.Affinity = &v1.Affinity{}
+			}
+			p.Spec.Affinity.PodAntiAffinity = &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"anti": "x"}}, TopologyKey: v1.LabelHostname}}}
+			return p
+		}
+		tr := rand.New(rand.NewPCG(uint64(i%4), 77))
+		p := fwkPod(tr, i%4).DeepCopy()
+		p.Name = fmt.Sprintf("tpl-%06d", i)
+		p.UID = apitypes.UID(p.Name)
+		if a := p.Spec.Affinity; a != nil {
+			a.PodAffinity, a.PodAntiAffinity = nil, nil
+		}
+		p.Spec.TopologySpreadConstraints = nil
+		return p
+	}
+	for _, tc := range []struct {
+		name  string
+		memo  bool
+		podAt func(r *rand.Rand, i int) *v1.Pod
+	}{{"varied/memo-off", false, fwkPod}, {"varied/memo-on", true, fwkPod},
+		{"templates/memo-off", false, templates}, {"templates/memo-on", true, templates}} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := testFwkPickerMatchesUpstream(t, tc.memo, tc.podAt, tc.podAt != nil && tc.name[0] == 'v')
+			t.Logf("memo: %+v", st)
+			if !tc.memo {
+				if st != (fwkpick.MemoStats{}) {
+					t.Fatalf("memo off, yet it counted %+v", st)
+				}
+				return
+			}
+			if st.Cycles == 0 || st.FilterMisses == 0 || st.ScoreMisses == 0 {
+				t.Fatalf("memo on, yet it computed nothing: %+v", st)
+			}
+			if tc.name[0] == 't' && (st.FilterHits < st.FilterMisses || st.ScoreHits == 0 || st.Invalidations == 0) {
+				t.Fatalf("templates: the memo served too little (%+v): want most verdicts reused and some tables invalidated", st)
+			}
+		})
+	}
+}
+
+func testFwkPickerMatchesUpstream(t *testing.T, memo bool, podAt func(r *rand.Rand, i int) *v1.Pod, checkPlugins bool) fwkpick.MemoStats {
 	spec, pods := workload.ClusterSpec{Nodes: 120, PodsPerNode: 30, Seed: 2}, 200
 	if !testing.Short() {
 		spec, pods = workload.ClusterSpec{Nodes: 1000, PodsPerNode: 30, Seed: 2}, 1000
@@ -90,7 +146,7 @@ func TestFwkPickerMatchesUpstream(t *testing.T) {
 			}
 		}
 	}
-	picker, err := fwkpick.New(fwkpick.Config{})
+	picker, err := fwkpick.New(fwkpick.Config{NoMemo: !memo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +182,7 @@ func TestFwkPickerMatchesUpstream(t *testing.T) {
 	tie := rand.New(rand.NewPCG(6, 6))
 	next, rejectedNodes, examined, scheduled := 0, int64(0), 0, 0
 	for i := range pods {
-		pod := fwkPod(r, i)
+		pod := podAt(r, i)
 		info, err := scfw.NewPodInfo(pod)
 		if err != nil {
 			t.Fatal(err)
@@ -250,7 +306,7 @@ func TestFwkPickerMatchesUpstream(t *testing.T) {
 		t.Fatalf("rejection counters sum to %d, upstream rejected %d nodes", sum, rejectedNodes)
 	}
 	for _, p := range []string{names.NodeUnschedulable, names.TaintToleration, names.NodeResourcesFit, names.NodeAffinity, names.InterPodAffinity} {
-		if counts[p] == 0 {
+		if checkPlugins && counts[p] == 0 {
 			t.Errorf("no node rejected by %s: %v", p, counts)
 		}
 	}
@@ -258,6 +314,7 @@ func TestFwkPickerMatchesUpstream(t *testing.T) {
 		t.Fatalf("examined %d nodes for %d pods, scheduled %d: the cycles did little", examined, pods, scheduled)
 	}
 	t.Logf("%d pods, %d scheduled, %d nodes examined; rejections %v", pods, scheduled, examined, counts)
+	return np.MemoStats()
 }
 
 // rejCluster is 40 nodes of scheduler_perf's node shape (4 CPUs, 32 Gi,
@@ -358,8 +415,15 @@ func TestFwkPickerRejections(t *testing.T) {
 }
 
 // fwkSimRun runs the simulator through sim.MainWith with the plugin
-// picker and returns its JSON report.
+// picker on 100 nodes of 10 pods with 2 schedulers and returns its JSON
+// report.
 func fwkSimRun(t *testing.T, cfg fwkpick.Config, args ...string) *sim.JSONReport {
+	t.Helper()
+	return fwkSimRunArgs(t, cfg, append([]string{"-nodes", "100", "-pods-per-node", "10", "-schedulers", "2"}, args...)...)
+}
+
+// fwkSimRunArgs is fwkSimRun with args only (a preset, say).
+func fwkSimRunArgs(t *testing.T, cfg fwkpick.Config, args ...string) *sim.JSONReport {
 	t.Helper()
 	picker, err := fwkpick.New(cfg)
 	if err != nil {
@@ -367,7 +431,7 @@ func fwkSimRun(t *testing.T, cfg fwkpick.Config, args ...string) *sim.JSONReport
 	}
 	defer picker.Close()
 	var stdout, stderr bytes.Buffer
-	base := []string{"-nodes", "100", "-pods-per-node", "10", "-schedulers", "2", "-json", "-", "-quiet"}
+	base := []string{"-json", "-", "-quiet"}
 	code := sim.MainWith(context.Background(), append(base, args...), &stdout, &stderr, false, sim.Options{Picker: picker})
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
@@ -614,5 +678,45 @@ func TestFwkPickerTaintsAffinityPreset(t *testing.T) {
 		if std[p] != 0 {
 			t.Errorf("standard shape: %s rejected %v nodes", p, std[p])
 		}
+	}
+}
+
+// TestFwkPickerMemoSameRun: the memo changes no decision: deterministic
+// runs of the scheduler_perf presets (scaled down) and of a generated
+// workload (varied pods, images, affinities; two schedulers) give the
+// same digest, counts and rejections with the memo off and on, and the
+// memo served verdicts in the presets (its counters, in the report); the
+// generated pods rarely share a signature, so there it mostly computes.
+func TestFwkPickerMemoSameRun(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"perf-scheduling-basic", []string{"-preset", "perf-scheduling-basic", "-scale", "0.05"}},
+		{"perf-node-affinity", []string{"-preset", "perf-node-affinity", "-scale", "0.03"}},
+		{"perf-topology-spreading", []string{"-preset", "perf-topology-spreading", "-scale", "0.03"}},
+		{"generated", []string{"-nodes", "100", "-pods-per-node", "10", "-schedulers", "2", "-deterministic", "-duration", "60ms", "-seed", "9"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			off := fwkSimRunArgs(t, fwkpick.Config{NoMemo: true}, tc.args...)
+			on := fwkSimRunArgs(t, fwkpick.Config{}, tc.args...)
+			if off.Digest == "" || off.Digest != on.Digest {
+				t.Fatalf("digest memo off %q, on %q", off.Digest, on.Digest)
+			}
+			if off.Counts != on.Counts || !mapsEqualF(rejections(off), rejections(on)) {
+				t.Fatalf("counts or rejections differ: %+v %v vs %+v %v", off.Counts, rejections(off), on.Counts, rejections(on))
+			}
+			if len(off.PickerCounters) != 0 {
+				t.Fatalf("memo off, counters %v", off.PickerCounters)
+			}
+			got := map[string]int64{}
+			for _, c := range on.PickerCounters {
+				got[c.Name] = c.Value
+			}
+			if (got["filter hits"] == 0 && tc.name != "generated") || got["memo cycles"] == 0 || on.Counts.Scheduled == 0 {
+				t.Fatalf("memo on served nothing: %v, %d scheduled", on.PickerCounters, on.Counts.Scheduled)
+			}
+			t.Logf("%d scheduled; memo %v", on.Counts.Scheduled, on.PickerCounters)
+		})
 	}
 }

@@ -112,6 +112,10 @@ type Config struct {
 	// Parallelism is the framework's parallelism (filters and scores);
 	// 0: 16; 1 runs the filters on the calling goroutine.
 	Parallelism int
+	// NoMemo turns the memo off (memo.go): every cycle runs every Filter
+	// and Score plugin on every node it examines. The decisions are the
+	// same either way; the memo only saves the work.
+	NoMemo bool
 }
 
 // ParsePlugins parses -plugins: "default" (every plugin of
@@ -147,6 +151,7 @@ type Picker struct {
 	factory  informers.SharedInformerFactory // immutable after New: listers only, never started
 	pct      int32                           // immutable
 	par      int                             // immutable
+	noMemo   bool                            // immutable
 	mu       sync.Mutex                      // guards open, closed
 	open     map[*NodePicker]struct{}        // guarded by mu
 	closed   bool                            // guarded by mu
@@ -183,7 +188,7 @@ func New(cfg Config) (*Picker, error) {
 	}
 	up := def.Profiles[0]
 	p := &Picker{index: map[string]int{}, registry: frameworkruntime.Registry{}, pct: cfg.PercentageOfNodesToScore,
-		par: cfg.Parallelism, open: map[*NodePicker]struct{}{}}
+		par: cfg.Parallelism, noMemo: cfg.NoMemo, open: map[*NodePicker]struct{}{}}
 	if p.par == 0 {
 		p.par = DefaultParallelism
 	}
@@ -319,19 +324,39 @@ func (p *Picker) NewFramework(ctx context.Context) (*NodePicker, error) {
 	// that goroutine at once, and Close stops the picker's own.
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	cancel()
-	np.fw, err = frameworkruntime.NewFramework(fctx, p.registry, p.profile.DeepCopy(),
-		frameworkruntime.WithSnapshotSharedLister(lister),
-		frameworkruntime.WithInformerFactory(p.factory),
-		frameworkruntime.WithClientSet(fake.NewClientset()),
-		frameworkruntime.WithPodNominator(noNominated{}),
-		frameworkruntime.WithMetricsRecorder(rec),
-		frameworkruntime.WithParallelism(p.par),
-		frameworkruntime.WithLogger(klog.Background()),
-	)
+	build := func(ctx context.Context, prof *config.KubeSchedulerProfile) (framework.Framework, error) {
+		f, err := frameworkruntime.NewFramework(ctx, p.registry, prof,
+			frameworkruntime.WithSnapshotSharedLister(cycleLister{Lister: lister, np: np}),
+			frameworkruntime.WithInformerFactory(p.factory),
+			frameworkruntime.WithClientSet(fake.NewClientset()),
+			frameworkruntime.WithPodNominator(np.nominator),
+			frameworkruntime.WithMetricsRecorder(rec),
+			frameworkruntime.WithParallelism(p.par),
+			frameworkruntime.WithLogger(klog.Background()),
+		)
+		if err != nil {
+			return nil, fmt.Errorf("%w: NewFramework: %v", ErrConfig, err)
+		}
+		return f, nil
+	}
+	np.nominator = noNominated{}
+	np.fw, err = build(fctx, p.profile.DeepCopy())
+	if err == nil {
+		score := np.fw.ListPlugins().Score.Enabled
+		for _, pl := range score {
+			np.scorePlugins = append(np.scorePlugins, pl.Name)
+		}
+		if !p.noMemo {
+			np.norm, err = newNormalizer(fctx, p.registry, p.profile, score, np.fw)
+		}
+	}
+	if err == nil && !p.noMemo {
+		np.memo, err = newMemo(fctx, p, build)
+	}
 	if err != nil {
 		close(stop)
 		<-rec.IsStoppedCh
-		return nil, fmt.Errorf("%w: NewFramework: %v", ErrConfig, err)
+		return nil, err
 	}
 	p.open[np] = struct{}{}
 	return np, nil
@@ -372,17 +397,28 @@ func StatusString(st *fwk.Status) string {
 // Contract: used by one goroutine at a time (sim's NodePicker contract);
 // Close may be called from any goroutine once, later calls do nothing.
 type NodePicker struct {
-	p        *Picker                      // immutable
-	fw       framework.Framework          // immutable; used by the owner goroutine
-	snap     *schedcache.Snapshot         // owned by the owner goroutine: the framework's snapshot
-	lister   *fwkadapter.Lister           // immutable; reads snap
-	stop     chan struct{}                // closed by Close
-	rec      *metrics.MetricAsyncRecorder // immutable
-	next     int                          // owned by the owner goroutine: upstream's nextStartNodeIndex
-	cycles   uint64                       // owned by the owner goroutine
-	feasible []fwk.NodeInfo               // owned by the owner goroutine: reused
-	subset   []fwk.NodeInfo               // owned by the owner goroutine: reused
-	statuses []*fwk.Status                // owned by the owner goroutine: a chunk's verdicts, reused
+	p            *Picker                      // immutable
+	fw           framework.Framework          // immutable; used by the owner goroutine
+	snap         *schedcache.Snapshot         // owned by the owner goroutine: the framework's snapshot
+	lister       *fwkadapter.Lister           // immutable; reads snap
+	stop         chan struct{}                // closed by Close
+	rec          *metrics.MetricAsyncRecorder // immutable
+	next         int                          // owned by the owner goroutine: upstream's nextStartNodeIndex
+	cycles       uint64                       // owned by the owner goroutine
+	feasible     []fwk.NodeInfo               // owned by the owner goroutine: reused
+	all          []fwk.NodeInfo               // owned by the owner goroutine: the snapshot's list (list)
+	scores       []fwk.NodePluginScores       // owned by the owner goroutine: a cycle's totals, reused
+	prev         *schedcache.Snapshot         // owned by the owner goroutine: the published snapshot all was filled from
+	subset       []fwk.NodeInfo               // owned by the owner goroutine: reused
+	statuses     []*fwk.Status                // owned by the owner goroutine: a chunk's verdicts, reused
+	missed       []int                        // owned by the owner goroutine: a chunk's memo misses, reused
+	feasPos      []int                        // owned by the owner goroutine: positions of feasible, reused
+	raw          []int64                      // owned by the owner goroutine: a cycle's raw scores, reused
+	memo         *memo                        // owned by the owner goroutine; nil: off (memo.go)
+	norm         *normalizer                  // owned by the owner goroutine; nil with the memo off (normalize.go)
+	nominator    fwk.PodNominator             // immutable: the framework's
+	scorePlugins []string                     // immutable: the profile's Score plugins, in order
+	scoring      []string                     // owned by the owner goroutine: a cycle's non-skipped Score plugins, reused
 	// Record keeps the last Decision (tests); set before Pick.
 	Record   bool     // owned by the owner goroutine
 	Last     Decision // owned by the owner goroutine
@@ -488,10 +524,7 @@ func (np *NodePicker) cycle(ctx context.Context, published *schedcache.Snapshot,
 	if err := np.snap.CopyFrom(published); err != nil {
 		return "", err
 	}
-	all, err := np.lister.NodeInfos().List()
-	if err != nil {
-		return "", err
-	}
+	all := np.list(published)
 	if len(all) == 0 {
 		return "", nil
 	}
@@ -551,7 +584,7 @@ func (np *NodePicker) cycle(ctx context.Context, published *schedcache.Snapshot,
 	if !np.fw.HasScorePlugins() {
 		toFind = 1
 	}
-	feasible := np.feasible[:0]
+	feasible, feasPos := np.feasible[:0], np.feasPos[:0]
 	start, processed := np.next%len(nodes), 0
 	if np.Record {
 		np.Last.Start = start
@@ -562,21 +595,50 @@ func (np *NodePicker) cycle(ctx context.Context, published *schedcache.Snapshot,
 	// node needed, so the outcome is that of filtering one node at a
 	// time, whatever the parallelism. Verdicts past that point are
 	// discarded (upstream's overshoot, without its randomness).
+	mc, err := np.memo.begin(ctx, state, pod, np.lister, len(all))
+	if err != nil {
+		return "", err
+	}
 	for processed < len(nodes) && len(feasible) < toFind {
 		n := min(max(toFind-len(feasible), minChunk), len(nodes)-processed)
 		if cap(np.statuses) < n {
 			np.statuses = make([]*fwk.Status, n)
 		}
 		statuses, base := np.statuses[:n], processed
-		check := func(i int) {
+		// Verdicts the memo holds are taken as they are; the rest are
+		// computed, on the parallelizer when there are several.
+		missed := np.missed[:0]
+		for i := range n {
+			pos := (start + base + i) % len(nodes)
+			ni := nodes[pos]
+			if st, ok := mc.filter(pos, ni); ok && !np.hasNominated(ni) {
+				statuses[i] = st
+				np.memo.stats.FilterHits++
+			} else {
+				missed = append(missed, i)
+			}
+		}
+		np.missed = missed
+		check := func(j int) {
+			i := missed[j]
 			statuses[i] = np.fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, nodes[(start+base+i)%len(nodes)])
 		}
-		if np.p.par == 1 || n == 1 {
-			for i := range n {
-				check(i)
+		if np.p.par == 1 || len(missed) <= 1 {
+			for j := range missed {
+				check(j)
 			}
 		} else {
-			np.fw.Parallelizer().Until(ctx, n, check, metrics.Filter)
+			np.fw.Parallelizer().Until(ctx, len(missed), check, metrics.Filter)
+		}
+		if mc.t != nil {
+			np.memo.stats.FilterMisses += int64(len(missed))
+			for _, i := range missed {
+				pos := (start + base + i) % len(nodes)
+				ni := nodes[pos]
+				if st := statuses[i]; st.Code() != fwk.Error && !np.hasNominated(ni) {
+					mc.keepFilter(pos, len(nodes), ni, st)
+				}
+			}
 		}
 		for i := 0; i < n && len(feasible) < toFind; i++ {
 			ni, st := nodes[(start+base+i)%len(nodes)], statuses[i]
@@ -597,13 +659,14 @@ func (np *NodePicker) cycle(ctx context.Context, published *schedcache.Snapshot,
 			}
 			if st.IsSuccess() {
 				feasible = append(feasible, ni)
+				feasPos = append(feasPos, (start+base+i)%len(nodes))
 			} else if err := np.reject(rej, st.Plugin(), 1); err != nil {
 				return "", err
 			}
 		}
 		clear(statuses)
 	}
-	np.feasible = feasible[:0]
+	np.feasible, np.feasPos = feasible[:0], feasPos[:0]
 	np.next = (np.next + processed) % len(all)
 	if ex != nil {
 		ex.Feasible = len(feasible)
@@ -620,9 +683,9 @@ func (np *NodePicker) cycle(ctx context.Context, published *schedcache.Snapshot,
 	if st := np.fw.RunPreScorePlugins(ctx, state, pod, feasible); !st.IsSuccess() {
 		return "", st.AsError()
 	}
-	scores, st := np.fw.RunScorePlugins(ctx, state, pod, feasible)
-	if !st.IsSuccess() {
-		return "", st.AsError()
+	scores, err := np.score(ctx, state, pod, feasible, feasPos, mc, ex != nil)
+	if err != nil {
+		return "", err
 	}
 	if ex != nil {
 		ex.Top = make([]sim.NodeScore, len(scores))
@@ -647,6 +710,172 @@ func (np *NodePicker) cycle(ctx context.Context, published *schedcache.Snapshot,
 		}
 	}
 	return np.record(best, bestScore), nil
+}
+
+// score is RunScorePlugins on feasible (at positions pos of the cycle's
+// node list), with the raw scores the memo holds taken as they are: the
+// per-node raw scores are RunScorePlugins' (RunRawScorePlugins and
+// RunScorePlugins call the same runRawScorePlugins), and the normalizer
+// then normalises and weighs them as RunScorePlugins does.
+//
+// Without perPlugin (no explanation wanted) the memo's path sets only the
+// total of each node, in a slice reused by the next cycle.
+func (np *NodePicker) score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, feasible []fwk.NodeInfo, pos []int, mc memoCycle, perPlugin bool) ([]fwk.NodePluginScores, error) {
+	if mc.t != nil {
+		scoring := np.scoring[:0]
+		skip := state.GetSkipScorePlugins()
+		for _, pl := range np.scorePlugins {
+			if !skip.Has(pl) {
+				scoring = append(scoring, pl)
+			}
+		}
+		np.scoring = scoring
+		mc = mc.startScoring(scoring)
+	}
+	if mc.t == nil {
+		scores, st := np.fw.RunScorePlugins(ctx, state, pod, feasible)
+		if !st.IsSuccess() {
+			return nil, st.AsError()
+		}
+		return scores, nil
+	}
+	k := len(np.scoring)
+	raw := slices.Grow(np.raw[:0], len(feasible)*k)[:len(feasible)*k]
+	np.raw = raw
+	missed := np.missed[:0]
+	for i, ni := range feasible {
+		if r, ok := mc.score(pos[i], ni); ok {
+			copy(raw[i*k:(i+1)*k], r[:k])
+		} else {
+			missed = append(missed, i)
+		}
+	}
+	np.missed = missed
+	np.memo.stats.ScoreHits += int64(len(feasible) - len(missed))
+	np.memo.stats.ScoreMisses += int64(len(missed))
+	errs := make([]error, len(missed))
+	run := func(j int) {
+		i := missed[j]
+		rs, st := np.fw.RunRawScorePlugins(ctx, state, pod, feasible[i])
+		switch {
+		case !st.IsSuccess():
+			errs[j] = fmt.Errorf("running Score plugins: %w", st.AsError())
+		case len(rs) != k:
+			errs[j] = fmt.Errorf("fwkpick: node %s: %d raw scores for plugins %v", feasible[i].Node().Name, len(rs), np.scoring)
+		default:
+			for q, ps := range rs {
+				if ps.Name != np.scoring[q] {
+					errs[j] = fmt.Errorf("fwkpick: node %s: raw score %d is %q's, want %q's", feasible[i].Node().Name, q, ps.Name, np.scoring[q])
+					return
+				}
+				raw[i*k+q] = ps.Score
+			}
+		}
+	}
+	if np.p.par == 1 || len(missed) <= 1 {
+		for j := range missed {
+			run(j)
+		}
+	} else {
+		np.fw.Parallelizer().Until(ctx, len(missed), run, metrics.Score)
+	}
+	for j, i := range missed {
+		if errs[j] != nil {
+			return nil, errs[j]
+		}
+		mc.keepScore(pos[i], feasible[i], raw[i*k:(i+1)*k])
+	}
+	var scores []fwk.NodePluginScores
+	if perPlugin {
+		scores = make([]fwk.NodePluginScores, len(feasible))
+	} else {
+		scores = slices.Grow(np.scores[:0], len(feasible))[:len(feasible)]
+		np.scores = scores
+	}
+	for i, ni := range feasible {
+		scores[i] = fwk.NodePluginScores{Name: ni.Node().Name}
+	}
+	if err := np.norm.normalize(ctx, state, pod, raw, scores, perPlugin); err != nil {
+		return nil, err
+	}
+	return scores, nil
+}
+
+// hasNominated reports whether pods are nominated to ni's node (the
+// memo never serves such a node: its Filter counts them).
+func (np *NodePicker) hasNominated(ni fwk.NodeInfo) bool {
+	if _, none := np.nominator.(noNominated); none {
+		return false
+	}
+	return len(np.nominator.NominatedPodsForNode(ni.Node().Name)) > 0
+}
+
+// list returns the snapshot's nodes in list order, as the lister's List,
+// in a slice of np's own, refilled in place from published (np.snap's
+// source): the positions whose NodeInfo changed since the last cycle's
+// published snapshot when the order is the same (Snapshot.DiffList), else
+// all of them. The lister's List would build a new slice whenever a node
+// changed, that is every cycle after a binding. The framework's List
+// returns this slice (cycleLister): it is refilled only between cycles.
+func (np *NodePicker) list(published *schedcache.Snapshot) []fwk.NodeInfo {
+	if np.all != nil && published.DiffList(np.prev, func(i int, ni *scfw.NodeInfo) {
+		np.all[i] = fwkadapter.WrapNode(ni)
+	}) {
+		np.prev = published
+		return np.all
+	}
+	n := np.snap.NumNodes()
+	np.all = slices.Grow(np.all[:0], n)[:n]
+	np.snap.Range(func(i int, ni *scfw.NodeInfo) bool {
+		np.all[i] = fwkadapter.WrapNode(ni)
+		return true
+	})
+	np.prev = published
+	return np.all
+}
+
+// cycleLister is the framework's SharedLister: the picker's lister, with
+// NodeInfos().List() answered by NodePicker.list's slice.
+type cycleLister struct {
+	*fwkadapter.Lister
+	np *NodePicker
+}
+
+func (l cycleLister) NodeInfos() fwk.NodeInfoLister {
+	return cycleNodes{NodeInfoLister: l.Lister.NodeInfos(), np: l.np}
+}
+
+type cycleNodes struct {
+	fwk.NodeInfoLister
+	np *NodePicker
+}
+
+// List returns the cycle's node list (never changed during a cycle).
+func (l cycleNodes) List() ([]fwk.NodeInfo, error) {
+	if l.np.all == nil {
+		return l.NodeInfoLister.List()
+	}
+	return l.np.all, nil
+}
+
+var _ sim.Counting = (*NodePicker)(nil)
+
+// Counters implements sim.Counting: the memo's counts (none when the memo
+// is off).
+func (np *NodePicker) Counters() []sim.PickerCounter {
+	if np.memo == nil {
+		return nil
+	}
+	return np.memo.stats.Counters()
+}
+
+// MemoStats returns what the memo did in np's cycles so far (zero when
+// the memo is off).
+func (np *NodePicker) MemoStats() MemoStats {
+	if np.memo == nil {
+		return MemoStats{}
+	}
+	return np.memo.stats
 }
 
 func (np *NodePicker) record(best string, score int64) string {

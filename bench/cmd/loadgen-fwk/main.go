@@ -11,6 +11,7 @@
 //	-plugins default|P1,P2,...   the plugins to run (default: default)
 //	-percentage-of-nodes-to-score N   upstream's setting; 0 adaptive (default 0)
 //	-parallelism N               the framework's parallelism (default 16)
+//	-memo on|off                 reuse verdicts and scores per NodeInfo (default on)
 //
 // The report gains the picker's label and the nodes each plugin rejected;
 // with loadgen's -explain N (or -explain-rate R), each explained pod's
@@ -54,10 +55,13 @@ const usage = `loadgen-fwk flags (besides loadgen's, below):
     	upstream's percentageOfNodesToScore: 0 adaptive, 1-100 fixed (default 0)
   -parallelism int
     	the framework's parallelism (filters and scores) (default 16)
+  -memo on|off
+    	reuse Filter verdicts and raw scores per published NodeInfo for pods
+    	of one signature (same decisions, less work) (default on)
 `
 
 // ourFlags are the flags loadgen-fwk takes out of the arguments.
-var ourFlags = []string{"plugins", "percentage-of-nodes-to-score", "parallelism"}
+var ourFlags = []string{"plugins", "percentage-of-nodes-to-score", "parallelism", "memo"}
 
 // splitArgs takes loadgen-fwk's own flags (-name value, -name=value, one
 // or two dashes) out of args; the rest goes to loadgen. A flag given twice
@@ -120,6 +124,15 @@ func parse(ours map[string]string) (fwkpick.Config, error) {
 			return cfg, fmt.Errorf("-parallelism: want 1 to 1024, got %q", v)
 		}
 		cfg.Parallelism = n
+	}
+	if v, ok := ours["memo"]; ok {
+		switch v {
+		case "on":
+		case "off":
+			cfg.NoMemo = true
+		default:
+			return cfg, fmt.Errorf("-memo: want on or off, got %q", v)
+		}
 	}
 	return cfg, nil
 }
