@@ -78,6 +78,9 @@ type Report struct {
 	// rejection counts, in the picker's order (nil when it counts none).
 	Picker     string
 	Rejections []PluginCount
+	// AttemptErrors: the attempts the picker failed with an error
+	// wrapping ErrAttempt (picker.go); nil when none did.
+	AttemptErrors *AttemptErrors
 	// Phases: what each phase of a phases scenario did (phasereport.go).
 	Phases []PhaseResult
 	// Explanations are the attempts explained (-explain, -explain-rate;
@@ -192,6 +195,9 @@ type JSONReport struct {
 	Churn    ChurnCounts    `json:"churn"`
 	Informer InformerCounts `json:"informer"`
 	Picker   string         `json:"picker,omitempty"`
+	// AttemptErrors: attempts the picker failed (ErrAttempt); absent
+	// when none did.
+	AttemptErrors *AttemptErrors `json:"attempt_errors,omitempty"`
 	// Phases and ThresholdsOK: a phases scenario's (phasereport.go).
 	Phases       []JSONPhase `json:"phases,omitempty"`
 	ThresholdsOK *bool       `json:"thresholds_ok,omitempty"`
@@ -360,15 +366,16 @@ func (r *Report) JSON() *JSONReport {
 	}
 	items = append(items, r.phaseItems()...)
 	return &JSONReport{
-		Scenario:    c.Scenario,
-		Arrivals:    JSONArrivals{c.Arrival, c.Rate, c.BurstSize, c.BurstInterval.Seconds(), r.Arrived, r.PendingAtEnd, r.MaxPending},
-		Stopped:     r.Stopped,
-		Picker:      r.Picker,
-		Version:     "v1",
-		Mode:        mode,
-		Config:      jc,
-		Environment: Environment{runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU()},
-		DataItems:   items,
+		Scenario:      c.Scenario,
+		Arrivals:      JSONArrivals{c.Arrival, c.Rate, c.BurstSize, c.BurstInterval.Seconds(), r.Arrived, r.PendingAtEnd, r.MaxPending},
+		Stopped:       r.Stopped,
+		Picker:        r.Picker,
+		AttemptErrors: r.AttemptErrors,
+		Version:       "v1",
+		Mode:          mode,
+		Config:        jc,
+		Environment:   Environment{runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU()},
+		DataItems:     items,
 		Counts: Counts{r.InitialPods, r.Scheduled, r.Forgotten, r.FailedBindings, r.Conflicts, r.Unschedulable,
 			r.Events, r.Adds, r.Removes, r.NodeUpdates, r.FinalPods, r.FinalNodes, r.ExpectedPods, r.AsyncErrors, r.OverfullAtStart,
 			r.RefusedBindings, r.ExpectedNodes, r.Reads, r.FullSnapshots},
