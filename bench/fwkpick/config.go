@@ -91,6 +91,9 @@ func resolve(cfg Config) (*config.KubeSchedulerConfiguration, [][]string, string
 		if err := schedconfig.Validate(sc); err != nil {
 			return nil, nil, "", fmt.Errorf("%w: %w", ErrConfig, &schedconfig.Error{Source: src, Err: err})
 		}
+		if len(sc.Extenders) > 0 {
+			return nil, nil, "", fmt.Errorf("%w: %s: extenders: the picker calls no extender (it runs the profiles' plugins only)", ErrConfig, src)
+		}
 		return sc, cfg.File.Written, src, nil
 	}
 	want := cfg.Plugins
@@ -187,7 +190,7 @@ func build(cfg Config, factoryOpts []frameworkruntime.Option) (*built, error) {
 // profile checks upstream's profile up and makes the picker's of it.
 func (b *built) profile(up *config.KubeSchedulerProfile, written []string, global int32, opts []frameworkruntime.Option) (*profile, error) {
 	fail := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s: profile %q: %s", ErrConfig, b.source, up.SchedulerName, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: %s: profile %q: "+format, append([]any{ErrConfig, b.source, up.SchedulerName}, args...)...)
 	}
 	if up.Plugins == nil {
 		up.Plugins = &config.Plugins{}
@@ -223,7 +226,7 @@ func (b *built) profile(up *config.KubeSchedulerProfile, written []string, globa
 	sort.Strings(p.dropped)
 	fw, stop, err := newFramework(guardRegistryFactories(b.raw), up, opts)
 	if err != nil {
-		return nil, fail("%v", err)
+		return nil, fail("%w", err)
 	}
 	listed := fw.ListPlugins()
 	stop()
