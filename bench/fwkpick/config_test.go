@@ -176,6 +176,9 @@ type evenOnly struct{}
 
 const evenOnlyName = "EvenOnly"
 
+// errScore is what EvenOnly's Score panics with.
+var errScore = errors.New("evenOnly: score told to panic")
+
 func (evenOnly) Name() string { return evenOnlyName }
 
 func nodeNumber(ni fwk.NodeInfo) int {
@@ -196,8 +199,7 @@ func (evenOnly) Filter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, ni fwk.
 
 func (evenOnly) Score(_ context.Context, _ fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
 	if pod.Name == "panic-score" {
-		var m map[string]int
-		m["x"] = 1 // a runtime error, on the parallelizer's goroutine
+		panic(errScore) // on the parallelizer's goroutine
 	}
 	return int64(nodeNumber(ni)) * 10, nil
 }
@@ -254,6 +256,9 @@ func TestOutOfTreePlugin(t *testing.T) {
 				require.Equal(t, evenOnlyName, pe.Plugin)
 				require.Equal(t, tc.point, pe.Point)
 				require.NotEmpty(t, pe.Stack)
+				if tc.point == "Score" {
+					require.ErrorIs(t, err, errScore, "an error value stays in the chain")
+				}
 				var ae *sim.AttemptError
 				require.ErrorAs(t, err, &ae)
 				require.Equal(t, "plugin-panic", ae.Reason)

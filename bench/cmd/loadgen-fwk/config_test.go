@@ -78,11 +78,11 @@ type report struct {
 		Scheduled int64 `json:"scheduled"`
 	} `json:"counts"`
 	Phases []struct {
-		Name      string `json:"name"`
-		Scheduled     int64 `json:"scheduled"`
-		Unschedulable int64 `json:"unschedulable"`
-		Failed        int64 `json:"failed"`
-		Pods          int64 `json:"pods"`
+		Name          string `json:"name"`
+		Scheduled     int64  `json:"scheduled"`
+		Unschedulable int64  `json:"unschedulable"`
+		Failed        int64  `json:"failed"`
+		Pods          int64  `json:"pods"`
 	} `json:"phases"`
 	DataItems []struct {
 		Data   map[string]float64 `json:"data"`
