@@ -529,6 +529,15 @@ func (d *detRun) attempt(ev event, pod *v1.Pod, arrivedAt time.Duration) error {
 	}
 	tr := time.Now()
 	best, err := d.pickers.pick(d.ctx, ev.worker, d.c.Snapshot(), info, d.r)
+	if isAttemptError(err) {
+		// The picker failed this attempt alone (counted by pick).
+		traceEvent(d.digest, ev.at, "attempt-error", pod.Name, "")
+		if d.ph != nil {
+			return d.ph.attemptFailed(ev.at, pod)
+		}
+		d.api.life.decided(pod, false)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("pick %s: %w", pod.Name, err)
 	}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"hash/fnv"
@@ -215,7 +216,22 @@ func explainName(p *v1.Pod) string {
 
 // pick is scheduler s's decision for info on snap with its node picker,
 // explained when the attempt is chosen (-explain, -explain-rate).
+//
+// An error wrapping ErrAttempt is counted in scheduler s's log and
+// returned: the caller settles the pod (isAttemptError) and goes on.
 func (sp *schedPickers) pick(ctx context.Context, s int, snap *schedcache.Snapshot, info *nodeinfo.PodInfo, r *rand.Rand) (string, error) {
+	node, err := sp.pickExplained(ctx, s, snap, info, r)
+	if err != nil && errors.Is(err, ErrAttempt) {
+		sp.failed[s].add(explainName(info.Pod()), err)
+	}
+	return node, err
+}
+
+// isAttemptError says whether a pick's error fails the attempt alone.
+func isAttemptError(err error) bool { return errors.Is(err, ErrAttempt) }
+
+// pickExplained is pick without the attempt errors' log.
+func (sp *schedPickers) pickExplained(ctx context.Context, s int, snap *schedcache.Snapshot, info *nodeinfo.PodInfo, r *rand.Rand) (string, error) {
 	np, rej := sp.pickers[s], sp.rejected[s]
 	x := sp.explain
 	if x == nil {

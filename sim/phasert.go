@@ -495,6 +495,19 @@ func (ph *rtPhases) unschedulable(pod *v1.Pod) {
 	ph.settleLocked(pp, psUnschedulable)
 }
 
+// attemptFailed: the picker failed pod's attempt with an error wrapping
+// ErrAttempt: the pod is settled failed.
+func (ph *rtPhases) attemptFailed(pod *v1.Pod) {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	pp := ph.byUID[string(pod.UID)]
+	if pp == nil {
+		return
+	}
+	ph.recordLocked(func(st *phaseStat) { st.failed++ })
+	ph.settleLocked(pp, psFailed)
+}
+
 // requeue: pod, forgotten (pending in the API server), is queued again:
 // after a conflict, or after a failed binding (failed: bindRetryLimit
 // times at most, then it is settled failed).

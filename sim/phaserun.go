@@ -472,10 +472,10 @@ func (pr *phaseRun) createPods(now time.Duration, i int, p *planPhase) {
 // gangLabel labels the members of a gang with its name.
 const gangLabel = "sim.schedcache.io/gang"
 
-// decorate puts the template's labels, priority, affinity and spread
-// constraints on p (a fresh pod sharing immutable parts), the gang's
-// label when gang is not "", and, when the template has a lifecycle, the
-// index of its phase (annPhase).
+// decorate puts the template's labels, priority, scheduler name,
+// affinity and spread constraints on p (a fresh pod sharing immutable
+// parts), the gang's label when gang is not "", and, when the template
+// has a lifecycle, the index of its phase (annPhase).
 func (t *podTemplate) decorate(p *v1.Pod, gang string, phase int) {
 	if t.podDefault {
 		remakePodDefault(p)
@@ -501,6 +501,9 @@ func (t *podTemplate) decorate(p *v1.Pod, gang string, phase int) {
 	}
 	if t.priority != nil {
 		p.Spec.Priority = t.priority
+	}
+	if t.sched != "" {
+		p.Spec.SchedulerName = t.sched
 	}
 	if a := t.affinity; a != nil {
 		merged := &v1.Affinity{}
@@ -654,6 +657,22 @@ func (pr *phaseRun) unschedulable(now time.Duration, pod *v1.Pod) error {
 	}
 	pr.record(func(st *phaseStat) { st.unschedulable++ })
 	pr.settle(pp, psUnschedulable, now)
+	return nil
+}
+
+// attemptFailed: the picker failed pod's attempt with an error wrapping
+// ErrAttempt. Upstream runs no PostFilter after an error: the pod is
+// settled failed, without preemption; a gang member fails its gang.
+func (pr *phaseRun) attemptFailed(now time.Duration, pod *v1.Pod) error {
+	pp := pr.byUID[string(pod.UID)]
+	if pp == nil {
+		return nil
+	}
+	if g := pp.gang; g != nil {
+		return pr.failGang(now, g)
+	}
+	pr.record(func(st *phaseStat) { st.failed++ })
+	pr.settle(pp, psFailed, now)
 	return nil
 }
 

@@ -82,6 +82,11 @@ type PhasePodTemplate struct {
 	PodAntiAffinity []ScenarioAffinityTerm `json:"podAntiAffinity"`
 	TopologySpread  []ScenarioSpread       `json:"topologySpread"`
 	GangSize        *int                   `json:"gangSize"`
+	// SchedulerName is the pods' spec.schedulerName ("": the
+	// generator's, default-scheduler): a picker with several profiles
+	// (loadgen-fwk -config) schedules each pod with the profile of
+	// that name.
+	SchedulerName string `json:"schedulerName"`
 	// RunFor and FailRate are the pods' lifecycle, as podMix's
 	// (lifecycle.go).
 	RunFor   *ScenarioRunFor `json:"runFor"`
@@ -239,6 +244,7 @@ type podTemplate struct {
 	cl       *workload.Cluster // Spec.Shape.PodMix: the template's resources, tolerations, selector
 	labels   map[string]string
 	priority *int32
+	sched    string       // spec.schedulerName; "": the generator's
 	affinity *v1.Affinity // nil: none
 	spread   []v1.TopologySpreadConstraint
 	gang     int // pods per gang (0: none)
@@ -771,6 +777,12 @@ func (sc *Scenario) podTemplate(i int, t *PhasePodTemplate) (*podTemplate, error
 	}
 	if pt.labels, err = labels("labels", t.Labels, false); err != nil {
 		return nil, err
+	}
+	if t.SchedulerName != "" {
+		if errs := validation.IsDNS1123Subdomain(t.SchedulerName); len(errs) > 0 {
+			return nil, fail("schedulerName", "%q: %s", t.SchedulerName, errs[0])
+		}
+		pt.sched = t.SchedulerName
 	}
 	qualified := func(field, key string) error {
 		if key == "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"sort"
 	"strings"
 
 	"github.com/schedcache/schedcache"
@@ -62,6 +63,72 @@ type NodePicker interface {
 // its contract.
 var ErrPicker = errors.New("sim: picker")
 
+// ErrAttempt is wrapped by an error of NodePicker.Pick that fails that
+// one attempt, not the run: a plugin that panicked, a pod no profile of
+// the picker schedules. The run counts such errors (Report.AttemptErrors)
+// and settles the pod: in a phases scenario it is failed (a gang member
+// fails its gang), without preemption; otherwise it is dropped as not
+// placed, and is not counted as unschedulable.
+var ErrAttempt = errors.New("sim: attempt failed")
+
+// AttemptError is an error of Pick that fails the attempt alone (it
+// wraps ErrAttempt and Err). Reason is a short label the report counts
+// by ("plugin-panic", "no-profile"); "" counts as "error".
+type AttemptError struct {
+	Reason string
+	Err    error
+}
+
+func (e *AttemptError) Error() string {
+	return fmt.Sprintf("%v (%s): %v", ErrAttempt, e.reason(), e.Err)
+}
+
+// Unwrap gives ErrAttempt and the cause.
+func (e *AttemptError) Unwrap() []error { return []error{ErrAttempt, e.Err} }
+
+func (e *AttemptError) reason() string {
+	if e.Reason == "" {
+		return "error"
+	}
+	return e.Reason
+}
+
+// AttemptErrors is a plain value: the attempts a run's picker failed
+// with an error wrapping ErrAttempt.
+type AttemptErrors struct {
+	Count    int64            `json:"count"`
+	ByReason map[string]int64 `json:"by_reason"`
+	// First holds the first messages (at most maxAttemptMessages; per
+	// scheduler in order, then by scheduler), each "pod: error".
+	First []string `json:"first"`
+}
+
+// maxAttemptMessages bounds AttemptErrors.First.
+const maxAttemptMessages = 5
+
+// attemptLog is one scheduler's failed attempts.
+type attemptLog struct {
+	n        int64
+	byReason map[string]int64
+	first    []string
+}
+
+// add counts err, an error wrapping ErrAttempt, for pod.
+func (l *attemptLog) add(pod string, err error) {
+	reason := "error"
+	if ae := (*AttemptError)(nil); errors.As(err, &ae) {
+		reason = ae.reason()
+	}
+	l.n++
+	if l.byReason == nil {
+		l.byReason = map[string]int64{}
+	}
+	l.byReason[reason]++
+	if len(l.first) < maxAttemptMessages {
+		l.first = append(l.first, pod+": "+err.Error())
+	}
+}
+
 // Options is a plain value: what MainWith adds to the command.
 type Options struct {
 	// Picker chooses nodes; nil: LeastAllocated.
@@ -112,6 +179,7 @@ type schedPickers struct {
 	plugins  []string      // immutable
 	pickers  []NodePicker  // pickers[s] used by scheduler s; closed by the run's main goroutine
 	rejected [][]int64     // rejected[s] owned by scheduler s until the schedulers stop
+	failed   []attemptLog  // failed[s] owned by scheduler s until the schedulers stop
 	explain  *explainState // nil: no attempt is explained (explain.go)
 }
 
@@ -134,6 +202,7 @@ func newPickers(ctx context.Context, p Picker, cfg Config) (*schedPickers, error
 		sp.pickers = append(sp.pickers, np)
 		sp.rejected = append(sp.rejected, make([]int64, len(sp.plugins)))
 	}
+	sp.failed = make([]attemptLog, cfg.Schedulers)
 	if cfg.Explain.on() {
 		_, explains := sp.pickers[0].(Explainer)
 		sp.explain = &explainState{cfg: cfg.Explain, seed: splitmix(uint64(cfg.Seed)), explains: explains,
@@ -159,6 +228,25 @@ func (sp *schedPickers) close() error {
 func (sp *schedPickers) report(rep *Report) {
 	rep.Picker = sp.name
 	rep.PickerCounters = sp.counters()
+	rep.AttemptErrors = nil
+	for _, l := range sp.failed {
+		if l.n == 0 {
+			continue
+		}
+		if rep.AttemptErrors == nil {
+			rep.AttemptErrors = &AttemptErrors{ByReason: map[string]int64{}, First: []string{}}
+		}
+		a := rep.AttemptErrors
+		a.Count += l.n
+		for r, n := range l.byReason {
+			a.ByReason[r] += n
+		}
+		for _, m := range l.first {
+			if len(a.First) < maxAttemptMessages {
+				a.First = append(a.First, m)
+			}
+		}
+	}
 	if x := sp.explain; x != nil {
 		rep.Explanations, rep.ExplanationsDropped = x.explanations(), x.dropped()
 		if !x.explains {
@@ -204,4 +292,17 @@ func (r *Report) printPicker(w io.Writer) {
 		fmt.Fprintf(w, "; nodes rejected by plugin: %s", strings.Join(parts, ", "))
 	}
 	fmt.Fprintln(w)
+	if a := r.AttemptErrors; a != nil {
+		reasons := make([]string, 0, len(a.ByReason))
+		for k := range a.ByReason {
+			reasons = append(reasons, k)
+		}
+		sort.Strings(reasons)
+		parts := make([]string, len(reasons))
+		for i, k := range reasons {
+			parts[i] = fmt.Sprintf("%s %d", k, a.ByReason[k])
+		}
+		fmt.Fprintf(w, "attempt errors: %d attempts failed by the picker (%s), pods not placed; first: %s\n",
+			a.Count, strings.Join(parts, ", "), strings.Join(a.First, "; "))
+	}
 }

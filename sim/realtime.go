@@ -378,6 +378,15 @@ func (rt *realtimeRun) decide(s int, r *rand.Rand, pod *v1.Pod, arrivedAt time.D
 	tr := time.Now()
 	snap := rt.c.Snapshot()
 	best, err := rt.pickers.pick(rt.ctx, s, snap, info, r)
+	if isAttemptError(err) {
+		// The picker failed this attempt alone (counted by pick).
+		if rt.ph != nil {
+			rt.ph.attemptFailed(pod)
+			return true
+		}
+		rt.api.life.decided(pod, false)
+		return true
+	}
 	if err != nil {
 		rt.fail(fmt.Errorf("pick %s: %w", pod.Name, err))
 		return false

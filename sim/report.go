@@ -81,6 +81,9 @@ type Report struct {
 	// PickerCounters are the node pickers' own counters, summed
 	// (pickercounters.go; nil when the picker counts nothing).
 	PickerCounters []PickerCounter
+	// AttemptErrors: the attempts the picker failed with an error
+	// wrapping ErrAttempt (picker.go); nil when none did.
+	AttemptErrors *AttemptErrors
 	// Phases: what each phase of a phases scenario did (phasereport.go).
 	Phases []PhaseResult
 	// Explanations are the attempts explained (-explain, -explain-rate;
@@ -197,6 +200,9 @@ type JSONReport struct {
 	Picker   string         `json:"picker,omitempty"`
 	// PickerCounters: the node pickers' own counters (pickercounters.go).
 	PickerCounters []PickerCounter `json:"picker_counters,omitempty"`
+	// AttemptErrors: attempts the picker failed (ErrAttempt); absent
+	// when none did.
+	AttemptErrors *AttemptErrors `json:"attempt_errors,omitempty"`
 	// Phases and ThresholdsOK: a phases scenario's (phasereport.go).
 	Phases       []JSONPhase `json:"phases,omitempty"`
 	ThresholdsOK *bool       `json:"thresholds_ok,omitempty"`
@@ -369,6 +375,7 @@ func (r *Report) JSON() *JSONReport {
 		Arrivals:       JSONArrivals{c.Arrival, c.Rate, c.BurstSize, c.BurstInterval.Seconds(), r.Arrived, r.PendingAtEnd, r.MaxPending},
 		Stopped:        r.Stopped,
 		Picker:         r.Picker,
+		AttemptErrors:  r.AttemptErrors,
 		PickerCounters: r.PickerCounters,
 		Version:        "v1",
 		Mode:           mode,

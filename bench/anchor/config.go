@@ -3,12 +3,10 @@ package anchor
 import (
 	"errors"
 	"fmt"
-	"os"
 
-	configv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
-	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
-	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
+
+	"github.com/schedcache/schedcache/bench/schedconfig"
 )
 
 // ErrInvalidConfig is wrapped by every error about the scheduler's
@@ -30,39 +28,30 @@ func (e *ConfigError) Error() string {
 // Unwrap gives ErrInvalidConfig and the cause.
 func (e *ConfigError) Unwrap() []error { return []error{ErrInvalidConfig, e.Err} }
 
-// DefaultConfig is kube-scheduler's configuration when given none: an
-// empty kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration decoded
-// with upstream's scheme, which defaults it (the default profile,
-// default-scheduler, with its plugins, weights and arguments;
-// percentageOfNodesToScore 0, adaptive; parallelism 16). scheduler_perf
-// starts from the same (newDefaultComponentConfig).
+// DefaultConfig is kube-scheduler's configuration when given none
+// (schedconfig.Default: the v1 defaults, default-scheduler, adaptive
+// percentageOfNodesToScore, parallelism 16). scheduler_perf starts from
+// the same (newDefaultComponentConfig).
 func DefaultConfig() (*config.KubeSchedulerConfiguration, error) {
-	gvk := configv1.SchemeGroupVersion.WithKind("KubeSchedulerConfiguration")
-	cfg := config.KubeSchedulerConfiguration{}
-	if _, _, err := scheme.Codecs.UniversalDecoder().Decode(nil, &gvk, &cfg); err != nil {
-		return nil, fmt.Errorf("anchor: default configuration: %w", err)
+	cfg, err := schedconfig.Default()
+	if err != nil {
+		return nil, fmt.Errorf("anchor: %w", err)
 	}
-	cfg.TypeMeta.APIVersion = configv1.SchemeGroupVersion.String()
-	return &cfg, nil
+	return cfg, nil
 }
 
 // LoadConfigFile reads a KubeSchedulerConfiguration file as kube-scheduler
-// does (upstream's scheme decodes and defaults it) and validates it with
-// upstream's validation. A refusal is a *ConfigError naming the file.
+// does (schedconfig.Read: upstream's scheme decodes and defaults it,
+// upstream's validation checks it), then checks what the anchor needs. A
+// refusal is a *ConfigError naming the file.
 func LoadConfigFile(path string) (*config.KubeSchedulerConfiguration, error) {
-	data, err := os.ReadFile(path)
+	cfg, err := schedconfig.LoadFile(path)
+	if se := (*schedconfig.Error)(nil); errors.As(err, &se) {
+		return nil, &ConfigError{Source: se.Source, Err: se.Err}
+	}
 	if err != nil {
 		return nil, &ConfigError{Source: path, Err: err}
 	}
-	obj, gvk, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
-	if err != nil {
-		return nil, &ConfigError{Source: path, Err: err}
-	}
-	cfg, ok := obj.(*config.KubeSchedulerConfiguration)
-	if !ok {
-		return nil, &ConfigError{Source: path, Err: fmt.Errorf("not a KubeSchedulerConfiguration: %s", gvk)}
-	}
-	cfg.TypeMeta.APIVersion = gvk.GroupVersion().String()
 	if err := validateConfig(cfg); err != nil {
 		return nil, &ConfigError{Source: path, Err: err}
 	}
@@ -71,7 +60,7 @@ func LoadConfigFile(path string) (*config.KubeSchedulerConfiguration, error) {
 
 // validateConfig is upstream's validation, plus what the anchor needs.
 func validateConfig(cfg *config.KubeSchedulerConfiguration) error {
-	if err := validation.ValidateKubeSchedulerConfiguration(cfg); err != nil {
+	if err := schedconfig.Validate(cfg); err != nil {
 		return err
 	}
 	for _, p := range cfg.Profiles {

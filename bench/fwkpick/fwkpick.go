@@ -57,14 +57,13 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
-	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 
 	"github.com/schedcache/schedcache"
+	"github.com/schedcache/schedcache/bench/schedconfig"
 	"github.com/schedcache/schedcache/kube/fwkadapter"
 	scfw "github.com/schedcache/schedcache/nodeinfo"
 	"github.com/schedcache/schedcache/sim"
@@ -112,6 +111,16 @@ type Config struct {
 	// Parallelism is the framework's parallelism (filters and scores);
 	// 0: 16; 1 runs the filters on the calling goroutine.
 	Parallelism int
+	// File, when not nil, is a KubeSchedulerConfiguration
+	// (schedconfig.Read): its profiles (plugins per extension point,
+	// weights, arguments), percentageOfNodesToScore (global and per
+	// profile) and parallelism replace the three fields above, which
+	// must then be zero (see config.go).
+	File *schedconfig.File
+	// OutOfTree holds plugins an embedder registers besides the
+	// in-tree ones, as kube-scheduler's app.WithPlugin does; File's
+	// profiles enable them by name. A name also in-tree is an error.
+	OutOfTree frameworkruntime.Registry
 	// NoMemo turns the memo off (memo.go): every cycle runs every Filter
 	// and Score plugin on every node it examines. The decisions are the
 	// same either way; the memo only saves the work.
@@ -144,14 +153,15 @@ func ParsePlugins(s string) ([]string, error) {
 // instances and snapshot, and is used by one goroutine at a time. Close
 // closes the node pickers not yet closed.
 type Picker struct {
-	plugins  []string                        // immutable: the profile's order
+	plugins  []string                        // immutable: the profiles' plugins, each once, in their order
 	index    map[string]int                  // immutable: plugin -> rejection slot
-	profile  *config.KubeSchedulerProfile    // immutable
-	registry frameworkruntime.Registry       // immutable
+	profiles []*profile                      // immutable: the configuration's order
+	registry frameworkruntime.Registry       // immutable: the node pickers' (run plugins guarded)
+	raw      frameworkruntime.Registry       // immutable: in-tree and out-of-tree, unguarded
 	factory  informers.SharedInformerFactory // immutable after New: listers only, never started
-	pct      int32                           // immutable
-	par      int                             // immutable
+	pct      int32                           // immutable: the first profile's
 	noMemo   bool                            // immutable
+	par      int                             // immutable
 	mu       sync.Mutex                      // guards open, closed
 	open     map[*NodePicker]struct{}        // guarded by mu
 	closed   bool                            // guarded by mu
@@ -162,73 +172,30 @@ var _ sim.Picker = (*Picker)(nil)
 var registerMetrics sync.Once
 
 // New returns a Picker for cfg: upstream's default profile (latest.Default:
-// the v1 defaults, feature gates applied) restricted to cfg.Plugins.
+// the v1 defaults, feature gates applied) restricted to cfg.Plugins, or
+// cfg.File's profiles (config.go). A panic of a plugin's factory is an
+// error wrapping ErrConfig and ErrPluginPanic.
 func New(cfg Config) (*Picker, error) {
-	want := cfg.Plugins
-	if want == nil {
-		want = DefaultPlugins
-	}
-	if len(want) == 0 {
-		return nil, fmt.Errorf("%w: no plugin", ErrConfig)
-	}
-	for _, p := range want {
-		if !slices.Contains(DefaultPlugins, p) {
-			return nil, fmt.Errorf("%w: unknown plugin %q (have %s)", ErrConfig, p, strings.Join(DefaultPlugins, ","))
-		}
-	}
-	if cfg.PercentageOfNodesToScore < 0 || cfg.PercentageOfNodesToScore > 100 {
-		return nil, fmt.Errorf("%w: percentage of nodes to score %d not in 0…100", ErrConfig, cfg.PercentageOfNodesToScore)
-	}
-	if cfg.Parallelism < 0 {
-		return nil, fmt.Errorf("%w: parallelism %d < 0", ErrConfig, cfg.Parallelism)
-	}
-	def, err := latest.Default()
+	registerMetrics.Do(metrics.Register) // as kube-scheduler: the framework records into its metrics
+	factory := workloadInformers()
+	b, err := build(cfg, []frameworkruntime.Option{frameworkruntime.WithInformerFactory(factory)})
 	if err != nil {
-		return nil, fmt.Errorf("%w: upstream defaults: %v", ErrConfig, err)
+		return nil, err
 	}
-	up := def.Profiles[0]
-	p := &Picker{index: map[string]int{}, registry: frameworkruntime.Registry{}, pct: cfg.PercentageOfNodesToScore,
-		par: cfg.Parallelism, noMemo: cfg.NoMemo, open: map[*NodePicker]struct{}{}}
-	if p.par == 0 {
-		p.par = DefaultParallelism
-	}
-	inTree := plugins.NewInTreeRegistry()
-	var enabled []config.Plugin
-	for _, pl := range up.Plugins.MultiPoint.Enabled {
-		if pl.Name == names.PrioritySort || pl.Name == names.DefaultBinder {
-			// The framework wants a queue sort and a binder; the picker
-			// calls neither.
-			enabled = append(enabled, pl)
-			p.registry[pl.Name] = inTree[pl.Name]
-			continue
-		}
-		if slices.Contains(want, pl.Name) {
-			enabled = append(enabled, pl)
-			p.index[pl.Name] = len(p.plugins)
-			p.plugins = append(p.plugins, pl.Name)
-			p.registry[pl.Name] = inTree[pl.Name]
+	p := &Picker{index: map[string]int{}, profiles: b.profiles, registry: b.guarded, raw: b.raw,
+		factory: factory, pct: b.profiles[0].pct, par: b.par, noMemo: cfg.NoMemo, open: map[*NodePicker]struct{}{}}
+	for _, pr := range b.profiles {
+		for _, name := range pr.plugins {
+			if _, ok := p.index[name]; !ok {
+				p.index[name] = len(p.plugins)
+				p.plugins = append(p.plugins, name)
+			}
 		}
 	}
-	if len(p.plugins) != len(want) {
-		return nil, fmt.Errorf("%w: upstream's default profile lacks some of %v", ErrConfig, want)
-	}
-	var pcs []config.PluginConfig
-	for _, pc := range up.PluginConfig {
-		if _, ok := p.registry[pc.Name]; ok {
-			pcs = append(pcs, pc)
-		}
-	}
-	p.profile = &config.KubeSchedulerProfile{
-		SchedulerName: v1.DefaultSchedulerName,
-		Plugins:       &config.Plugins{MultiPoint: config.PluginSet{Enabled: enabled}},
-		PluginConfig:  pcs,
-	}
-	p.factory = workloadInformers()
 	// NodeInfos made from now on carry their fwk views, built once on the
 	// shards; the simulator loads its cluster after New, so none is left
 	// to build views on every read.
 	fwkadapter.Enable()
-	registerMetrics.Do(metrics.Register) // as kube-scheduler: the framework records into its metrics
 	return p, nil
 }
 
@@ -266,10 +233,12 @@ func (p *Picker) Name() string { return Name }
 // Plugins implements sim.Picker: the plugins, in the profile's order.
 func (p *Picker) Plugins() []string { return p.plugins }
 
-// Profile returns a copy of the profile the node pickers run (for tests
-// that build a reference framework).
+// Profile returns a copy of the first profile as the node pickers run it
+// (its PreFilter, Filter, PreScore and Score plugins named explicitly)
+// and the registry, unguarded (for tests that build a reference
+// framework).
 func (p *Picker) Profile() (*config.KubeSchedulerProfile, frameworkruntime.Registry) {
-	return p.profile.DeepCopy(), p.registry
+	return p.profiles[0].cfg.DeepCopy(), p.raw
 }
 
 // Informers returns the informer factory the frameworks read (never
@@ -324,8 +293,9 @@ func (p *Picker) NewFramework(ctx context.Context) (*NodePicker, error) {
 	// that goroutine at once, and Close stops the picker's own.
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	cancel()
+	np.nominator = noNominated{}
 	build := func(ctx context.Context, prof *config.KubeSchedulerProfile) (framework.Framework, error) {
-		f, err := frameworkruntime.NewFramework(ctx, p.registry, prof,
+		return frameworkruntime.NewFramework(ctx, p.registry, prof,
 			frameworkruntime.WithSnapshotSharedLister(cycleLister{Lister: lister, np: np}),
 			frameworkruntime.WithInformerFactory(p.factory),
 			frameworkruntime.WithClientSet(fake.NewClientset()),
@@ -334,30 +304,22 @@ func (p *Picker) NewFramework(ctx context.Context) (*NodePicker, error) {
 			frameworkruntime.WithParallelism(p.par),
 			frameworkruntime.WithLogger(klog.Background()),
 		)
+	}
+	for _, pr := range p.profiles {
+		fw, err := build(fctx, pr.cfg.DeepCopy())
+		var pf profileRun
+		if err == nil {
+			pf, err = np.profileRun(fctx, pr, fw, build)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: NewFramework: %v", ErrConfig, err)
+			close(stop)
+			<-rec.IsStoppedCh
+			return nil, fmt.Errorf("%w: NewFramework (profile %q): %w", ErrConfig, pr.name, err)
 		}
-		return f, nil
+		np.fws = append(np.fws, fw)
+		np.runs = append(np.runs, pf)
 	}
-	np.nominator = noNominated{}
-	np.fw, err = build(fctx, p.profile.DeepCopy())
-	if err == nil {
-		score := np.fw.ListPlugins().Score.Enabled
-		for _, pl := range score {
-			np.scorePlugins = append(np.scorePlugins, pl.Name)
-		}
-		if !p.noMemo {
-			np.norm, err = newNormalizer(fctx, p.registry, p.profile, score, np.fw)
-		}
-	}
-	if err == nil && !p.noMemo {
-		np.memo, err = newMemo(fctx, p, build)
-	}
-	if err != nil {
-		close(stop)
-		<-rec.IsStoppedCh
-		return nil, err
-	}
+	np.fw, np.pct, np.run = np.fws[0], p.profiles[0].pct, &np.runs[0]
 	p.open[np] = struct{}{}
 	return np, nil
 }
@@ -397,28 +359,29 @@ func StatusString(st *fwk.Status) string {
 // Contract: used by one goroutine at a time (sim's NodePicker contract);
 // Close may be called from any goroutine once, later calls do nothing.
 type NodePicker struct {
-	p            *Picker                      // immutable
-	fw           framework.Framework          // immutable; used by the owner goroutine
-	snap         *schedcache.Snapshot         // owned by the owner goroutine: the framework's snapshot
-	lister       *fwkadapter.Lister           // immutable; reads snap
-	stop         chan struct{}                // closed by Close
-	rec          *metrics.MetricAsyncRecorder // immutable
-	next         int                          // owned by the owner goroutine: upstream's nextStartNodeIndex
-	cycles       uint64                       // owned by the owner goroutine
-	feasible     []fwk.NodeInfo               // owned by the owner goroutine: reused
-	all          []fwk.NodeInfo               // owned by the owner goroutine: the snapshot's list (list)
-	scores       []fwk.NodePluginScores       // owned by the owner goroutine: a cycle's totals, reused
-	prev         *schedcache.Snapshot         // owned by the owner goroutine: the published snapshot all was filled from
-	subset       []fwk.NodeInfo               // owned by the owner goroutine: reused
-	statuses     []*fwk.Status                // owned by the owner goroutine: a chunk's verdicts, reused
-	missed       []int                        // owned by the owner goroutine: a chunk's memo misses, reused
-	feasPos      []int                        // owned by the owner goroutine: positions of feasible, reused
-	raw          []int64                      // owned by the owner goroutine: a cycle's raw scores, reused
-	memo         *memo                        // owned by the owner goroutine; nil: off (memo.go)
-	norm         *normalizer                  // owned by the owner goroutine; nil with the memo off (normalize.go)
-	nominator    fwk.PodNominator             // immutable: the framework's
-	scorePlugins []string                     // immutable: the profile's Score plugins, in order
-	scoring      []string                     // owned by the owner goroutine: a cycle's non-skipped Score plugins, reused
+	p         *Picker                      // immutable
+	fws       []framework.Framework        // immutable: one per profile, in p.profiles' order; used by the owner goroutine
+	fw        framework.Framework          // owned by the owner goroutine: the framework of the pod being picked (cycle sets it)
+	pct       int32                        // owned by the owner goroutine: fw's profile's percentageOfNodesToScore
+	snap      *schedcache.Snapshot         // owned by the owner goroutine: the framework's snapshot
+	lister    *fwkadapter.Lister           // immutable; reads snap
+	stop      chan struct{}                // closed by Close
+	rec       *metrics.MetricAsyncRecorder // immutable
+	next      int                          // owned by the owner goroutine: upstream's nextStartNodeIndex
+	cycles    uint64                       // owned by the owner goroutine
+	feasible  []fwk.NodeInfo               // owned by the owner goroutine: reused
+	subset    []fwk.NodeInfo               // owned by the owner goroutine: reused
+	statuses  []*fwk.Status                // owned by the owner goroutine: a chunk's verdicts, reused
+	missed    []int                        // owned by the owner goroutine: a chunk's memo misses, reused
+	feasPos   []int                        // owned by the owner goroutine: positions of feasible, reused
+	raw       []int64                      // owned by the owner goroutine: a cycle's raw scores, reused
+	all       []fwk.NodeInfo               // owned by the owner goroutine: the snapshot's list (list)
+	prev      *schedcache.Snapshot         // owned by the owner goroutine: the published snapshot all was filled from
+	scores    []fwk.NodePluginScores       // owned by the owner goroutine: a cycle's totals, reused
+	scoring   []string                     // owned by the owner goroutine: a cycle's non-skipped Score plugins, reused
+	runs      []profileRun                 // immutable after NewFramework: per profile, as fws
+	run       *profileRun                  // owned by the owner goroutine: fw's (cycle sets it)
+	nominator fwk.PodNominator             // immutable: the frameworks'
 	// Record keeps the last Decision (tests); set before Pick.
 	Record   bool     // owned by the owner goroutine
 	Last     Decision // owned by the owner goroutine
@@ -461,7 +424,8 @@ func numFeasibleNodesToFind(percentage int32, numAllNodes int32) int32 {
 }
 
 // NumFeasibleNodesToFind is upstream's numFeasibleNodesToFind with the
-// picker's percentage: how many feasible nodes a cycle over n nodes seeks.
+// percentage of the picker's first profile: how many feasible nodes a
+// cycle over n nodes seeks.
 func (p *Picker) NumFeasibleNodesToFind(n int) int {
 	return int(numFeasibleNodesToFind(p.pct, int32(n)))
 }
@@ -477,8 +441,23 @@ func (np *NodePicker) reject(rej []int64, plugin string, n int) error {
 
 // Pick implements sim.NodePicker: one scheduling cycle of info's pod on
 // published (see the package doc).
-func (np *NodePicker) Pick(ctx context.Context, published *schedcache.Snapshot, info *scfw.PodInfo, r *rand.Rand, rej []int64) (string, error) {
-	return np.cycle(ctx, published, info, r, rej, nil)
+//
+// A plugin that panics fails this attempt with a *sim.AttemptError
+// wrapping a *PanicError (guard.go); so does a panic of the cycle itself.
+// A pod whose schedulerName no profile has fails with a *sim.AttemptError
+// wrapping ErrNoProfile.
+func (np *NodePicker) Pick(ctx context.Context, published *schedcache.Snapshot, info *scfw.PodInfo, r *rand.Rand, rej []int64) (node string, err error) {
+	defer recoverCycle(&node, &err)
+	node, err = np.cycle(ctx, published, info, r, rej, nil)
+	return node, attemptError(err)
+}
+
+// recoverCycle turns a panic of a cycle (outside the guarded plugins)
+// into the attempt's error.
+func recoverCycle(node *string, err *error) {
+	if r := recover(); r != nil {
+		*node, *err = "", &sim.AttemptError{Reason: "panic", Err: recovered("", "cycle", r)}
+	}
 }
 
 var _ sim.Explainer = (*NodePicker)(nil)
@@ -494,10 +473,10 @@ var _ sim.Explainer = (*NodePicker)(nil)
 // RunScorePlugins' per node: the total and each plugin's normalised,
 // weighted score. A cycle with one feasible node scores nothing, as
 // upstream's: that node is the top with score 0 and no plugin's.
-func (np *NodePicker) ExplainPick(ctx context.Context, published *schedcache.Snapshot, info *scfw.PodInfo, r *rand.Rand, rej []int64, _ int) (string, sim.Explanation, error) {
-	var ex sim.Explanation
-	node, err := np.cycle(ctx, published, info, r, rej, &ex)
-	return node, ex, err
+func (np *NodePicker) ExplainPick(ctx context.Context, published *schedcache.Snapshot, info *scfw.PodInfo, r *rand.Rand, rej []int64, _ int) (node string, ex sim.Explanation, err error) {
+	defer recoverCycle(&node, &err)
+	node, err = np.cycle(ctx, published, info, r, rej, &ex)
+	return node, ex, attemptError(err)
 }
 
 // reasons is a status's reasons, as an explanation gives them.
@@ -505,7 +484,7 @@ func reasons(st *fwk.Status) string { return strings.Join(st.Reasons(), ", ") }
 
 // cycle is Pick, explained into ex when it is not nil.
 func (np *NodePicker) cycle(ctx context.Context, published *schedcache.Snapshot, info *scfw.PodInfo, r *rand.Rand, rej []int64, ex *sim.Explanation) (string, error) {
-	if np == nil || np.fw == nil {
+	if np == nil || len(np.fws) == 0 {
 		return "", fmt.Errorf("%w: Pick on a NodePicker not made by NewFramework", ErrConfig)
 	}
 	if np.done.Load() {
@@ -521,6 +500,11 @@ func (np *NodePicker) cycle(ctx context.Context, published *schedcache.Snapshot,
 	if np.Record {
 		np.Last = Decision{Pod: pod.Name}
 	}
+	prof, err := np.p.profileFor(pod)
+	if err != nil {
+		return "", err
+	}
+	np.fw, np.pct, np.run = np.fws[prof], np.p.profiles[prof].pct, &np.runs[prof]
 	if err := np.snap.CopyFrom(published); err != nil {
 		return "", err
 	}
@@ -580,7 +564,7 @@ func (np *NodePicker) cycle(ctx context.Context, published *schedcache.Snapshot,
 			return "", nil
 		}
 	}
-	toFind := int(numFeasibleNodesToFind(np.p.pct, int32(len(nodes))))
+	toFind := int(numFeasibleNodesToFind(np.pct, int32(len(nodes))))
 	if !np.fw.HasScorePlugins() {
 		toFind = 1
 	}
@@ -595,7 +579,7 @@ func (np *NodePicker) cycle(ctx context.Context, published *schedcache.Snapshot,
 	// node needed, so the outcome is that of filtering one node at a
 	// time, whatever the parallelism. Verdicts past that point are
 	// discarded (upstream's overshoot, without its randomness).
-	mc, err := np.memo.begin(ctx, state, pod, np.lister, len(all))
+	mc, err := np.run.memo.begin(ctx, state, pod, np.lister, len(all))
 	if err != nil {
 		return "", err
 	}
@@ -613,7 +597,7 @@ func (np *NodePicker) cycle(ctx context.Context, published *schedcache.Snapshot,
 			ni := nodes[pos]
 			if st, ok := mc.filter(pos, ni); ok && !np.hasNominated(ni) {
 				statuses[i] = st
-				np.memo.stats.FilterHits++
+				np.run.memo.stats.FilterHits++
 			} else {
 				missed = append(missed, i)
 			}
@@ -631,7 +615,7 @@ func (np *NodePicker) cycle(ctx context.Context, published *schedcache.Snapshot,
 			np.fw.Parallelizer().Until(ctx, len(missed), check, metrics.Filter)
 		}
 		if mc.t != nil {
-			np.memo.stats.FilterMisses += int64(len(missed))
+			np.run.memo.stats.FilterMisses += int64(len(missed))
 			for _, i := range missed {
 				pos := (start + base + i) % len(nodes)
 				ni := nodes[pos]
@@ -724,7 +708,7 @@ func (np *NodePicker) score(ctx context.Context, state fwk.CycleState, pod *v1.P
 	if mc.t != nil {
 		scoring := np.scoring[:0]
 		skip := state.GetSkipScorePlugins()
-		for _, pl := range np.scorePlugins {
+		for _, pl := range np.run.scorePlugins {
 			if !skip.Has(pl) {
 				scoring = append(scoring, pl)
 			}
@@ -751,8 +735,8 @@ func (np *NodePicker) score(ctx context.Context, state fwk.CycleState, pod *v1.P
 		}
 	}
 	np.missed = missed
-	np.memo.stats.ScoreHits += int64(len(feasible) - len(missed))
-	np.memo.stats.ScoreMisses += int64(len(missed))
+	np.run.memo.stats.ScoreHits += int64(len(feasible) - len(missed))
+	np.run.memo.stats.ScoreMisses += int64(len(missed))
 	errs := make([]error, len(missed))
 	run := func(j int) {
 		i := missed[j]
@@ -795,7 +779,7 @@ func (np *NodePicker) score(ctx context.Context, state fwk.CycleState, pod *v1.P
 	for i, ni := range feasible {
 		scores[i] = fwk.NodePluginScores{Name: ni.Node().Name}
 	}
-	if err := np.norm.normalize(ctx, state, pod, raw, scores, perPlugin); err != nil {
+	if err := np.run.norm.normalize(ctx, state, pod, raw, scores, perPlugin); err != nil {
 		return nil, err
 	}
 	return scores, nil
@@ -860,22 +844,56 @@ func (l cycleNodes) List() ([]fwk.NodeInfo, error) {
 
 var _ sim.Counting = (*NodePicker)(nil)
 
-// Counters implements sim.Counting: the memo's counts (none when the memo
-// is off).
+// Counters implements sim.Counting: the memo's counts, summed over the
+// profiles (none when the memo is off).
 func (np *NodePicker) Counters() []sim.PickerCounter {
-	if np.memo == nil {
+	if np.p.noMemo {
 		return nil
 	}
-	return np.memo.stats.Counters()
+	return np.MemoStats().Counters()
 }
 
-// MemoStats returns what the memo did in np's cycles so far (zero when
-// the memo is off).
+// MemoStats returns what the memo did in np's cycles so far, over its
+// profiles (zero when the memo is off).
 func (np *NodePicker) MemoStats() MemoStats {
-	if np.memo == nil {
-		return MemoStats{}
+	var st MemoStats
+	for _, r := range np.runs {
+		if r.memo != nil {
+			st = st.Add(r.memo.stats)
+		}
 	}
-	return np.memo.stats
+	return st
+}
+
+// profileRun is what a NodePicker keeps per profile besides its
+// framework: the memo and normalizer (nil with the memo off, or for a
+// profile with a plugin the memo does not know) and the Score plugins.
+type profileRun struct {
+	memo         *memo       // owned by the owner goroutine
+	norm         *normalizer // owned by the owner goroutine
+	scorePlugins []string    // immutable: the profile's Score plugins, in order
+}
+
+// profileRun builds pr's run state for its framework fw.
+func (np *NodePicker) profileRun(ctx context.Context, pr *profile, fw framework.Framework,
+	build func(context.Context, *config.KubeSchedulerProfile) (framework.Framework, error)) (profileRun, error) {
+	var run profileRun
+	score := fw.ListPlugins().Score.Enabled
+	for _, pl := range score {
+		run.scorePlugins = append(run.scorePlugins, pl.Name)
+	}
+	if np.p.noMemo {
+		return run, nil
+	}
+	m, err := newMemo(ctx, pr.cfg, pr.plugins, build)
+	if err != nil || m == nil {
+		return run, err
+	}
+	if run.norm, err = newNormalizer(ctx, np.p.registry, pr.cfg, score, fw); err != nil {
+		return run, err
+	}
+	run.memo = m
+	return run, nil
 }
 
 func (np *NodePicker) record(best string, score int64) string {

@@ -60,7 +60,15 @@ import (
 // included), which is when its signature fragment is empty.
 //
 // The memo applies only to profiles made of the plugins analysed above
-// (DefaultPlugins); with any other plugin it is off.
+// (memoSafe); with any other plugin (an out-of-tree one, say) it is off
+// for that profile.
+
+// memoSafe are the plugins whose dependence on the cluster beyond the
+// node the memo accounts for: DefaultPlugins and NodeDeclaredFeatures
+// (its Filter reads the node's declared features against the pod's
+// PreFilter requirements, which its signature fragment covers), which a
+// configuration file's default profile runs.
+var memoSafe = append(slices.Clone(DefaultPlugins), names.NodeDeclaredFeatures)
 
 // memoMaxTables bounds the signatures remembered; the oldest is dropped.
 const memoMaxTables = 32
@@ -182,15 +190,16 @@ type memoCycle struct {
 	t *memoTable
 }
 
-// newMemo builds the signing framework for p's profile; nil when the
-// profile has a plugin the memo does not know.
-func newMemo(ctx context.Context, p *Picker, build func(ctx context.Context, prof *config.KubeSchedulerProfile) (framework.Framework, error)) (*memo, error) {
-	for _, pl := range p.plugins {
-		if !slices.Contains(DefaultPlugins, pl) {
+// newMemo builds the signing framework for profile cfg, which runs
+// plugins (at PreFilter, Filter, PreScore or Score); nil when one of them
+// is a plugin the memo does not know (memoSafe).
+func newMemo(ctx context.Context, cfg *config.KubeSchedulerProfile, plugins []string, build func(ctx context.Context, prof *config.KubeSchedulerProfile) (framework.Framework, error)) (*memo, error) {
+	for _, pl := range plugins {
+		if !slices.Contains(memoSafe, pl) {
 			return nil, nil
 		}
 	}
-	prof := p.profile.DeepCopy()
+	prof := cfg.DeepCopy()
 	for i, pc := range prof.PluginConfig {
 		if pc.Name != names.PodTopologySpread {
 			continue
@@ -208,7 +217,7 @@ func newMemo(ctx context.Context, p *Picker, build func(ctx context.Context, pro
 	if err != nil {
 		return nil, err
 	}
-	return &memo{signer: signer, spread: slices.Contains(p.plugins, names.PodTopologySpread), tables: map[string]*memoTable{}}, nil
+	return &memo{signer: signer, spread: slices.Contains(plugins, names.PodTopologySpread), tables: map[string]*memoTable{}}, nil
 }
 
 // begin returns the cycle's table for pod, or a zero memoCycle when the

@@ -6,11 +6,14 @@
 //
 //	cd bench && go run ./cmd/loadgen-fwk -preset scheduling-basic-5000 -plugins default
 //
-// It takes every loadgen flag (docs/loadgen.md) and three of its own:
+// It takes every loadgen flag (docs/loadgen.md) and five of its own:
 //
 //	-plugins default|P1,P2,...   the plugins to run (default: default)
 //	-percentage-of-nodes-to-score N   upstream's setting; 0 adaptive (default 0)
 //	-parallelism N               the framework's parallelism (default 16)
+//	-config FILE                 a KubeSchedulerConfiguration (v1): its profiles,
+//	                             percentageOfNodesToScore and parallelism; with
+//	                             any of the three above it is refused
 //	-memo on|off                 reuse verdicts and scores per NodeInfo (default on)
 //
 // The report gains the picker's label and the nodes each plugin rejected;
@@ -19,7 +22,9 @@
 // upstream's own Filter statuses and RunScorePlugins. The perf-* presets
 // (multi-phase scheduler_perf workloads) run here too, with their
 // constraints evaluated by the real plugins. Exit codes are loadgen's: 2
-// for an invalid flag, its own included; 4 for a violated threshold.
+// for an invalid flag, its own included, and for a configuration file
+// that does not decode, that upstream's validation refuses, or that
+// names a plugin no registry has; 4 for a violated threshold.
 package main
 
 import (
@@ -31,7 +36,10 @@ import (
 	"strconv"
 	"strings"
 
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
 	"github.com/schedcache/schedcache/bench/fwkpick"
+	"github.com/schedcache/schedcache/bench/schedconfig"
 	"github.com/schedcache/schedcache/sim"
 )
 
@@ -55,13 +63,16 @@ const usage = `loadgen-fwk flags (besides loadgen's, below):
     	upstream's percentageOfNodesToScore: 0 adaptive, 1-100 fixed (default 0)
   -parallelism int
     	the framework's parallelism (filters and scores) (default 16)
+  -config string
+    	a KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1): its
+    	profiles, percentageOfNodesToScore and parallelism; not with the three above
   -memo on|off
     	reuse Filter verdicts and raw scores per published NodeInfo for pods
     	of one signature (same decisions, less work) (default on)
 `
 
 // ourFlags are the flags loadgen-fwk takes out of the arguments.
-var ourFlags = []string{"plugins", "percentage-of-nodes-to-score", "parallelism", "memo"}
+var ourFlags = []string{"plugins", "percentage-of-nodes-to-score", "parallelism", "config", "memo"}
 
 // splitArgs takes loadgen-fwk's own flags (-name value, -name=value, one
 // or two dashes) out of args; the rest goes to loadgen. A flag given twice
@@ -103,6 +114,31 @@ func contains(l []string, s string) bool {
 // parse turns loadgen-fwk's flags into the picker's configuration.
 func parse(ours map[string]string) (fwkpick.Config, error) {
 	var cfg fwkpick.Config
+	if v, ok := ours["memo"]; ok {
+		switch v {
+		case "on":
+		case "off":
+			cfg.NoMemo = true
+		default:
+			return cfg, fmt.Errorf("-memo: want on or off, got %q", v)
+		}
+	}
+	if path, ok := ours["config"]; ok {
+		for _, f := range ourFlags {
+			if _, set := ours[f]; set && f != "config" && f != "memo" {
+				return cfg, fmt.Errorf("-config and -%s: the file sets the profiles, percentageOfNodesToScore and parallelism; give one or the other", f)
+			}
+		}
+		if path == "" {
+			return cfg, fmt.Errorf("-config: empty file name")
+		}
+		f, err := schedconfig.Read(path)
+		if err != nil {
+			return cfg, fmt.Errorf("-config: %w", err)
+		}
+		cfg.File = f
+		return cfg, nil
+	}
 	pl := "default"
 	if v, ok := ours["plugins"]; ok {
 		pl = v
@@ -125,20 +161,18 @@ func parse(ours map[string]string) (fwkpick.Config, error) {
 		}
 		cfg.Parallelism = n
 	}
-	if v, ok := ours["memo"]; ok {
-		switch v {
-		case "on":
-		case "off":
-			cfg.NoMemo = true
-		default:
-			return cfg, fmt.Errorf("-memo: want on or off, got %q", v)
-		}
-	}
 	return cfg, nil
 }
 
 // run is the whole command; it returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
+	return runWith(ctx, args, stdout, stderr, tty, nil)
+}
+
+// runWith is run with out-of-tree plugins, registered as an embedder of
+// kube-scheduler would (app.WithPlugin): -config's profiles enable them by
+// name.
+func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool, outOfTree frameworkruntime.Registry) int {
 	ours, rest, err := splitArgs(args)
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen-fwk:", err)
@@ -155,11 +189,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool)
 		fmt.Fprintln(stderr, "loadgen-fwk:", err)
 		return 2
 	}
+	cfg.OutOfTree = outOfTree
 	p, err := fwkpick.New(cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen-fwk:", err)
 		return 2
 	}
 	defer p.Close()
+	if cfg.File != nil {
+		dropped := p.Dropped()
+		for _, name := range p.SchedulerNames() {
+			if d := dropped[name]; len(d) > 0 {
+				fmt.Fprintf(stderr, "loadgen-fwk: -config %s: profile %q: left out, as the simulator does not model their objects: %s\n",
+					cfg.File.Path, name, strings.Join(d, ", "))
+			}
+		}
+	}
 	return sim.MainWith(ctx, rest, stdout, stderr, tty, sim.Options{Picker: p})
 }
