@@ -14,6 +14,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
@@ -286,6 +287,7 @@ func (d *detRun) prime() {
 	if cfg.Phases != nil {
 		d.ph = newPhaseRun(d)
 		d.api.onComplete = d.ph.completed
+		d.inf.onEvent = d.ph.clusterEvent
 	}
 	d.reschedule()
 }
@@ -528,7 +530,8 @@ func (d *detRun) attempt(ev event, pod *v1.Pod, arrivedAt time.Duration) error {
 		return err
 	}
 	tr := time.Now()
-	best, err := d.pickers.pick(d.ctx, ev.worker, d.c.Snapshot(), info, d.r)
+	snap := d.c.Snapshot()
+	best, err := d.pickers.pick(d.ctx, ev.worker, snap, info, d.r)
 	if isAttemptError(err) {
 		// The picker failed this attempt alone (counted by pick).
 		traceEvent(d.digest, ev.at, "attempt-error", pod.Name, "")
@@ -542,14 +545,14 @@ func (d *detRun) attempt(ev event, pod *v1.Pod, arrivedAt time.Duration) error {
 		return fmt.Errorf("pick %s: %w", pod.Name, err)
 	}
 	d.hr.Record(time.Since(tr))
-	if best != "" && d.ph != nil && d.ph.reserved(best, pod) {
-		best = "" // the room a preemptor made there is its own
+	if best != "" && d.ph != nil && d.ph.preemptors[ev.worker] == nil && d.ph.reserved(best, pod) {
+		best = "" // the room a preemptor made there is its own (the stand-in's reservation)
 	}
 	if best == "" {
 		d.rep.Unschedulable++
 		traceEvent(d.digest, ev.at, "unschedulable", pod.Name, "")
 		if d.ph != nil {
-			return d.ph.unschedulable(ev.at, pod)
+			return d.ph.unschedulable(ev, pod, snap)
 		}
 		d.api.life.decided(pod, false)
 		return nil
@@ -562,6 +565,11 @@ func (d *detRun) attempt(ev event, pod *v1.Pod, arrivedAt time.Duration) error {
 // attempt began.
 func (d *detRun) bind(ev event, pod *v1.Pod, best string, arrivedAt time.Duration, tr time.Time) error {
 	pod.Spec.NodeName = best
+	if d.ph != nil {
+		// A phase pod starts as it is bound (preemption ranks victims
+		// by their start times; without one upstream reads the clock).
+		pod.Status.StartTime = &metav1.Time{Time: virtualEpoch.Add(ev.at)}
+	}
 	ta := time.Now()
 	if err := d.rec(trace.Record{Op: trace.AssumePod, Pod: pod}, d.c.AssumePod(d.logger, pod)); err != nil {
 		return fmt.Errorf("AssumePod %s: %w", pod.Name, err)

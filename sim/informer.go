@@ -141,6 +141,7 @@ type informer struct {
 	limit              time.Duration                                  // immutable: no drop windows from here on
 	ops                cacheOps                                       // immutable
 	onAdd              func(now time.Duration, p *v1.Pod) error       // immutable; called after a pod's add is delivered
+	onEvent            func(now time.Duration)                        // immutable; nil: none. Called after a cluster event the scheduling queue moves pods on (queue.go) is delivered
 	note               func(at time.Duration, what, obj, node string) // immutable; nil: none
 
 	mu   sync.Mutex    // guards in
@@ -342,7 +343,11 @@ func (inf *informer) apply(now time.Duration, ev watchEvent, tombstone bool) err
 				inf.counts.Tombstones++
 			}
 			inf.noted(now, "pod-delete", ev.pod.Name, old.Spec.NodeName)
-			return inf.ops.removePod(old) // a tombstone's object may be stale
+			if err := inf.ops.removePod(old); err != nil { // a tombstone's object may be stale
+				return err
+			}
+			inf.event(now)
+			return nil
 		case old != nil:
 			inf.pods[uid] = ev.pod
 			inf.index(ev.pod, false)
@@ -381,12 +386,29 @@ func (inf *informer) apply(now time.Duration, ev watchEvent, tombstone bool) err
 		inf.nodes[name] = ev.node
 		inf.counts.NodeUpdates++
 		inf.noted(now, "node-update", ev.node.ResourceVersion, name)
-		return inf.ops.updateNode(old, ev.node)
+		if err := inf.ops.updateNode(old, ev.node); err != nil {
+			return err
+		}
+		if nodeEventful(old, ev.node) {
+			inf.event(now)
+		}
+		return nil
 	default:
 		inf.nodes[name] = ev.node
 		inf.counts.NodeAdds++
 		inf.noted(now, "node-add", "", name)
-		return inf.ops.addNode(ev.node)
+		if err := inf.ops.addNode(ev.node); err != nil {
+			return err
+		}
+		inf.event(now)
+		return nil
+	}
+}
+
+// event calls onEvent, if set.
+func (inf *informer) event(now time.Duration) {
+	if inf.onEvent != nil {
+		inf.onEvent(now)
 	}
 }
 

@@ -12,8 +12,10 @@ import (
 	"github.com/schedcache/schedcache/nodeinfo"
 )
 
-// Preemption in a phases run: the simulator's stand-in for upstream's
-// DefaultPreemption (PostFilter), which neither picker runs. A phase pod
+// Preemption in a phases run: a picker that is a Preemptor runs PostFilter
+// itself (cmd/loadgen-fwk's runs upstream's DefaultPreemption; see
+// postFilter); for the others, the simulator's stand-in for upstream's
+// DefaultPreemption described here. A phase pod
 // with a positive priority that finds no node looks, from a random node
 // on, for nodes where deleting pods of lower priority (the lowest first,
 // as few as needed) makes it fit by resources, taints and node selector,
@@ -22,9 +24,10 @@ import (
 // candidate whose highest victim priority is lowest, then the one with the
 // fewest victims, then the first found (a node where it fits without
 // victims, which a sampling picker can miss, is taken at once). The victims are deleted through
-// the API server; the pod is nominated to the node and queued again at the
-// queue's front once their deletions are delivered; its next attempt binds
-// it to the nominated node if it fits there, else picks as usual. A pod
+// the API server; the pod is nominated to the node and waits with the
+// unschedulable pods until their deletions, delivered, move it back
+// (queue.go); its next attempt binds it to the nominated node if it fits
+// there, else picks as usual. A pod
 // preempts at most maxPreemptions times, then it is unschedulable. Until
 // the nominated pod has tried its node, the node is no other preemptor's
 // candidate, and a pick of it for another pod counts as finding no node
@@ -50,6 +53,16 @@ type preemptState struct {
 	count     int    // preemptions made
 }
 
+// preemptOutcome is what PostFilter did for a pod that found no node.
+type preemptOutcome uint8
+
+const (
+	poNone      preemptOutcome = iota // nothing: the pod is unschedulable
+	poNominated                       // victims deleted, the pod nominated: it waits for their deletions
+	poRetry                           // nominated, but no victim was left to delete: it is queued again
+	poBound                           // bound at once (the stand-in found a node without victims)
+)
+
 // victim is a pod a preemption would delete.
 type victim struct {
 	pod  *v1.Pod
@@ -57,25 +70,24 @@ type victim struct {
 	req  nodeinfo.Resource
 }
 
-// preempt tries to make room for pp, which found no node at now; it says
-// whether it did (pp is then nominated and queued again later, or bound
-// at once to a node it fits without victims).
-func (pr *phaseRun) preempt(now time.Duration, pp *phasePod) (bool, error) {
+// preempt (the stand-in) tries to make room for pp, which found no node
+// at now.
+func (pr *phaseRun) preempt(now time.Duration, pp *phasePod) (preemptOutcome, error) {
 	d := pr.d
 	pod := pp.pod
 	prio := priority(pod)
 	if prio <= 0 || pp.pre.count >= maxPreemptions {
-		return false, nil
+		return poNone, nil
 	}
 	info, err := nodeinfo.NewPodInfo(pod)
 	if err != nil {
-		return false, err
+		return poNone, err
 	}
 	want := info.Requests()
 	snap := d.c.Snapshot()
 	n := snap.NumNodes()
 	if n == 0 {
-		return false, nil
+		return poNone, nil
 	}
 	need := min(n, max(minCandidates, n*minCandidatesPercent/100))
 	var best []victim
@@ -101,11 +113,11 @@ func (pr *phaseRun) preempt(now time.Duration, pp *phasePod) (bool, error) {
 		}
 	}
 	if bestNode == "" {
-		return false, nil
+		return poNone, nil
 	}
 	if len(best) == 0 { // no victim: bind it there now
 		traceEvent(d.digest, now, "preempt-none", pod.Name, bestNode)
-		return true, d.bind(event{at: now}, pod, bestNode, pp.created, time.Now())
+		return poBound, d.bind(event{at: now}, pod, bestNode, pp.created, time.Now())
 	}
 	a := d.api
 	for _, v := range best {
@@ -118,15 +130,12 @@ func (pr *phaseRun) preempt(now time.Duration, pp *phasePod) (bool, error) {
 		}
 	}
 	pp.pre.count++
-	pp.pre.nominated = bestNode
+	pr.setNomination(pp, bestNode)
 	pr.nominated[bestNode] = pp
-	pp.state = psQueued
 	nv := int64(len(best))
 	pr.record(func(st *phaseStat) { st.preemptions++; st.victims += nv })
 	traceEvent(d.digest, now, "preempt", pod.Name, bestNode+" "+strconv.Itoa(len(best)))
-	pr.retry = append(pr.retry, pp)
-	pr.d.push(event{at: now + d.cfg.ConfirmDelay + d.cfg.InformerJitter + time.Microsecond, kind: evPhase, worker: 2})
-	return true, nil
+	return poNominated, nil
 }
 
 // victimsOn returns the fewest pods of priority below prio, lowest first,
@@ -194,27 +203,6 @@ func (pr *phaseRun) victimsOn(ni *nodeinfo.NodeInfo, pod *v1.Pod, prio int32, wa
 	return nil, false
 }
 
-// requeueNominated (timer 2) queues the oldest preemptor waiting for its
-// victims' deletions at the queue's front.
-func (pr *phaseRun) requeueNominated(now time.Duration) {
-	if len(pr.retry) == 0 {
-		return
-	}
-	pp := pr.retry[0]
-	pr.retry = pr.retry[1:]
-	if pp.state != psQueued {
-		delete(pr.nominated, pp.pre.nominated)
-		return // deleted meanwhile
-	}
-	if pr.head > 0 {
-		pr.head--
-		pr.queue[pr.head] = pp
-	} else {
-		pr.queue = append([]*phasePod{pp}, pr.queue...)
-	}
-	pr.wake(now)
-}
-
 // reserved says whether node is nominated to a preemptor other than pod:
 // the room its victims left is that preemptor's (upstream's Filter counts
 // nominated pods; here a pick of such a node counts as finding none).
@@ -223,15 +211,14 @@ func (pr *phaseRun) reserved(node string, pod *v1.Pod) bool {
 	return pp != nil && pp.pod.UID != pod.UID
 }
 
-// nominatedFit says whether pp fits on its nominated node now (resources,
-// taints, node selector), and forgets the nomination.
+// nominatedFit (the stand-in) says whether pp fits on its nominated node
+// now (resources, taints, node selector), and forgets the nomination.
 func (pr *phaseRun) nominatedFit(pp *phasePod) (string, bool, error) {
 	node := pp.pre.nominated
-	pp.pre.nominated = ""
 	if node == "" {
 		return "", false, nil
 	}
-	delete(pr.nominated, node)
+	pr.setNomination(pp, "")
 	ni, err := pr.d.c.Snapshot().Get(node)
 	if err != nil || ni == nil || ni.Node() == nil {
 		return "", false, nil

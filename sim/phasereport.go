@@ -20,7 +20,7 @@ type PhaseResult struct {
 	Created, Deleted    int64 // pods
 	Nodes               int64 // nodes created
 	Scheduled           int64
-	Unschedulable       int64 // pods settled unschedulable
+	Unschedulable       int64 // pods found unschedulable (each once; a later attempt may bind it)
 	Failed              int64 // pods whose bindings failed bindRetryLimit times
 	FailedBindings      int64
 	GangsFailed         int64
@@ -30,6 +30,7 @@ type PhaseResult struct {
 	// Completed pods ran for their duration and completed (lifecycle.go),
 	// CompletedFailed of them Failed.
 	Completed, CompletedFailed int64
+	Ungated                    int64 // pods whose scheduling gates an ungatePods phase removed
 	// Measured phases: pods scheduled per second over the phase (run
 	// time, at least one decision time) and over its wall-clock time, per
 	// 1 s window, and the latencies of the pods scheduled in it.
@@ -67,8 +68,8 @@ func phaseResults(plan *phasePlan, stats []phaseStat, minSpan time.Duration) []P
 			Start: st.start, End: st.end, Wall: st.wallEnd.Sub(st.wallStart),
 			Created: st.created, Deleted: st.deleted, Nodes: st.nodes, Scheduled: st.scheduled, Unschedulable: st.unschedulable,
 			Failed: st.failed, FailedBindings: st.failedBindings, GangsFailed: st.gangsFailed, ChurnActions: st.churn,
-			Preemptions: st.preemptions, Victims: st.victims, Completed: st.completed, CompletedFailed: st.completedFailed}
-		if p.op == opCreatePods || p.op == opDeletePods {
+			Preemptions: st.preemptions, Victims: st.victims, Completed: st.completed, CompletedFailed: st.completedFailed, Ungated: st.ungated}
+		if p.op == opCreatePods || p.op == opDeletePods || p.op == opUngatePods {
 			r.Namespace = p.ns
 		}
 		if !st.started {
@@ -201,6 +202,7 @@ type JSONPhase struct {
 	Victims        int64             `json:"preemption_victims,omitempty"`
 	Completed      int64             `json:"completed,omitempty"`
 	CompletedFail  int64             `json:"completed_failed,omitempty"`
+	Ungated        int64             `json:"ungated,omitempty"`
 	Throughput     *JSONThroughput   `json:"throughput,omitempty"`
 	Latency        *JSONLatency      `json:"scheduling_latency_ms,omitempty"`
 	Attempt        *JSONLatency      `json:"attempt_latency_ms,omitempty"`
@@ -255,7 +257,7 @@ func (r *Report) phasesJSON() []JSONPhase {
 			StartSeconds: p.Start.Seconds(), EndSeconds: p.End.Seconds(), WallSeconds: p.Wall.Seconds(),
 			Pods: p.Created, Deleted: p.Deleted, Nodes: p.Nodes, Scheduled: p.Scheduled, Unschedulable: p.Unschedulable,
 			Failed: p.Failed, FailedBindings: p.FailedBindings, GangsFailed: p.GangsFailed, ChurnActions: p.ChurnActions,
-			Preemptions: p.Preemptions, Victims: p.Victims, Completed: p.Completed, CompletedFail: p.CompletedFailed, Thresholds: p.Thresholds}
+			Preemptions: p.Preemptions, Victims: p.Victims, Completed: p.Completed, CompletedFail: p.CompletedFailed, Ungated: p.Ungated, Thresholds: p.Thresholds}
 		if p.Measured {
 			avg, p50, p90, p99 := windowStats(p.Windows)
 			j.Throughput = &JSONThroughput{p.PodsPerSec, p.WallPodsPerSec, len(p.Windows), avg, p50, p90, p99}
@@ -344,7 +346,7 @@ func (r *Report) printPhases(w io.Writer) {
 			n    int64
 			what string
 		}{{p.Failed, "failed"}, {p.FailedBindings, "failed bindings"}, {p.GangsFailed, "gangs failed"}, {p.ChurnActions, "churn actions"},
-			{p.Preemptions, "preemptions"}, {p.Victims, "pods preempted"}, {p.Completed, "completed"}, {p.CompletedFailed, "completed Failed"}} {
+			{p.Preemptions, "preemptions"}, {p.Victims, "pods preempted"}, {p.Completed, "completed"}, {p.CompletedFailed, "completed Failed"}, {p.Ungated, "ungated"}} {
 			if c.n > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
 			}

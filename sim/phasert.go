@@ -595,11 +595,17 @@ func (ph *rtPhases) finishReport(rep *Report, end time.Duration) {
 // can): gangs and preemption are deterministic mode's only.
 func (plan *phasePlan) realtimeRefusal() string {
 	for _, p := range plan.phases {
+		if p.op == opUngatePods {
+			return fmt.Sprintf("phase %s: ungatePods runs in deterministic mode only: drop -deterministic=false", p.name)
+		}
 		if p.tmpl == nil {
 			continue
 		}
 		if p.tmpl.gang > 0 {
 			return fmt.Sprintf("phase %s: gangs (template.gangSize) run in deterministic mode only: drop -deterministic=false", p.name)
+		}
+		if len(p.tmpl.gates) > 0 {
+			return fmt.Sprintf("phase %s: scheduling gates (template.schedulingGates) run in deterministic mode only: drop -deterministic=false", p.name)
 		}
 		if p.tmpl.priority != nil && *p.tmpl.priority != 0 {
 			return fmt.Sprintf("phase %s: priorities and preemption (template.priority) run in deterministic mode only: drop -deterministic=false", p.name)

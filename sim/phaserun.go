@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/schedcache/schedcache"
 	"github.com/schedcache/schedcache/internal/hist"
 	"github.com/schedcache/schedcache/sim/trace"
 	"github.com/schedcache/schedcache/workload"
@@ -16,11 +17,14 @@ import (
 
 // A phases plan runs in the deterministic engine (det.go): the phases one
 // after another at virtual times, each started by an evPhase event; the
-// pods of createPods phases wait in one FIFO queue that the virtual
-// schedulers take from (a scheduler with nothing to take sleeps until pods
-// are queued); a pod is settled once bound, found unschedulable, failed
-// (bindRetryLimit failed bindings) or deleted. Every pod the phases create
-// is in the API server (the truth) from its creation, pending until bound.
+// pods of createPods phases wait in the scheduling queue (queue.go) that
+// the virtual schedulers take from (a scheduler with nothing to take
+// sleeps until pods are queued); a pod is settled once bound, found
+// unschedulable (it waits with the unschedulable pods, and a cluster
+// event that moves it back unsettles it), gated, failed (bindRetryLimit
+// failed bindings) or deleted. A pod that preempted and waits for its
+// victims is not settled. Every pod the phases create is in the API
+// server (the truth) from its creation, pending until bound.
 
 // podState is where a phase pod stands.
 type podState uint8
@@ -33,6 +37,7 @@ const (
 	psFailed                        // bindRetryLimit bindings failed (settled)
 	psDeleted                       // deleted (settled)
 	psCompleted                     // ran for its duration and completed (lifecycle.go; settled)
+	psGated                         // has scheduling gates: waits for an ungatePods phase (settled)
 )
 
 // phasePod is owned by the event loop: one pod a createPods phase made.
@@ -44,6 +49,8 @@ type phasePod struct {
 	tries   int   // failed bindings
 	gang    *gang // nil: none (or a member requeued after its gang was placed)
 	pre     preemptState
+	q       queueInfo // its place in the scheduling queue (queue.go)
+	counted bool      // counted unschedulable in the open spans once already
 }
 
 // gang is owned by the event loop: the members of one gang, placed all or
@@ -66,10 +73,11 @@ type heldPod struct {
 type timerKind uint8
 
 const (
-	tmStep   timerKind = iota // advance the phases
-	tmChurn                   // one churn action, then the next
-	tmDelete                  // one deletion of a rate-limited deletePods
-	tmRetry                   // a preemptor's victims are gone: queue it again
+	tmStep    timerKind = iota // advance the phases
+	tmChurn                    // one churn action, then the next
+	tmDelete                   // one deletion of a rate-limited deletePods
+	tmBackoff                  // the backoff queues' flush at a whole second (queue.go)
+	tmFlush                    // the 30 s flush of long-unschedulable pods (queue.go)
 )
 
 // phaseTimer is owned by the event loop: an evPhase event's target (the
@@ -101,6 +109,7 @@ type phaseStat struct {
 	victims            int64           // pods they deleted
 	completed          int64           // pods that completed (lifecycle.go)
 	completedFailed    int64           // of them, ended Failed
+	ungated            int64           // pods whose gates an ungatePods phase removed
 	win                []int64         // pods scheduled per 1 s since start
 	e2e, attempt       *hist.Histogram // nil until a pod is scheduled
 }
@@ -115,8 +124,7 @@ type phaseRun struct {
 	open   []int // the phases whose span is open
 	timers []phaseTimer
 
-	queue []*phasePod
-	head  int
+	q     podQueue
 	byUID map[string]*phasePod
 	byNS  map[string][]*phasePod
 	// unsettled pods: all, per namespace, per creating phase.
@@ -128,10 +136,12 @@ type phaseRun struct {
 	stepQueued bool   // a tmStep event at the current time is queued
 	nodes      int    // nodes created so far (the next one's index)
 	waitNodes  []string
-	delLeft    int                  // pods a rate-limited deletePods still deletes
-	retry      []*phasePod          // preemptors waiting for their victims' deletions, oldest first
-	vbuf       []victim             // victimsOn's buffer
-	nominated  map[string]*phasePod // node -> the preemptor nominated to it, until it tries it
+	delLeft    int                    // pods a rate-limited deletePods still deletes
+	flushes    map[time.Duration]bool // the backoff flushes queued (tmBackoff events), by time
+	leftover   bool                   // a tmFlush event is queued
+	preemptors []Preemptor            // preemptors[w]: scheduler w's picker as a Preemptor (nil: the stand-in)
+	vbuf       []victim               // victimsOn's buffer
+	nominated  map[string]*phasePod   // node -> the preemptor nominated to it, until it tries it
 	done       bool
 	warnings   []string
 }
@@ -140,9 +150,13 @@ type phaseRun struct {
 func newPhaseRun(d *detRun) *phaseRun {
 	plan := d.cfg.Phases
 	pr := &phaseRun{d: d, plan: plan, scale: d.cfg.Scale, stats: make([]phaseStat, len(plan.phases)),
-		timers: []phaseTimer{{what: tmStep}, {what: tmStep}, {what: tmRetry}}, byUID: map[string]*phasePod{}, byNS: map[string][]*phasePod{},
+		timers: []phaseTimer{{what: tmStep}, {what: tmStep}, {what: tmBackoff}, {what: tmFlush}}, byUID: map[string]*phasePod{}, byNS: map[string][]*phasePod{},
 		unsettledNS: map[string]int64{}, unsettledPh: make([]int64, len(plan.phases)), idle: make([]bool, d.cfg.Schedulers),
-		nominated: map[string]*phasePod{}}
+		nominated: map[string]*phasePod{}, q: newPodQueue(), flushes: map[time.Duration]bool{}}
+	for _, np := range d.pickers.pickers {
+		p, _ := np.(Preemptor)
+		pr.preemptors = append(pr.preemptors, p)
+	}
 	if pr.scale == 0 {
 		pr.scale = 1
 	}
@@ -186,8 +200,10 @@ func (pr *phaseRun) handle(ev event) error {
 		}
 		pr.stats[t.phase].churn++
 		pr.d.push(event{at: ev.at + pr.d.api.gap(t.rate), kind: evPhase, worker: ev.worker})
-	case tmRetry:
-		pr.requeueNominated(ev.at)
+	case tmBackoff:
+		pr.flushBackoff(ev.at)
+	case tmFlush:
+		pr.flushLeftover(ev.at)
 	case tmDelete:
 		if pr.cur != t.phase || pr.delLeft <= 0 {
 			return nil
@@ -293,6 +309,16 @@ func (pr *phaseRun) start(now time.Duration) error {
 				pr.end(j, now)
 				break
 			}
+		}
+	case opUngatePods:
+		n := -1
+		if p.count > 0 {
+			n = scaled(p.count, pr.scale, 1)
+		}
+		got := pr.ungate(now, p.ns, n)
+		st.ungated = int64(got)
+		if n > 0 && got < n {
+			pr.warnings = append(pr.warnings, fmt.Sprintf("phase %s: %d gated pods of namespace %s ungated, %d asked", p.name, got, p.ns, n))
 		}
 	}
 	return nil
@@ -457,9 +483,14 @@ func (pr *phaseRun) createPods(now time.Duration, i int, p *planPhase) {
 			pp.gang = cur
 		}
 		d.e.truth.Pending(pod)
-		pr.queue = append(pr.queue, pp)
 		pr.byUID[uid] = pp
 		pr.byNS[p.ns] = append(pr.byNS[p.ns], pp)
+		if len(pod.Spec.SchedulingGates) > 0 {
+			pp.state, pp.q.where, pp.q.ts = psGated, qGated, now
+			pr.q.gated++
+			continue
+		}
+		pr.q.addActive(pp, now, true)
 		pr.unsettled++
 		pr.unsettledNS[p.ns]++
 		pr.unsettledPh[i]++
@@ -524,6 +555,9 @@ func (t *podTemplate) decorate(p *v1.Pod, gang string, phase int) {
 	if len(t.spread) > 0 {
 		p.Spec.TopologySpreadConstraints = t.spread
 	}
+	if len(t.gates) > 0 {
+		p.Spec.SchedulingGates = t.gates
+	}
 }
 
 // PodDefaultImage is the image of scheduler_perf's pod-default.yaml.
@@ -561,39 +595,26 @@ func (pr *phaseRun) wake(now time.Duration) {
 	}
 }
 
-// take returns the next queued pod, or nil.
-func (pr *phaseRun) take() *phasePod {
-	for pr.head < len(pr.queue) {
-		pp := pr.queue[pr.head]
-		pr.queue[pr.head] = nil
-		pr.head++
-		if pr.head > 4096 && pr.head*2 > len(pr.queue) {
-			pr.queue = append(pr.queue[:0:0], pr.queue[pr.head:]...)
-			pr.head = 0
-		}
-		if pp.state == psQueued {
-			return pp
-		}
-	}
-	return nil
-}
-
 // decide (evDecide) is one decision of scheduler ev.worker: the queue's
 // next pod, or sleep until pods are queued.
 func (pr *phaseRun) decide(ev event) error {
-	pp := pr.take()
+	pp := pr.q.pop()
 	if pp == nil {
 		pr.idle[ev.worker] = true
 		return nil
 	}
 	pr.d.push(event{at: ev.at + pr.d.cfg.DecisionTime, kind: evDecide, worker: ev.worker})
 	pp.state = psInFlight
-	node, ok, err := pr.nominatedFit(pp)
-	if err != nil {
-		return err
-	}
-	if ok { // a preemptor's node, freed for it
-		return pr.d.bind(ev, pp.pod, node, pp.created, time.Now())
+	if pr.preemptors[ev.worker] == nil {
+		// The stand-in binds a preemptor to its node itself; a
+		// Preemptor's picker tries the nominated node first.
+		node, ok, err := pr.nominatedFit(pp)
+		if err != nil {
+			return err
+		}
+		if ok { // a preemptor's node, freed for it
+			return pr.d.bind(ev, pp.pod, node, pp.created, time.Now())
+		}
 	}
 	return pr.d.attempt(ev, pp.pod, pp.created)
 }
@@ -613,6 +634,9 @@ func (pr *phaseRun) settle(pp *phasePod, state podState, now time.Duration) {
 		pr.unsettledPh[pp.phase]--
 	}
 	pp.state = state
+	if state != psUnschedulable {
+		pr.forgetNomination(pp)
+	}
 	if pr.waitOver() {
 		pr.queueStep(now)
 	}
@@ -643,8 +667,12 @@ func (pr *phaseRun) bound(at time.Duration, pod *v1.Pod, took time.Duration, kno
 	pr.settle(pp, psBound, at)
 }
 
-// unschedulable: no node fits pod at now. A gang member fails its gang.
-func (pr *phaseRun) unschedulable(now time.Duration, pod *v1.Pod) error {
+// unschedulable: no node fits pod on snap at ev.at (scheduler
+// ev.worker's attempt). A gang member fails its gang; another pod runs
+// PostFilter (the picker's Preemptor, else the stand-in) and waits with
+// the unschedulable pods: unsettled if it preempted, else settled.
+func (pr *phaseRun) unschedulable(ev event, pod *v1.Pod, snap *schedcache.Snapshot) error {
+	now := ev.at
 	pp := pr.byUID[string(pod.UID)]
 	if pp == nil {
 		return nil
@@ -652,11 +680,37 @@ func (pr *phaseRun) unschedulable(now time.Duration, pod *v1.Pod) error {
 	if g := pp.gang; g != nil {
 		return pr.failGang(now, g)
 	}
-	if ok, err := pr.preempt(now, pp); ok || err != nil {
-		return err
+	var (
+		out preemptOutcome
+		err error
+	)
+	if p := pr.preemptors[ev.worker]; p != nil {
+		out, err = pr.postFilter(now, pp, p, snap)
+	} else {
+		out, err = pr.preempt(now, pp)
 	}
-	pr.record(func(st *phaseStat) { st.unschedulable++ })
+	if err != nil || out == poBound {
+		return err // bound at once (the stand-in found room without victims)
+	}
+	pp.failed(now, false)
+	switch out {
+	case poRetry: // its victims were gone already: back to the queue
+		pp.state = psQueued
+		pr.requeue(pp, now)
+		return nil
+	case poNominated:
+		pp.state = psQueued // waits for its victims' deletions
+		pr.q.unschedulable(pp)
+		pr.flushLater(now)
+		return nil
+	}
+	if !pp.counted {
+		pp.counted = true
+		pr.record(func(st *phaseStat) { st.unschedulable++ })
+	}
 	pr.settle(pp, psUnschedulable, now)
+	pr.q.unschedulable(pp)
+	pr.flushLater(now)
 	return nil
 }
 
@@ -706,6 +760,9 @@ func (pr *phaseRun) failGang(now time.Duration, g *gang) error {
 // releases the others' bindings and is bound by the caller (false).
 func (pr *phaseRun) assumed(now time.Duration, pod *v1.Pod, node string, tr time.Time) (held bool, err error) {
 	pp := pr.byUID[string(pod.UID)]
+	if pp != nil {
+		pr.forgetNomination(pp) // upstream's nominator forgets a pod as it is assumed
+	}
 	if pp == nil || pp.gang == nil {
 		return false, nil
 	}
@@ -741,11 +798,13 @@ func (pr *phaseRun) bindFailed(now time.Duration, pod *v1.Pod) {
 	}
 	np := *pod
 	np.Spec.NodeName = ""
+	np.Status.StartTime = nil
 	pr.d.e.truth.Pending(&np)
 	pp.pod = &np
 	pp.state = psQueued
-	pr.queue = append(pr.queue, pp)
-	pr.wake(now)
+	pp.failed(now, true)
+	pr.q.backoffError(pp)
+	pr.backoffLater(pp)
 }
 
 // completed: pod, bound, completed at now (Failed when failed) and is
@@ -772,7 +831,10 @@ func (pr *phaseRun) deletePods(now time.Duration, ns string, n int) int {
 	d := pr.d
 	got := deletePhasePods(pr.byNS, pr.byUID, ns, n, now, d.e.truth, d.api,
 		func(pp *phasePod) { traceEvent(d.digest, now, "delete-pending", pp.pod.Name, "") },
-		func(pp *phasePod) { pr.settle(pp, psDeleted, now) })
+		func(pp *phasePod) {
+			pr.q.remove(pp)
+			pr.settle(pp, psDeleted, now)
+		})
 	pr.stats[pr.cur].deleted += int64(got)
 	return got
 }
@@ -829,7 +891,7 @@ func (pr *phaseRun) progress() (float64, int) {
 			done += 1 - float64(pr.unsettledPh[pr.cur])/float64(c)
 		}
 	}
-	return done / float64(n), len(pr.queue) - pr.head
+	return done / float64(n), pr.q.len()
 }
 
 // finishReport fills rep's phases once the run is over; a phase not ended

@@ -35,6 +35,7 @@ type ScenarioPhase struct {
 	Churn           *PhaseChurn           `json:"churn"`
 	StartCollecting *PhaseStartCollecting `json:"startCollecting"`
 	StopCollecting  *PhaseStopCollecting  `json:"stopCollecting"`
+	UngatePods      *PhaseUngatePods      `json:"ungatePods"`
 	Thresholds      *ScenarioThresholds   `json:"thresholds"`
 }
 
@@ -87,6 +88,9 @@ type PhasePodTemplate struct {
 	// (loadgen-fwk -config) schedules each pod with the profile of
 	// that name.
 	SchedulerName string `json:"schedulerName"`
+	// SchedulingGates are the pods' spec.schedulingGates: a gated pod
+	// waits until an ungatePods phase removes them.
+	SchedulingGates []string `json:"schedulingGates"`
 	// RunFor and FailRate are the pods' lifecycle, as podMix's
 	// (lifecycle.go).
 	RunFor   *ScenarioRunFor `json:"runFor"`
@@ -153,6 +157,15 @@ type PhaseChurn struct {
 	SkipWait       bool     `json:"skipWait"`
 }
 
+// PhaseUngatePods removes the scheduling gates of count (or all) gated
+// pods of namespace, oldest first, at once: they join the scheduling
+// queue.
+type PhaseUngatePods struct {
+	Namespace string `json:"namespace"`
+	Count     *int   `json:"count"`
+	All       bool   `json:"all"`
+}
+
 // PhaseStartCollecting opens a measured span, named by the phase's name,
 // that the next stopCollecting closes.
 type PhaseStartCollecting struct{}
@@ -187,10 +200,11 @@ const (
 	opChurn           = "churn"
 	opStartCollecting = "startCollecting"
 	opStopCollecting  = "stopCollecting"
+	opUngatePods      = "ungatePods"
 )
 
 // phaseOps lists the ops in the order of ScenarioPhase's fields.
-var phaseOps = []string{opCreateNodes, opCreatePods, opBarrier, opSleep, opDeletePods, opChurn, opStartCollecting, opStopCollecting}
+var phaseOps = []string{opCreateNodes, opCreatePods, opBarrier, opSleep, opDeletePods, opChurn, opStartCollecting, opStopCollecting, opUngatePods}
 
 // Limits of a phases scenario.
 const (
@@ -220,8 +234,8 @@ type phasePlan struct {
 type planPhase struct {
 	name, op string
 	field    string // "phases[3]", for messages
-	count    int    // createNodes, createPods, deletePods (-1: all)
-	ns       string // createPods, deletePods
+	count    int    // createNodes, createPods, deletePods, ungatePods (-1: all)
+	ns       string // createPods, deletePods, ungatePods
 	shape    *workload.Shape
 	tmpl     *podTemplate // createPods; nil: the cluster's pod mix
 	collect  bool         // createPods collectMetrics, startCollecting
@@ -248,6 +262,7 @@ type podTemplate struct {
 	affinity *v1.Affinity // nil: none
 	spread   []v1.TopologySpreadConstraint
 	gang     int // pods per gang (0: none)
+	gates    []v1.PodSchedulingGate
 	// podDefault: the pod is remade as scheduler_perf's pod-default.yaml
 	// (decorate), keeping the generated requests.
 	podDefault bool
@@ -499,7 +514,7 @@ func (sc *Scenario) opOf(i int, ph *ScenarioPhase) (string, error) {
 	}
 	if sc.doc == nil { // a Scenario built in code
 		set := []bool{ph.CreateNodes != nil, ph.CreatePods != nil, ph.Barrier != nil, ph.Sleep != nil, ph.DeletePods != nil,
-			ph.Churn != nil, ph.StartCollecting != nil, ph.StopCollecting != nil}
+			ph.Churn != nil, ph.StartCollecting != nil, ph.StopCollecting != nil, ph.UngatePods != nil}
 		for k, s := range set {
 			if s {
 				ops = append(ops, phaseOps[k])
@@ -680,6 +695,27 @@ func (sc *Scenario) planOne(i int, ph *ScenarioPhase) (planPhase, error) {
 		}
 	case opStartCollecting:
 		p.collect = true
+	case opUngatePods:
+		u := ph.UngatePods
+		if u == nil {
+			u = &PhaseUngatePods{}
+		}
+		if u.Namespace == "" {
+			return p, sc.errorAt(phaseField(i, op), "missing namespace: the namespace whose gated pods are ungated")
+		}
+		if p.ns, err = ns(u.Namespace, "namespace"); err != nil {
+			return p, err
+		}
+		switch {
+		case u.All && u.Count != nil:
+			return p, sc.errorAt(f("all"), "give count or all, not both")
+		case u.All:
+			p.count = -1
+		case u.Count == nil:
+			return p, sc.errorAt(phaseField(i, op), "missing count (or all: true)")
+		default:
+			p.count, err = count(u.Count, "pods")
+		}
 	}
 	return p, err
 }
@@ -898,6 +934,21 @@ func (sc *Scenario) podTemplate(i int, t *PhasePodTemplate) (*podTemplate, error
 			return nil, fail("gangSize", "must be 1 to %d, got %d", maxGangSize, *t.GangSize)
 		}
 		pt.gang = *t.GangSize
+	}
+	seen := map[string]bool{}
+	for j, g := range t.SchedulingGates {
+		gf := fmt.Sprintf("schedulingGates[%d]", j)
+		if err := qualified(gf, g); err != nil {
+			return nil, err
+		}
+		if seen[g] {
+			return nil, fail(gf, "%q twice", g)
+		}
+		seen[g] = true
+		pt.gates = append(pt.gates, v1.PodSchedulingGate{Name: g})
+	}
+	if len(pt.gates) > 0 && pt.gang > 0 {
+		return nil, fail("schedulingGates", "not with gangSize (a gang's members are placed together)")
 	}
 	if t.RunFor != nil {
 		if pt.life, err = sc.lifeSpec(base+".runFor", t.RunFor); err != nil {

@@ -245,7 +245,8 @@ func TestPhasesRejects(t *testing.T) {
 }
 
 // phaseRunBody is the test workload of the brief: 50 nodes; 100 pods,
-// barrier, 50 of them deleted, 100 more measured.
+// barrier, 50 of them deleted, 100 more measured (a pod whose binding
+// failed backs off 1 to 2 s, hence the loose thresholds).
 const phaseRunBody = `cluster: {seed: 5, zones: 3, allocatable: {cpu: "4", memory: 32Gi, pods: 110}, images: {perNode: 0, poolSize: 0}}
 workload: {schedulers: 3, sample: 20, bindingFailureRate: 0.05, confirmDelay: 2ms}
 phases:
@@ -264,7 +265,7 @@ phases:
     namespace: measure
     collectMetrics: true
     template: {plain: true, containers: 1, cpu: 100m, memory: 500Mi}
-  thresholds: {minThroughput: 1000, maxUnschedulable: 0, maxP99: 1s}
+  thresholds: {minThroughput: 20, maxUnschedulable: 0, maxP99: 3s}
 `
 
 func phaseByName(t *testing.T, r *JSONReport, name string) JSONPhase {
@@ -304,8 +305,11 @@ func TestPhasesRun(t *testing.T) {
 	require.Greater(t, m.EndSeconds, m.StartSeconds)
 	require.Equal(t, m.StartSeconds, del.EndSeconds)
 	require.NotNil(t, m.Throughput)
-	// 3 schedulers deciding every 250 µs: at most 12,000 pods/s.
-	require.InDelta(t, 11000, m.Throughput.PodsPerSec, 2000)
+	// 3 schedulers deciding every 250 µs schedule most pods within
+	// milliseconds; the phase lasts until the backoff (1 to 2 s) of its
+	// last failed binding is over.
+	require.Greater(t, m.EndSeconds-m.StartSeconds, 1.0)
+	require.Less(t, m.Latency.P50, 50.0)
 	require.Positive(t, m.Latency.P50)
 	require.LessOrEqual(t, m.Latency.P50, m.Latency.P99)
 	require.LessOrEqual(t, m.Latency.P99, 1000*(m.EndSeconds-m.StartSeconds)+0.5, "no pod waits longer than the phase")
@@ -345,7 +349,7 @@ func TestPhasesRun(t *testing.T) {
 	require.Equal(t, exitOK, realMain(context.Background(), []string{"-scenario", p}, &out, io.Discard, false, hooks{}))
 	for _, want := range []string{"phases:    5 phases (1 measured); thresholds: 3 checked, 0 violated",
 		"5 createPods      measure [measured]:", "throughput ", "scheduling latency (creation to binding virtual)",
-		"threshold minThroughput >= 1000 pods/s: got ", "50 deleted from init"} {
+		"threshold minThroughput >= 20 pods/s: got ", "50 deleted from init"} {
 		require.Contains(t, out.String(), want)
 	}
 }
@@ -356,7 +360,7 @@ func TestPhasesThresholds(t *testing.T) {
 	pass := writeScenario(t, phaseRunBody)
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 0, Main(context.Background(), []string{"-scenario", pass}, &stdout, &stderr, false), stderr.String())
-	fail := writeScenario(t, strings.Replace(phaseRunBody, "minThroughput: 1000,", "minThroughput: 50000, minScheduled: 101,", 1))
+	fail := writeScenario(t, strings.Replace(phaseRunBody, "minThroughput: 20,", "minThroughput: 50000, minScheduled: 101,", 1))
 	stdout.Reset()
 	stderr.Reset()
 	jsonPath := filepath.Join(t.TempDir(), "r.json")
@@ -505,14 +509,17 @@ phases:
 	var out bytes.Buffer
 	require.Equal(t, exitOK, realMain(context.Background(), []string{"-replay", tr}, &out, io.Discard, false, hooks{}), out.String())
 
-	// Cut by -duration inside the span: the span and the phase running
-	// end at the run's end, unfinished; the phases before are finished.
-	code, r, stderr = runJSON(t, []string{"-scenario", p, "-json", "-", "-duration", "700ms"}, hooks{})
+	// Cut by -duration inside the span (its failed bindings back off a
+	// second or two before the churn starts): the span and the phase
+	// running end at the run's end, unfinished; the phases before are
+	// finished.
+	require.Less(t, span.StartSeconds, 2.7)
+	code, r, stderr = runJSON(t, []string{"-scenario", p, "-json", "-", "-duration", "2700ms"}, hooks{})
 	require.Equal(t, exitOK, code, stderr)
 	require.Equal(t, "duration", r.Stopped)
 	require.True(t, r.Phases[3].Finished)
 	span = phaseByName(t, r, "span")
 	require.False(t, span.Finished)
-	require.Equal(t, 0.7, span.EndSeconds)
+	require.Equal(t, 2.7, span.EndSeconds)
 	require.Contains(t, strings.Join(r.Warnings, "\n"), "phase span did not finish: the run reached run.duration (-duration)")
 }
