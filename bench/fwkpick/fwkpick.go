@@ -20,9 +20,15 @@
 // deterministic sim run therefore stays deterministic, at any
 // parallelism.
 //
-// Omitted from the default profile (see docs/loadgen.md): the queue
-// (SchedulingGates, PrioritySort), PostFilter (DefaultPreemption), the
-// binding cycle (Reserve, Permit, PreBind, DefaultBinder: the simulator's
+// A NodePicker is a sim.Preemptor: PostFilter runs upstream's
+// DefaultPreemption over the published snapshot through a
+// fwkadapter.Mutable, and the pods the simulator nominates are counted by
+// Filter and try their nominated node first (preempt.go). The queue's
+// plugins (PrioritySort, SchedulingGates) are the simulator's own queue
+// (sim/queue.go).
+//
+// Omitted from the default profile (see docs/loadgen.md): the binding
+// cycle (Reserve, Permit, PreBind, DefaultBinder: the simulator's
 // cache calls stand for them), and the plugins that need objects the
 // simulator does not model: VolumeBinding, VolumeZone, NodeVolumeLimits
 // (PersistentVolumes, StorageClasses, CSINodes) and DynamicResources.
@@ -286,14 +292,14 @@ func (p *Picker) NewFramework(ctx context.Context) (*NodePicker, error) {
 	// upstream's recorder flushes every second; a shorter interval only
 	// makes Close quicker.
 	rec := metrics.NewMetricsAsyncRecorder(1000, 50*time.Millisecond, stop)
-	np := &NodePicker{p: p, snap: snap, lister: lister, stop: stop, rec: rec}
+	np := &NodePicker{p: p, snap: snap, lister: lister, stop: stop, rec: rec, nom: newNominator()}
 	// NewFramework's context only stops the metrics recorder it starts
 	// by default, which WithMetricsRecorder then replaces (the plugins
 	// this picker builds keep no context): a context already done stops
 	// that goroutine at once, and Close stops the picker's own.
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	cancel()
-	np.nominator = noNominated{}
+	np.nominator = np.nom
 	build := func(ctx context.Context, prof *config.KubeSchedulerProfile) (framework.Framework, error) {
 		return frameworkruntime.NewFramework(ctx, p.registry, prof,
 			frameworkruntime.WithSnapshotSharedLister(cycleLister{Lister: lister, np: np}),
@@ -324,8 +330,8 @@ func (p *Picker) NewFramework(ctx context.Context) (*NodePicker, error) {
 	return np, nil
 }
 
-// noNominated is a PodNominator with no nominated pods (the simulator
-// does not preempt). Stateless.
+// noNominated is a PodNominator with no nominated pods (frameworks
+// built only to check or list a profile). Stateless.
 type noNominated struct{}
 
 func (noNominated) AddNominatedPod(klog.Logger, fwk.PodInfo, *fwk.NominatingInfo) {}
@@ -381,12 +387,16 @@ type NodePicker struct {
 	scoring   []string                     // owned by the owner goroutine: a cycle's non-skipped Score plugins, reused
 	runs      []profileRun                 // immutable after NewFramework: per profile, as fws
 	run       *profileRun                  // owned by the owner goroutine: fw's (cycle sets it)
-	nominator fwk.PodNominator             // immutable: the frameworks'
-	// Record keeps the last Decision (tests); set before Pick.
-	Record   bool     // owned by the owner goroutine
-	Last     Decision // owned by the owner goroutine
-	closeOne sync.Once
-	done     atomic.Bool // atomic: set by Close
+	nominator fwk.PodNominator             // immutable: the frameworks' (nom)
+	nom       *nominator                   // immutable pointer: the nominated pods (preempt.go)
+	pres      []*preemption                // owned by the owner goroutine: per profile, PostFilter's framework, built on first use (preempt.go)
+	// Record keeps the last Decision and PreemptionRecord (tests); set
+	// before Pick.
+	Record         bool             // owned by the owner goroutine
+	Last           Decision         // owned by the owner goroutine
+	LastPreemption PreemptionRecord // owned by the owner goroutine
+	closeOne       sync.Once
+	done           atomic.Bool // atomic: set by Close
 }
 
 // Close stops the framework's metrics recorder and waits for it.
@@ -448,6 +458,12 @@ func (np *NodePicker) reject(rej []int64, plugin string, n int) error {
 // wrapping ErrNoProfile.
 func (np *NodePicker) Pick(ctx context.Context, published *schedcache.Snapshot, info *scfw.PodInfo, r *rand.Rand, rej []int64) (node string, err error) {
 	defer recoverCycle(&node, &err)
+	if n, ok, err := np.nominatedFirst(ctx, published, info); ok || err != nil {
+		if ok && np.Record {
+			np.Last = Decision{Pod: info.Pod().Name, Best: n}
+		}
+		return n, attemptError(err)
+	}
 	node, err = np.cycle(ctx, published, info, r, rej, nil)
 	return node, attemptError(err)
 }
@@ -475,6 +491,12 @@ var _ sim.Explainer = (*NodePicker)(nil)
 // upstream's: that node is the top with score 0 and no plugin's.
 func (np *NodePicker) ExplainPick(ctx context.Context, published *schedcache.Snapshot, info *scfw.PodInfo, r *rand.Rand, rej []int64, _ int) (node string, ex sim.Explanation, err error) {
 	defer recoverCycle(&node, &err)
+	if n, ok, err := np.nominatedFirst(ctx, published, info); ok || err != nil {
+		if ok {
+			ex.Examined, ex.Feasible, ex.Top = 1, 1, []sim.NodeScore{{Node: n}}
+		}
+		return n, ex, attemptError(err)
+	}
 	node, err = np.cycle(ctx, published, info, r, rej, &ex)
 	return node, ex, attemptError(err)
 }
@@ -788,10 +810,7 @@ func (np *NodePicker) score(ctx context.Context, state fwk.CycleState, pod *v1.P
 // hasNominated reports whether pods are nominated to ni's node (the
 // memo never serves such a node: its Filter counts them).
 func (np *NodePicker) hasNominated(ni fwk.NodeInfo) bool {
-	if _, none := np.nominator.(noNominated); none {
-		return false
-	}
-	return len(np.nominator.NominatedPodsForNode(ni.Node().Name)) > 0
+	return np.nom.has(ni.Node().Name)
 }
 
 // list returns the snapshot's nodes in list order, as the lister's List,
