@@ -19,13 +19,15 @@ package fwkpick
 //     it clears (lower-priority pods nominated to the chosen node) are
 //     reported cleared. The simulator deletes the victims through its
 //     own API server.
-//   - Three things differ from a kube-scheduler, so that a deterministic
+//   - Four things differ from a kube-scheduler, so that a deterministic
 //     run stays deterministic: preemption is synchronous
 //     (SchedulerAsyncPreemption off: the victims are known when
-//     PostFilter returns), DefaultPreemption's dry run and actuation run
+//     PostFilter returns); DefaultPreemption's dry run and actuation run
 //     on the calling goroutine (upstream's run in parallel and stop once
-//     enough candidates are found, so which candidates are found varies),
-//     and its two random choices, the offset of the dry run among the
+//     enough candidates are found, so which candidates are found varies);
+//     the potential nodes are listed in the snapshot's order (upstream
+//     lists the nodes of its NodeToStatus map in the map's order); and
+//     its two random choices, the offset of the dry run among the
 //     potential nodes and the last tie among the best candidates (a map's
 //     order upstream), are drawn from the scheduler's random source.
 //     GenericWorkload's pod-group preemption is off (the simulator has
@@ -364,6 +366,28 @@ func podPriority(p *v1.Pod) int32 {
 	return 0
 }
 
+// OrderedStatuses is m whose NodesForStatusCode lists the nodes in the
+// lister's order: upstream's lists the nodes m names in its map's order
+// unless the absent nodes match, so that the dry run's offset would land
+// in a random order.
+func OrderedStatuses(m *framework.NodeToStatus) fwk.NodeToStatusReader { return orderedStatuses{m} }
+
+type orderedStatuses struct{ *framework.NodeToStatus }
+
+func (o orderedStatuses) NodesForStatusCode(l fwk.NodeInfoLister, code fwk.Code) ([]fwk.NodeInfo, error) {
+	all, err := l.List()
+	if err != nil {
+		return nil, err
+	}
+	var out []fwk.NodeInfo
+	for _, ni := range all {
+		if o.Get(ni.Node().Name).Code() == code {
+			out = append(out, ni)
+		}
+	}
+	return out, nil
+}
+
 // ---- the preemption framework ----
 
 // preemption is a NodePicker's PostFilter machinery, built on its first
@@ -511,7 +535,7 @@ func (pre *preemption) run(ctx context.Context, np *NodePicker, published *sched
 	pre.mu.Lock()
 	pre.deleted, pre.cleared = pre.deleted[:0], pre.cleared[:0]
 	pre.mu.Unlock()
-	res, st := pre.fw.RunPostFilterPlugins(ctx, statuses.state, pod, statuses.m)
+	res, st := pre.fw.RunPostFilterPlugins(ctx, statuses.state, pod, OrderedStatuses(statuses.m))
 	pre.mu.Lock()
 	deleted, cleared := slices.Clone(pre.deleted), slices.Clone(pre.cleared)
 	pre.mu.Unlock()
