@@ -36,9 +36,17 @@ type PhaseResult struct {
 	// 1 s window, and the latencies of the pods scheduled in it.
 	PodsPerSec, WallPodsPerSec float64
 	Windows                    []float64
-	Latency                    Latency // creation to binding (run time)
-	Attempt                    Latency // pick, assume and bind (wall clock)
-	Thresholds                 []ThresholdResult
+	// CPU and GCs: the process's CPU time (user and system, every
+	// goroutine: the cache, the simulated API server and informer, the
+	// scheduler) and the GC cycles completed over the phase's wall-clock
+	// span; PodsPerCPUSecond is Scheduled over CPU (0 where CPU time is
+	// unknown).
+	CPU              time.Duration
+	GCs              uint64
+	PodsPerCPUSecond float64
+	Latency          Latency // creation to binding (run time)
+	Attempt          Latency // pick, assume and bind (wall clock)
+	Thresholds       []ThresholdResult
 }
 
 // ThresholdResult is a plain value: one threshold of a measured phase and
@@ -71,6 +79,12 @@ func phaseResults(plan *phasePlan, stats []phaseStat, minSpan time.Duration) []P
 			Preemptions: st.preemptions, Victims: st.victims, Completed: st.completed, CompletedFailed: st.completedFailed, Ungated: st.ungated}
 		if p.op == opCreatePods || p.op == opDeletePods || p.op == opUngatePods {
 			r.Namespace = p.ns
+		}
+		if st.started && st.ended {
+			r.CPU, r.GCs = st.procEnd.cpu-st.procStart.cpu, st.procEnd.gcs-st.procStart.gcs
+			if r.CPU > 0 {
+				r.PodsPerCPUSecond = float64(st.scheduled) / r.CPU.Seconds()
+			}
 		}
 		if !st.started {
 			r.Wall = 0
@@ -189,6 +203,9 @@ type JSONPhase struct {
 	StartSeconds   float64           `json:"start_seconds"`
 	EndSeconds     float64           `json:"end_seconds"`
 	WallSeconds    float64           `json:"wall_seconds"`
+	CPUSeconds     float64           `json:"cpu_seconds"`
+	GCs            uint64            `json:"gcs"`
+	PodsPerCPUSec  float64           `json:"pods_per_cpu_second,omitempty"`
 	Pods           int64             `json:"pods"`
 	Deleted        int64             `json:"deleted,omitempty"`
 	Nodes          int64             `json:"nodes,omitempty"`
@@ -255,6 +272,7 @@ func (r *Report) phasesJSON() []JSONPhase {
 	for i, p := range r.Phases {
 		j := JSONPhase{Name: p.Name, Op: p.Op, Namespace: p.Namespace, Measured: p.Measured, Finished: p.Finished,
 			StartSeconds: p.Start.Seconds(), EndSeconds: p.End.Seconds(), WallSeconds: p.Wall.Seconds(),
+			CPUSeconds: p.CPU.Seconds(), GCs: p.GCs, PodsPerCPUSec: p.PodsPerCPUSecond,
 			Pods: p.Created, Deleted: p.Deleted, Nodes: p.Nodes, Scheduled: p.Scheduled, Unschedulable: p.Unschedulable,
 			Failed: p.Failed, FailedBindings: p.FailedBindings, GangsFailed: p.GangsFailed, ChurnActions: p.ChurnActions,
 			Preemptions: p.Preemptions, Victims: p.Victims, Completed: p.Completed, CompletedFail: p.CompletedFailed, Ungated: p.Ungated, Thresholds: p.Thresholds}
@@ -361,6 +379,10 @@ func (r *Report) printPhases(w io.Writer) {
 		avg, p50, p90, p99 := windowStats(p.Windows)
 		fmt.Fprintf(w, "      throughput %.0f pods/s%s (wall %.0f pods/s); per 1 s window avg %.0f p50 %.0f p90 %.0f p99 %.0f (%d windows)\n",
 			p.PodsPerSec, virt, p.WallPodsPerSec, avg, p50, p90, p99, len(p.Windows))
+		if p.CPU > 0 {
+			fmt.Fprintf(w, "      process: %.0f pods per CPU second (CPU %v over wall %v), %d GCs\n",
+				p.PodsPerCPUSecond, p.CPU.Round(time.Millisecond), p.Wall.Round(time.Millisecond), p.GCs)
+		}
 		fmt.Fprintf(w, "      scheduling latency (creation to binding%s): p50 %v  p90 %v  p95 %v  p99 %v  max %v\n",
 			virt, us(p.Latency.P50), us(p.Latency.P90), us(p.Latency.P95), us(p.Latency.P99), us(p.Latency.Max))
 		fmt.Fprintf(w, "      attempt latency (wall):  p50 %v  p90 %v  p95 %v  p99 %v  max %v\n",

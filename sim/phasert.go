@@ -161,7 +161,7 @@ func (ph *rtPhases) runPhase(i int) error {
 	ph.mu.Lock()
 	ph.cur = i
 	st := &ph.stats[i]
-	st.started, st.start, st.wallStart = true, now, time.Now()
+	st.started, st.start, st.wallStart, st.procStart = true, now, time.Now(), markProc()
 	ph.open = append(ph.open, i)
 	ph.mu.Unlock()
 	rt.prog.printf("phase %d/%d %s (%s) at %v\n", i+1, len(ph.plan.phases), p.name, p.op, now.Round(time.Millisecond))
@@ -393,7 +393,7 @@ func (ph *rtPhases) endLocked(i int, now time.Duration, force bool) {
 	if st.ended || (!force && ph.plan.phases[i].op == opStartCollecting) {
 		return
 	}
-	st.ended, st.end, st.wallEnd = true, now, time.Now()
+	st.ended, st.end, st.wallEnd, st.procEnd = true, now, time.Now(), markProc()
 	for k, j := range ph.open {
 		if j == i {
 			ph.open = append(ph.open[:k], ph.open[k+1:]...)
@@ -578,7 +578,7 @@ func (ph *rtPhases) finishReport(rep *Report, end time.Duration) {
 	for i := range ph.stats {
 		st := &ph.stats[i]
 		if st.started && !st.ended {
-			st.ended, st.cut, st.end, st.wallEnd = true, true, max(end, st.start), time.Now()
+			st.ended, st.cut, st.end, st.wallEnd, st.procEnd = true, true, max(end, st.start), time.Now(), markProc()
 			ph.warnings = append(ph.warnings, fmt.Sprintf("phase %s did not finish: the run %s", ph.plan.phases[i].name, stoppedWhy(rep.Stopped)))
 		}
 	}

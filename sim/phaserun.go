@@ -97,8 +97,9 @@ type phaseStat struct {
 	cut                bool          // ended by the run's end, not by its own
 	start, end         time.Duration // run time
 	wallStart, wallEnd time.Time
-	created, deleted   int64 // pods
-	nodes              int64 // nodes created
+	procStart, procEnd procMark // the process's CPU time and GCs at the span's start and end
+	created, deleted   int64    // pods
+	nodes              int64    // nodes created
 	scheduled          int64
 	unschedulable      int64 // pods settled unschedulable (gang members included)
 	failed             int64 // pods settled failed
@@ -257,7 +258,7 @@ func (pr *phaseRun) start(now time.Duration) error {
 	i, d := pr.cur, pr.d
 	p := &pr.plan.phases[i]
 	st := &pr.stats[i]
-	st.started, st.start, st.wallStart = true, now, time.Now()
+	st.started, st.start, st.wallStart, st.procStart = true, now, time.Now(), markProc()
 	pr.open = append(pr.open, i)
 	traceEvent(d.digest, now, "phase-start", p.name, p.op)
 	d.prog.printf("phase %d/%d %s (%s) at %v virtual\n", i+1, len(pr.plan.phases), p.name, p.op, now)
@@ -397,7 +398,7 @@ func (pr *phaseRun) end(i int, now time.Duration) {
 	if p.op == opStartCollecting && pr.cur == i && !pr.done {
 		return // its span lasts until stopCollecting
 	}
-	st.ended, st.end, st.wallEnd = true, now, time.Now()
+	st.ended, st.end, st.wallEnd, st.procEnd = true, now, time.Now(), markProc()
 	for k, j := range pr.open {
 		if j == i {
 			pr.open = append(pr.open[:k], pr.open[k+1:]...)
@@ -902,7 +903,7 @@ func (pr *phaseRun) finishReport(rep *Report) {
 	for i := range pr.stats {
 		st := &pr.stats[i]
 		if st.started && !st.ended {
-			st.ended, st.cut, st.end, st.wallEnd = true, true, end, time.Now()
+			st.ended, st.cut, st.end, st.wallEnd, st.procEnd = true, true, end, time.Now(), markProc()
 			pr.warnings = append(pr.warnings, fmt.Sprintf("phase %s did not finish: the run %s", pr.plan.phases[i].name, stoppedWhy(rep.Stopped)))
 		}
 	}

@@ -85,4 +85,14 @@ phases:
 		require.Equal(t, v1.DefaultSchedulerName, pod.Spec.SchedulerName)
 	}
 	require.Equal(t, []PickerCounter{{Name: "picks", Value: 6}, {Name: "one", Value: 2}}, r.PickerCounters)
+	// The phase's process figures: CPU time and GCs over its span, and
+	// pods per CPU second from them (CPU time may read 0 on so short a
+	// phase: the kernel accounts it in ticks).
+	m := phaseByName(t, r, "measure")
+	require.GreaterOrEqual(t, m.CPUSeconds, 0.0)
+	if m.CPUSeconds > 0 {
+		require.InDelta(t, float64(m.Scheduled)/m.CPUSeconds, m.PodsPerCPUSec, 1e-6)
+	} else {
+		require.Zero(t, m.PodsPerCPUSec)
+	}
 }
