@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# The simulator's real-plugin mode against the anchor (upstream's whole
+# kube-scheduler v1.37.2, bench/anchor) on the scheduler_perf workloads at
+# 5,000 nodes, in one run on one machine, and writes the raw output: the
+# machine (goos, goarch, cpu, GOMAXPROCS), the commit, each exact command,
+# uptime before and after each run, each run's summary and JSON, and a
+# table at the end (bench/cmd/loadgen-fwk/compare.jq).
+#
+#   bench/cmd/loadgen-fwk/compare.sh [OUT]   (default docs/bench/fwk-vs-anchor-<date>.txt)
+#
+# Per workload, three runs, their order rotated from one workload to the
+# next: the anchor; loadgen-fwk with the memo (-memo on, the default); and
+# loadgen-fwk with -memo off. loadgen-fwk runs the perf-* preset with its
+# measured phase's pod count raised so the window lasts at least 10 s
+# (OURS_PODS_<WORKLOAD>, OURS_OFF_PODS_<WORKLOAD>); the anchor keeps
+# measure.sh's counts (ANCHOR_PODS_<WORKLOAD>). Both print their window,
+# CPU time and GC count; compare pods/s only within one file, and prefer
+# pods per CPU second on a shared machine. Environment: GOMAXPROCS
+# (default 2). Takes 10 to 20 minutes on 2 cores.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bench=$(cd "$here/../.." && pwd)
+root=$(cd "$bench/.." && pwd)
+out=${1:-$root/docs/bench/fwk-vs-anchor-$(date -u +%F).txt}
+export GOMAXPROCS=${GOMAXPROCS:-2}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+(cd "$bench" && GOFLAGS=-mod=readonly go build -o "$tmp/anchor" ./cmd/anchor && GOFLAGS=-mod=readonly go build -o "$tmp/loadgen-fwk" ./cmd/loadgen-fwk)
+
+# workload name (anchor), preset, anchor pods, ours pods memo on, memo off
+workloads=(
+	"basic perf-scheduling-basic ${ANCHOR_PODS_BASIC:-10000} ${OURS_PODS_BASIC:-60000} ${OURS_OFF_PODS_BASIC:-10000}"
+	"node-affinity perf-node-affinity ${ANCHOR_PODS_NODE_AFFINITY:-10000} ${OURS_PODS_NODE_AFFINITY:-40000} ${OURS_OFF_PODS_NODE_AFFINITY:-10000}"
+	"pod-anti-affinity perf-pod-anti-affinity ${ANCHOR_PODS_ANTI_AFFINITY:-3000} ${OURS_PODS_ANTI_AFFINITY:-2000} ${OURS_OFF_PODS_ANTI_AFFINITY:-2000}"
+	"topology-spread perf-topology-spreading ${ANCHOR_PODS_SPREAD:-5000} ${OURS_PODS_SPREAD:-2500} ${OURS_OFF_PODS_SPREAD:-2500}"
+)
+
+{
+	echo "# bench/cmd/loadgen-fwk/compare.sh: loadgen-fwk (upstream's plugins on schedcache) against the anchor (upstream's kube-scheduler v1.37.2)"
+	echo "date: $(date -u +%FT%TZ)"
+	echo "commit: $(git -C "$root" rev-parse HEAD)$(git -C "$root" diff --quiet || echo ' (modified)')"
+	echo "goos: $(go env GOOS)"
+	echo "goarch: $(go env GOARCH)"
+	echo "cpu: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ //')"
+	echo "ncpu: $(nproc)"
+	echo "go: $(go env GOVERSION)"
+	echo "GOMAXPROCS=$GOMAXPROCS"
+} >"$out"
+
+# scenario PRESET PODS writes the preset with its measured phase's count
+# set to PODS and prints its path.
+scenario() {
+	local preset=$1 pods=$2 f="$tmp/$1-$2.yaml"
+	awk -v pods="$pods" '
+		/^- name: measure/ { m = 1 }
+		m && /^    count: / { sub(/count: [0-9]+/, "count: " pods); m = 0 }
+		{ print }' "$root/sim/scenarios/$preset.yaml" >"$f"
+	grep -q "count: $pods" "$f" || { echo "compare.sh: could not set $preset's measured count" >&2; exit 1; }
+	echo "$f"
+}
+
+run() { # label json cmd...
+	local label=$1 json=$2
+	shift 2
+	{
+		echo
+		echo "## $label"
+		echo "command: GOMAXPROCS=$GOMAXPROCS ${*}"
+		echo "uptime before: $(uptime)"
+	} >>"$out"
+	local rc=0
+	"$@" >>"$out" 2>&1 || rc=$?
+	{
+		echo "exit: $rc"
+		echo "uptime after: $(uptime)"
+		echo "json:"
+		jq -c --arg run "$label" '{run: $run, result: .}' "$json" 2>/dev/null || echo '{}'
+	} >>"$out"
+}
+
+i=0
+for w in "${workloads[@]}"; do
+	read -r name preset apods opods offpods <<<"$w"
+	on=$(scenario "$preset" "$opods")
+	off=$(scenario "$preset" "$offpods")
+	steps=(
+		"run anchor/$name $tmp/a.json $tmp/anchor -workload $name -nodes 5000 -pods $apods -json $tmp/a.json"
+		"run memo-on/$name $tmp/on.json $tmp/loadgen-fwk -scenario $on -quiet -json $tmp/on.json"
+		"run memo-off/$name $tmp/off.json $tmp/loadgen-fwk -scenario $off -memo off -quiet -json $tmp/off.json"
+	)
+	for k in 0 1 2; do
+		eval "${steps[$(((k + i) % 3))]}"
+	done
+	i=$((i + 1))
+done
+
+{
+	echo
+	echo "## table"
+	grep -h '^{"run"' "$out" | jq -rs -f "$here/compare.jq"
+} >>"$out"
+echo "wrote $out"
