@@ -20,5 +20,5 @@ func markProc() procMark {
 	if s[0].Value.Kind() == metrics.KindUint64 {
 		gcs = s[0].Value.Uint64()
 	}
-	return procMark{cpu: cpuTime(), gcs: gcs}
+	return procMark{cpu: ProcessCPUTime(), gcs: gcs}
 }

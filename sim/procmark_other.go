@@ -4,5 +4,6 @@ package sim
 
 import "time"
 
-// cpuTime is 0 where getrusage is missing: phases report no CPU time.
-func cpuTime() time.Duration { return 0 }
+// ProcessCPUTime is 0 where getrusage is missing: phases report no CPU
+// time.
+func ProcessCPUTime() time.Duration { return 0 }

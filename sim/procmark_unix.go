@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// cpuTime is the process's user and system CPU time so far; 0 when
-// getrusage fails.
-func cpuTime() time.Duration {
+// ProcessCPUTime is the process's user and system CPU time so far (every
+// goroutine); 0 when getrusage fails.
+func ProcessCPUTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

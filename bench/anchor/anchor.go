@@ -45,6 +45,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/schedcache/schedcache/sim"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -327,7 +329,7 @@ func run(ctx context.Context, w Workload, cfg *config.KubeSchedulerConfiguration
 	// The measured phase.
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	histBefore, cpuBefore := gatherHistograms(), cpuTime()
+	histBefore, cpuBefore := gatherHistograms(), sim.ProcessCPUTime()
 	createErr := createMeasured(ctx, api, w, rate)
 	api.mu.Lock()
 	if api.createdAt[0] > 0 {
@@ -342,7 +344,7 @@ func run(ctx context.Context, w Workload, cfg *config.KubeSchedulerConfiguration
 			waitErr = context.Cause(ctx)
 		}
 	}
-	cpuAfter, histAfter := cpuTime(), gatherHistograms()
+	cpuAfter, histAfter := sim.ProcessCPUTime(), gatherHistograms()
 	runtime.ReadMemStats(&after)
 	if cpuBefore > 0 && cpuAfter > cpuBefore {
 		res.CPUTime = cpuAfter - cpuBefore

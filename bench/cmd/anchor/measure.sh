@@ -25,17 +25,8 @@ bin=$(mktemp -d)/anchor
 trap 'rm -rf "$(dirname "$bin")"' EXIT
 (cd "$bench" && GOFLAGS=-mod=readonly go build -o "$bin" ./cmd/anchor)
 
-{
-	echo "# bench/cmd/anchor/measure.sh: upstream's kube-scheduler v1.37.2 (pkg/scheduler.New, fake client set)"
-	echo "date: $(date -u +%FT%TZ)"
-	echo "commit: $(git -C "$root" rev-parse HEAD)$(git -C "$root" diff --quiet -- bench/anchor bench/cmd/anchor || echo ' (bench/anchor modified)')"
-	echo "goos: $(go env GOOS)"
-	echo "goarch: $(go env GOARCH)"
-	echo "cpu: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ //')"
-	echo "ncpu: $(nproc)"
-	echo "go: $(go env GOVERSION)"
-	echo "GOMAXPROCS=$GOMAXPROCS"
-} >"$out"
+. "$bench/scripts/header.sh"
+raw_header "bench/cmd/anchor/measure.sh: upstream's kube-scheduler v1.37.2 (pkg/scheduler.New, fake client set)" "$root" bench/anchor bench/cmd/anchor >"$out"
 
 measure() {
 	local name=$1 pods=$2 json

@@ -35,17 +35,8 @@ workloads=(
 	"topology-spread perf-topology-spreading ${ANCHOR_PODS_SPREAD:-5000} ${OURS_PODS_SPREAD:-2500} ${OURS_OFF_PODS_SPREAD:-2500}"
 )
 
-{
-	echo "# bench/cmd/loadgen-fwk/compare.sh: loadgen-fwk (upstream's plugins on schedcache) against the anchor (upstream's kube-scheduler v1.37.2)"
-	echo "date: $(date -u +%FT%TZ)"
-	echo "commit: $(git -C "$root" rev-parse HEAD)$(git -C "$root" diff --quiet || echo ' (modified)')"
-	echo "goos: $(go env GOOS)"
-	echo "goarch: $(go env GOARCH)"
-	echo "cpu: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ //')"
-	echo "ncpu: $(nproc)"
-	echo "go: $(go env GOVERSION)"
-	echo "GOMAXPROCS=$GOMAXPROCS"
-} >"$out"
+. "$bench/scripts/header.sh"
+raw_header "bench/cmd/loadgen-fwk/compare.sh: loadgen-fwk (upstream's plugins on schedcache) against the anchor (upstream's kube-scheduler v1.37.2)" "$root" >"$out"
 
 # scenario PRESET PODS writes the preset with its measured phase's count
 # set to PODS and prints its path.
