@@ -59,9 +59,20 @@
 # Each group runs at 16 cores (taskset -c 0-15, GOMAXPROCS=16) and the ones
 # the 2-core comparison needs at 2 (taskset -c 0,1, GOMAXPROCS=2), in the
 # same process order for both implementations.
+#
+# Parallel schedulers in the simulator's real-plugin mode (1, 2, 4, 8, 15
+# schedulers; pods/s, pods per CPU second and the conflict rate):
+#   bench/run.sh schedulers [OUT]    bench/cmd/loadgen-fwk/schedulers.sh; on
+#                                    a 16-core machine with CORES=0-15
+#                                    GOMAXPROCS=16 (and BIN= a prebuilt
+#                                    loadgen-fwk where Go is missing)
 set -euo pipefail
 
 case "${1:-}" in
+schedulers)
+	shift
+	exec "$(dirname "$0")/cmd/loadgen-fwk/schedulers.sh" "$@"
+	;;
 device-build)
 	dir=${2:?device-build DIR}
 	mkdir -p "$dir"

@@ -25,7 +25,7 @@ bin=$(mktemp -d)/anchor
 trap 'rm -rf "$(dirname "$bin")"' EXIT
 (cd "$bench" && GOFLAGS=-mod=readonly go build -o "$bin" ./cmd/anchor)
 
-. "$bench/scripts/header.sh"
+. "$bench/scripts/lib.sh"
 raw_header "bench/cmd/anchor/measure.sh: upstream's kube-scheduler v1.37.2 (pkg/scheduler.New, fake client set)" "$root" bench/anchor bench/cmd/anchor >"$out"
 
 measure() {

@@ -35,20 +35,8 @@ workloads=(
 	"topology-spread perf-topology-spreading ${ANCHOR_PODS_SPREAD:-5000} ${OURS_PODS_SPREAD:-2500} ${OURS_OFF_PODS_SPREAD:-2500}"
 )
 
-. "$bench/scripts/header.sh"
+. "$bench/scripts/lib.sh"
 raw_header "bench/cmd/loadgen-fwk/compare.sh: loadgen-fwk (upstream's plugins on schedcache) against the anchor (upstream's kube-scheduler v1.37.2)" "$root" >"$out"
-
-# scenario PRESET PODS writes the preset with its measured phase's count
-# set to PODS and prints its path.
-scenario() {
-	local preset=$1 pods=$2 f="$tmp/$1-$2.yaml"
-	awk -v pods="$pods" '
-		/^- name: measure/ { m = 1 }
-		m && /^    count: / { sub(/count: [0-9]+/, "count: " pods); m = 0 }
-		{ print }' "$root/sim/scenarios/$preset.yaml" >"$f"
-	grep -q "count: $pods" "$f" || { echo "compare.sh: could not set $preset's measured count" >&2; exit 1; }
-	echo "$f"
-}
 
 run() { # label json cmd...
 	local label=$1 json=$2
@@ -72,8 +60,8 @@ run() { # label json cmd...
 i=0
 for w in "${workloads[@]}"; do
 	read -r name preset apods opods offpods <<<"$w"
-	on=$(scenario "$preset" "$opods")
-	off=$(scenario "$preset" "$offpods")
+	on=$(perf_scenario "$root" "$preset" "$opods" "$tmp")
+	off=$(perf_scenario "$root" "$preset" "$offpods" "$tmp")
 	steps=(
 		"run anchor/$name $tmp/a.json $tmp/anchor -workload $name -nodes 5000 -pods $apods -json $tmp/a.json"
 		"run memo-on/$name $tmp/on.json $tmp/loadgen-fwk -scenario $on -quiet -json $tmp/on.json"
