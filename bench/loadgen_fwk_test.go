@@ -84,12 +84,33 @@ func TestFwkPickerMatchesUpstream(t *testing.T) {
 		p.Spec.TopologySpreadConstraints = nil
 		return p
 	}
+	// Three templates whose pods repel each other per hostname and spread
+	// per zone: unsigned, so the split (bench/fwkpick/split.go) keeps the
+	// other plugins' verdicts and runs those two live.
+	constrained := func(r *rand.Rand, i int) *v1.Pod {
+		tr := rand.New(rand.NewPCG(uint64(i%3), 78))
+		p := fwkPod(tr, i%3).DeepCopy()
+		p.Name = fmt.Sprintf("con-%06d", i)
+		p.UID = apitypes.UID(p.Name)
+		p.Labels = map[string]string{"con": fmt.Sprint(i % 3)}
+		sel := &metav1.LabelSelector{MatchLabels: map[string]string{"con": fmt.Sprint(i % 3)}}
+		if p.Spec.Affinity == nil {
+			p.Spec.Affinity = &v1.Affinity{}
+		}
+		p.Spec.Affinity.PodAffinity = nil
+		p.Spec.Affinity.PodAntiAffinity = &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+			LabelSelector: sel, TopologyKey: v1.LabelHostname}}}
+		p.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{MaxSkew: 3, TopologyKey: v1.LabelTopologyZone,
+			WhenUnsatisfiable: v1.DoNotSchedule, LabelSelector: sel}}
+		return p
+	}
 	for _, tc := range []struct {
 		name  string
 		memo  bool
 		podAt func(r *rand.Rand, i int) *v1.Pod
 	}{{"varied/memo-off", false, fwkPod}, {"varied/memo-on", true, fwkPod},
-		{"templates/memo-off", false, templates}, {"templates/memo-on", true, templates}} {
+		{"templates/memo-off", false, templates}, {"templates/memo-on", true, templates},
+		{"constrained/memo-off", false, constrained}, {"constrained/memo-on", true, constrained}} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := testFwkPickerMatchesUpstream(t, tc.memo, tc.podAt, tc.podAt != nil && tc.name[0] == 'v')
 			t.Logf("memo: %+v", st)
@@ -104,6 +125,9 @@ func TestFwkPickerMatchesUpstream(t *testing.T) {
 			}
 			if tc.name[0] == 't' && (st.FilterHits < st.FilterMisses || st.ScoreHits == 0 || st.Invalidations == 0) {
 				t.Fatalf("templates: the memo served too little (%+v): want most verdicts reused and some tables invalidated", st)
+			}
+			if tc.name[0] == 'c' && (st.Unsigned == 0 || st.FilterHits < st.FilterMisses || st.ScoreHits == 0) {
+				t.Fatalf("constrained: the split served too little (%+v): want unsigned pods with most kept verdicts reused", st)
 			}
 		})
 	}
@@ -681,7 +705,8 @@ func TestFwkPickerTaintsAffinityPreset(t *testing.T) {
 	}
 }
 
-// TestFwkPickerMemoSameRun: the memo changes no decision: deterministic
+// TestFwkPickerMemoSameRun: the memo (and its split, for the pods with
+// inter-pod terms or spread constraints) changes no decision: deterministic
 // runs of the scheduler_perf presets (scaled down) and of a generated
 // workload (varied pods, images, affinities; two schedulers) give the
 // same digest, counts and rejections with the memo off and on, and the
@@ -695,6 +720,7 @@ func TestFwkPickerMemoSameRun(t *testing.T) {
 		{"perf-scheduling-basic", []string{"-preset", "perf-scheduling-basic", "-scale", "0.05"}},
 		{"perf-node-affinity", []string{"-preset", "perf-node-affinity", "-scale", "0.03"}},
 		{"perf-topology-spreading", []string{"-preset", "perf-topology-spreading", "-scale", "0.03"}},
+		{"perf-pod-anti-affinity", []string{"-preset", "perf-pod-anti-affinity", "-scale", "0.03"}},
 		{"generated", []string{"-nodes", "100", "-pods-per-node", "10", "-schedulers", "2", "-deterministic", "-duration", "60ms", "-seed", "9"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -299,13 +299,12 @@ func (p *Picker) NewFramework(ctx context.Context) (*NodePicker, error) {
 	// that goroutine at once, and Close stops the picker's own.
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	cancel()
-	np.nominator = np.nom
 	build := func(ctx context.Context, prof *config.KubeSchedulerProfile) (framework.Framework, error) {
 		return frameworkruntime.NewFramework(ctx, p.registry, prof,
 			frameworkruntime.WithSnapshotSharedLister(cycleLister{Lister: lister, np: np}),
 			frameworkruntime.WithInformerFactory(p.factory),
 			frameworkruntime.WithClientSet(fake.NewClientset()),
-			frameworkruntime.WithPodNominator(np.nominator),
+			frameworkruntime.WithPodNominator(np.nom),
 			frameworkruntime.WithMetricsRecorder(rec),
 			frameworkruntime.WithParallelism(p.par),
 			frameworkruntime.WithLogger(klog.Background()),
@@ -365,31 +364,32 @@ func StatusString(st *fwk.Status) string {
 // Contract: used by one goroutine at a time (sim's NodePicker contract);
 // Close may be called from any goroutine once, later calls do nothing.
 type NodePicker struct {
-	p         *Picker                      // immutable
-	fws       []framework.Framework        // immutable: one per profile, in p.profiles' order; used by the owner goroutine
-	fw        framework.Framework          // owned by the owner goroutine: the framework of the pod being picked (cycle sets it)
-	pct       int32                        // owned by the owner goroutine: fw's profile's percentageOfNodesToScore
-	snap      *schedcache.Snapshot         // owned by the owner goroutine: the framework's snapshot
-	lister    *fwkadapter.Lister           // immutable; reads snap
-	stop      chan struct{}                // closed by Close
-	rec       *metrics.MetricAsyncRecorder // immutable
-	next      int                          // owned by the owner goroutine: upstream's nextStartNodeIndex
-	cycles    uint64                       // owned by the owner goroutine
-	feasible  []fwk.NodeInfo               // owned by the owner goroutine: reused
-	subset    []fwk.NodeInfo               // owned by the owner goroutine: reused
-	statuses  []*fwk.Status                // owned by the owner goroutine: a chunk's verdicts, reused
-	missed    []int                        // owned by the owner goroutine: a chunk's memo misses, reused
-	feasPos   []int                        // owned by the owner goroutine: positions of feasible, reused
-	raw       []int64                      // owned by the owner goroutine: a cycle's raw scores, reused
-	all       []fwk.NodeInfo               // owned by the owner goroutine: the snapshot's list (list)
-	prev      *schedcache.Snapshot         // owned by the owner goroutine: the published snapshot all was filled from
-	scores    []fwk.NodePluginScores       // owned by the owner goroutine: a cycle's totals, reused
-	scoring   []string                     // owned by the owner goroutine: a cycle's non-skipped Score plugins, reused
-	runs      []profileRun                 // immutable after NewFramework: per profile, as fws
-	run       *profileRun                  // owned by the owner goroutine: fw's (cycle sets it)
-	nominator fwk.PodNominator             // immutable: the frameworks' (nom)
-	nom       *nominator                   // immutable pointer: the nominated pods (preempt.go)
-	pres      []*preemption                // owned by the owner goroutine: per profile, PostFilter's framework, built on first use (preempt.go)
+	p          *Picker                      // immutable
+	fws        []framework.Framework        // immutable: one per profile, in p.profiles' order; used by the owner goroutine
+	fw         framework.Framework          // owned by the owner goroutine: the framework of the pod being picked (cycle sets it)
+	pct        int32                        // owned by the owner goroutine: fw's profile's percentageOfNodesToScore
+	snap       *schedcache.Snapshot         // owned by the owner goroutine: the framework's snapshot
+	lister     *fwkadapter.Lister           // immutable; reads snap
+	stop       chan struct{}                // closed by Close
+	rec        *metrics.MetricAsyncRecorder // immutable
+	next       int                          // owned by the owner goroutine: upstream's nextStartNodeIndex
+	cycles     uint64                       // owned by the owner goroutine
+	feasible   []fwk.NodeInfo               // owned by the owner goroutine: reused
+	subset     []fwk.NodeInfo               // owned by the owner goroutine: reused
+	statuses   []*fwk.Status                // owned by the owner goroutine: a chunk's verdicts, reused
+	missed     []int                        // owned by the owner goroutine: a chunk's memo misses, reused
+	feasPos    []int                        // owned by the owner goroutine: positions of feasible, reused
+	raw        []int64                      // owned by the owner goroutine: a cycle's raw scores, reused
+	kept       []keptVerdict                // owned by the owner goroutine: a split chunk's kept verdicts, reused
+	scoringIdx []int                        // owned by the owner goroutine: a split cycle's scoring plugins, reused
+	all        []fwk.NodeInfo               // owned by the owner goroutine: the snapshot's list (list)
+	prev       *schedcache.Snapshot         // owned by the owner goroutine: the published snapshot all was filled from
+	scores     []fwk.NodePluginScores       // owned by the owner goroutine: a cycle's totals, reused
+	scoring    []string                     // owned by the owner goroutine: a cycle's non-skipped Score plugins, reused
+	runs       []profileRun                 // immutable after NewFramework: per profile, as fws
+	run        *profileRun                  // owned by the owner goroutine: fw's (cycle sets it)
+	nom        *nominator                   // immutable pointer: the nominated pods (preempt.go)
+	pres       []*preemption                // owned by the owner goroutine: per profile, PostFilter's framework, built on first use (preempt.go)
 	// Record keeps the last Decision and PreemptionRecord (tests); set
 	// before Pick.
 	Record         bool             // owned by the owner goroutine
@@ -605,44 +605,55 @@ func (np *NodePicker) cycle(ctx context.Context, published *schedcache.Snapshot,
 	if err != nil {
 		return "", err
 	}
+	if mc.t == nil && np.run.split != nil {
+		// Unsigned: the split keeps the verdicts of the plugins other
+		// than InterPodAffinity and PodTopologySpread (split.go).
+		if mc, err = np.run.split.memo.begin(ctx, state, pod, np.lister, len(all)); err != nil {
+			return "", err
+		}
+	}
 	for processed < len(nodes) && len(feasible) < toFind {
 		n := min(max(toFind-len(feasible), minChunk), len(nodes)-processed)
 		if cap(np.statuses) < n {
 			np.statuses = make([]*fwk.Status, n)
 		}
 		statuses, base := np.statuses[:n], processed
-		// Verdicts the memo holds are taken as they are; the rest are
-		// computed, on the parallelizer when there are several.
-		missed := np.missed[:0]
-		for i := range n {
-			pos := (start + base + i) % len(nodes)
-			ni := nodes[pos]
-			if st, ok := mc.filter(pos, ni); ok && !np.hasNominated(ni) {
-				statuses[i] = st
-				np.run.memo.stats.FilterHits++
-			} else {
-				missed = append(missed, i)
-			}
-		}
-		np.missed = missed
-		check := func(j int) {
-			i := missed[j]
-			statuses[i] = np.fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, nodes[(start+base+i)%len(nodes)])
-		}
-		if np.p.par == 1 || len(missed) <= 1 {
-			for j := range missed {
-				check(j)
-			}
+		if mc.split {
+			np.splitFilter(ctx, state, pod, nodes, start+base, statuses, mc)
 		} else {
-			np.fw.Parallelizer().Until(ctx, len(missed), check, metrics.Filter)
-		}
-		if mc.t != nil {
-			np.run.memo.stats.FilterMisses += int64(len(missed))
-			for _, i := range missed {
+			// Verdicts the memo holds are taken as they are; the rest are
+			// computed, on the parallelizer when there are several.
+			missed := np.missed[:0]
+			for i := range n {
 				pos := (start + base + i) % len(nodes)
 				ni := nodes[pos]
-				if st := statuses[i]; st.Code() != fwk.Error && !np.hasNominated(ni) {
-					mc.keepFilter(pos, len(nodes), ni, st)
+				if st, ok := mc.filter(pos, ni); ok && !np.hasNominated(ni) {
+					statuses[i] = st
+					np.run.memo.stats.FilterHits++
+				} else {
+					missed = append(missed, i)
+				}
+			}
+			np.missed = missed
+			check := func(j int) {
+				i := missed[j]
+				statuses[i] = np.fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, nodes[(start+base+i)%len(nodes)])
+			}
+			if np.p.par == 1 || len(missed) <= 1 {
+				for j := range missed {
+					check(j)
+				}
+			} else {
+				np.fw.Parallelizer().Until(ctx, len(missed), check, metrics.Filter)
+			}
+			if mc.t != nil {
+				np.run.memo.stats.FilterMisses += int64(len(missed))
+				for _, i := range missed {
+					pos := (start + base + i) % len(nodes)
+					ni := nodes[pos]
+					if st := statuses[i]; st.Code() != fwk.Error && !np.hasNominated(ni) {
+						mc.keepFilter(pos, len(nodes), ni, st)
+					}
 				}
 			}
 		}
@@ -744,6 +755,9 @@ func (np *NodePicker) score(ctx context.Context, state fwk.CycleState, pod *v1.P
 			return nil, st.AsError()
 		}
 		return scores, nil
+	}
+	if mc.split {
+		return np.splitScore(ctx, state, pod, feasible, pos, mc, perPlugin)
 	}
 	k := len(np.scoring)
 	raw := slices.Grow(np.raw[:0], len(feasible)*k)[:len(feasible)*k]
@@ -880,6 +894,9 @@ func (np *NodePicker) MemoStats() MemoStats {
 		if r.memo != nil {
 			st = st.Add(r.memo.stats)
 		}
+		if r.split != nil {
+			st = st.Add(r.split.memo.stats)
+		}
 	}
 	return st
 }
@@ -889,6 +906,7 @@ func (np *NodePicker) MemoStats() MemoStats {
 // profile with a plugin the memo does not know) and the Score plugins.
 type profileRun struct {
 	memo         *memo       // owned by the owner goroutine
+	split        *split      // owned by the owner goroutine; nil: no split (split.go)
 	norm         *normalizer // owned by the owner goroutine
 	scorePlugins []string    // immutable: the profile's Score plugins, in order
 }
@@ -909,6 +927,9 @@ func (np *NodePicker) profileRun(ctx context.Context, pr *profile, fw framework.
 		return run, err
 	}
 	if run.norm, err = newNormalizer(ctx, np.p.registry, pr.cfg, score, fw); err != nil {
+		return run, err
+	}
+	if run.split, err = newSplit(ctx, np, pr, fw, build); err != nil {
 		return run, err
 	}
 	run.memo = m

@@ -103,8 +103,13 @@ func (s MemoStats) Add(o MemoStats) MemoStats {
 
 // memo is owned by its NodePicker's goroutine.
 type memo struct {
-	signer framework.Framework   // immutable: signs pods (PodTopologySpread without default constraints)
-	spread bool                  // immutable: the profile runs PodTopologySpread
+	signer framework.Framework // immutable: signs pods (PodTopologySpread without default constraints)
+	spread bool                // immutable: the profile runs PodTopologySpread
+	// split: the memo of a split (split.go): it keeps the verdicts and
+	// scores of the plugins other than InterPodAffinity and
+	// PodTopologySpread (its signer's profile lacks them), which run live
+	// every cycle; its fingerprint has no affinity list.
+	split  bool                  // immutable
 	tables map[string]*memoTable // by signature
 	order  []string              // signatures, oldest first
 	stats  MemoStats
@@ -187,7 +192,8 @@ type memoEntry struct {
 
 // memoCycle is the memo's view of one cycle: the table in use, or nil.
 type memoCycle struct {
-	t *memoTable
+	t     *memoTable
+	split bool // a split's table (split.go)
 }
 
 // newMemo builds the signing framework for profile cfg, which runs
@@ -200,18 +206,10 @@ func newMemo(ctx context.Context, cfg *config.KubeSchedulerProfile, plugins []st
 		}
 	}
 	prof := cfg.DeepCopy()
-	for i, pc := range prof.PluginConfig {
-		if pc.Name != names.PodTopologySpread {
-			continue
+	if slices.Contains(plugins, names.PodTopologySpread) {
+		if err := listDefaulting(prof); err != nil {
+			return nil, err
 		}
-		args, ok := pc.Args.(*config.PodTopologySpreadArgs)
-		if !ok {
-			return nil, fmt.Errorf("%w: PodTopologySpread args of type %T", ErrConfig, pc.Args)
-		}
-		a := args.DeepCopy()
-		a.DefaultingType = config.ListDefaulting
-		a.DefaultConstraints = nil
-		prof.PluginConfig[i].Args = a
 	}
 	signer, err := build(ctx, prof)
 	if err != nil {
@@ -220,13 +218,31 @@ func newMemo(ctx context.Context, cfg *config.KubeSchedulerProfile, plugins []st
 	return &memo{signer: signer, spread: slices.Contains(plugins, names.PodTopologySpread), tables: map[string]*memoTable{}}, nil
 }
 
+// listDefaulting gives prof's PodTopologySpread no default constraints.
+func listDefaulting(prof *config.KubeSchedulerProfile) error {
+	for i, pc := range prof.PluginConfig {
+		if pc.Name != names.PodTopologySpread {
+			continue
+		}
+		args, ok := pc.Args.(*config.PodTopologySpreadArgs)
+		if !ok {
+			return fmt.Errorf("%w: PodTopologySpread args of type %T", ErrConfig, pc.Args)
+		}
+		a := args.DeepCopy()
+		a.DefaultingType = config.ListDefaulting
+		a.DefaultConstraints = nil
+		prof.PluginConfig[i].Args = a
+	}
+	return nil
+}
+
 // begin returns the cycle's table for pod, or a zero memoCycle when the
 // memo cannot serve this cycle. It runs after a successful PreFilter.
 func (m *memo) begin(ctx context.Context, state fwk.CycleState, pod *v1.Pod, lister *fwkadapter.Lister, numNodes int) (memoCycle, error) {
 	if m == nil {
 		return memoCycle{}, nil
 	}
-	if m.spread && !state.GetSkipFilterPlugins().Has(names.PodTopologySpread) {
+	if !m.split && m.spread && !state.GetSkipFilterPlugins().Has(names.PodTopologySpread) {
 		// PodTopologySpread filters this pod: its verdicts hang on the
 		// whole cluster's counts.
 		m.stats.Unsigned++
@@ -237,9 +253,12 @@ func (m *memo) begin(ctx context.Context, state fwk.CycleState, pod *v1.Pod, lis
 		m.stats.Unsigned++
 		return memoCycle{}, nil
 	}
-	aff, err := lister.NodeInfos().HavePodsWithAffinityList()
-	if err != nil {
-		return memoCycle{}, err
+	var aff []fwk.NodeInfo
+	if !m.split {
+		var err error
+		if aff, err = lister.NodeInfos().HavePodsWithAffinityList(); err != nil {
+			return memoCycle{}, err
+		}
 	}
 	claims := claimsInUse(pod, lister)
 	key := string(sig)
@@ -266,13 +285,12 @@ func (m *memo) begin(ctx context.Context, state fwk.CycleState, pod *v1.Pod, lis
 			delete(m.tables, key)
 			m.order = slices.DeleteFunc(m.order, func(k string) bool { return k == key })
 			m.stats.Unsigned++
-			m.stats.Cycles--
 			return memoCycle{}, nil
 		}
 		t.aff = a
 	}
 	m.stats.Cycles++
-	return memoCycle{t: t}, nil
+	return memoCycle{t: t, split: m.split}, nil
 }
 
 // claimsInUse reports, for each PersistentVolumeClaim volume of pod in
@@ -332,7 +350,7 @@ func (c memoCycle) startScoring(scoring []string) memoCycle {
 	if c.t == nil {
 		return c
 	}
-	if slices.Contains(scoring, names.PodTopologySpread) || len(scoring) > maxMemoScores {
+	if (!c.split && slices.Contains(scoring, names.PodTopologySpread)) || len(scoring) > maxMemoScores {
 		return memoCycle{}
 	}
 	if slices.Equal(c.t.scoring, scoring) {
