@@ -84,10 +84,12 @@ var DefaultClientBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor
 
 // ClientCounts is a reading of a ClientDispatcher's counters.
 type ClientCounts struct {
-	Added, Succeeded, Failed, Skipped, Overwritten, Dropped int64
-	Retries                                                 int64 // attempts after the first, over all calls
-	Throttled                                               int64 // answers 429 Too Many Requests
-	Conflicts                                               int64 // answers 409 Conflict
+	Added, Succeeded, Failed int64
+	Skipped, Overwritten     int64 // the queue's lifecycle outcomes
+	Dropped                  int64 // calls queued at shutdown
+	Retries                  int64 // attempts after the first, over all calls
+	Throttled                int64 // answers 429 Too Many Requests
+	Conflicts                int64 // answers 409 Conflict
 }
 
 // ClientDispatcher is the production fwk.APIDispatcher: upstream's call
