@@ -88,10 +88,10 @@ type Scheduler struct {
 	profs   map[string]*profile             // immutable map: schedulerName -> framework
 	queue   workqueue.TypedRateLimitingInterface[string]
 	// queue: immutable pointer; the workqueue is safe for concurrent use.
-	broadcaster events.EventBroadcaster // immutable
+	broadcaster events.EventBroadcaster    // immutable
 	recorder    events.EventRecorderLogger // immutable
-	listener    net.Listener            // immutable; nil when HTTP is off
-	registry    *prometheus.Registry    // immutable
+	listener    net.Listener               // immutable; nil when HTTP is off
+	registry    *prometheus.Registry       // immutable
 	health      *leaderelection.HealthzAdaptor
 	// health: immutable pointer; nil without leader election.
 	attempts  *prometheus.CounterVec // immutable pointer; safe for concurrent use
