@@ -99,12 +99,22 @@ type started struct {
 	sc     *app.Scheduler
 	cancel context.CancelFunc
 	done   chan error
+	once   sync.Once
+	err    error // set by once
 }
 
+// stop cancels Run and waits for it (once; the test's cleanup calls it too).
 func (s *started) stop(t *testing.T) {
 	t.Helper()
-	s.cancel()
-	require.NoError(t, <-s.done)
+	require.NoError(t, s.wait())
+}
+
+func (s *started) wait() error {
+	s.once.Do(func() {
+		s.cancel()
+		s.err = <-s.done
+	})
+	return s.err
 }
 
 func start(t *testing.T, opts app.Options) *started {
@@ -121,13 +131,7 @@ func start(t *testing.T, opts app.Options) *started {
 	require.NoError(t, err)
 	s := &started{sc: sc, cancel: cancel, done: make(chan error, 1)}
 	go func() { s.done <- sc.Run(ctx) }() // owned by the test: stop waits for it
-	var once sync.Once
-	t.Cleanup(func() {
-		once.Do(func() {
-			cancel()
-			<-s.done
-		})
-	})
+	t.Cleanup(func() { _ = s.wait() })
 	return s
 }
 
