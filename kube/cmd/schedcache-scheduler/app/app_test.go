@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -249,6 +250,20 @@ users: [{name: u, user: {token: t}}]
 contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x
 `)
+	// A server that refuses every credential.
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}`))
+	}))
+	defer refusing.Close()
+	badToken := write("badtoken.kubeconfig", strings.ReplaceAll(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "URL"}}]
+users: [{name: u, user: {token: wrong}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`, "URL", refusing.URL))
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -268,6 +283,8 @@ current-context: x
 			app.ExitUsage, []string{"default.yaml", `"default-scheduler"`}},
 		{"unreachable server", []string{"-kubeconfig", unreachable, "-startup-timeout", "300ms", "-http-addr", "off"}, app.ExitFailure,
 			[]string{"API server unreachable", "127.0.0.1:1"}},
+		{"credentials refused", []string{"-kubeconfig", badToken, "-http-addr", "off"}, app.ExitFailure,
+			[]string{"API server refused the credentials", refusing.URL}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer

@@ -127,7 +127,7 @@ func New(ctx context.Context, opts Options) (_ *Scheduler, err error) {
 		return nil, err
 	}
 	logger := s.logger
-	client := opts.Client
+	client, server := opts.Client, "(given client)"
 	if client == nil {
 		rc, err := opts.restConfig(s.cfg)
 		if err != nil {
@@ -136,8 +136,9 @@ func New(ctx context.Context, opts Options) (_ *Scheduler, err error) {
 		if client, err = clientset.NewForConfig(rc); err != nil {
 			return nil, &ConfigError{Source: "REST configuration", Err: err}
 		}
+		server = rc.Host
 	}
-	if err := waitForServer(ctx, client, s.startupTimeout); err != nil {
+	if err := waitForServer(ctx, client, server, s.startupTimeout); err != nil {
 		return nil, err
 	}
 	if !opts.SkipPermissionCheck {
@@ -518,7 +519,7 @@ func (sc *Scheduler) elect(ctx context.Context) error {
 
 // waitForServer asks the server's version until it answers or the
 // timeout passes; a refusal of the credentials is final.
-func waitForServer(ctx context.Context, client clientset.Interface, timeout time.Duration) error {
+func waitForServer(ctx context.Context, client clientset.Interface, server string, timeout time.Duration) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		_, err := client.Discovery().ServerVersion()
@@ -526,7 +527,7 @@ func waitForServer(ctx context.Context, client clientset.Interface, timeout time
 		case err == nil:
 			return true, nil
 		case apierrors.IsUnauthorized(err):
-			return false, fmt.Errorf("%w: %w", ErrUnauthorized, err)
+			return false, fmt.Errorf("%s: %w: %w", server, ErrUnauthorized, err)
 		}
 		last = err
 		return false, nil
@@ -539,5 +540,5 @@ func waitForServer(ctx context.Context, client clientset.Interface, timeout time
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
-	return fmt.Errorf("%w within %v: %w", ErrUnreachable, timeout, last)
+	return fmt.Errorf("%s: %w within %v: %w", server, ErrUnreachable, timeout, last)
 }
