@@ -141,18 +141,18 @@ func ParseFlags(args []string, out io.Writer) (Options, error) {
 // settings are the options resolved: defaults applied, configuration
 // loaded and validated. Immutable after resolve.
 type settings struct {
-	cfg                       *config.KubeSchedulerConfiguration
-	schedulerNames            map[string]bool
-	leaderElect               bool
-	leaseName, leaseNamespace string
-	identity                  string
-	leaseDuration             time.Duration
-	renewDeadline             time.Duration
-	retryPeriod               time.Duration
-	httpAddr                  string
-	startupTimeout            time.Duration
-	initialBackoff, maxBkoff  time.Duration
-	logger                    klog.Logger
+	cfg                        *config.KubeSchedulerConfiguration
+	schedulerNames             map[string]bool
+	leaderElect                bool
+	leaseName, leaseNamespace  string
+	identity                   string
+	leaseDuration              time.Duration
+	renewDeadline              time.Duration
+	retryPeriod                time.Duration
+	httpAddr                   string
+	startupTimeout             time.Duration
+	initialBackoff, maxBackoff time.Duration
+	logger                     klog.Logger
 }
 
 // resolve applies the defaults and loads the configuration; every
@@ -205,10 +205,10 @@ func (o Options) resolve() (*settings, error) {
 			"want leaseDuration > renewDeadline > 1.2 × retryPeriod > 0, got %v, %v, %v", s.leaseDuration, s.renewDeadline, s.retryPeriod)}
 	}
 	s.initialBackoff = pick(o.PodInitialBackoff, time.Duration(cfg.PodInitialBackoffSeconds)*time.Second)
-	s.maxBkoff = pick(o.PodMaxBackoff, time.Duration(cfg.PodMaxBackoffSeconds)*time.Second)
-	if s.initialBackoff <= 0 || s.maxBkoff < s.initialBackoff {
+	s.maxBackoff = pick(o.PodMaxBackoff, time.Duration(cfg.PodMaxBackoffSeconds)*time.Second)
+	if s.initialBackoff <= 0 || s.maxBackoff < s.initialBackoff {
 		return nil, &ConfigError{Source: "podInitialBackoffSeconds/podMaxBackoffSeconds", Err: fmt.Errorf(
-			"want 0 < initial ≤ max, got %v and %v", s.initialBackoff, s.maxBkoff)}
+			"want 0 < initial ≤ max, got %v and %v", s.initialBackoff, s.maxBackoff)}
 	}
 	if s.identity == "" {
 		host, err := os.Hostname()

@@ -94,10 +94,10 @@ type Scheduler struct {
 	registry    *prometheus.Registry       // immutable
 	health      *leaderelection.HealthzAdaptor
 	// health: immutable pointer; nil without leader election.
-	attempts  *prometheus.CounterVec // immutable pointer; safe for concurrent use
-	draStop   func()                 // immutable; stops the DRA slice tracker (nil without DRA)
-	recStop   chan struct{}          // immutable; closed to stop the metrics recorder
-	recorders []*metrics.MetricAsyncRecorder
+	attempts  *prometheus.CounterVec         // immutable pointer; safe for concurrent use
+	draStop   func()                         // immutable; stops the DRA slice tracker (nil without DRA)
+	recStop   chan struct{}                  // immutable; closed to stop the metrics recorder
+	recorders []*metrics.MetricAsyncRecorder // immutable after New: one per profile, stopped by recStop
 
 	mu       sync.Mutex // guards started, closed, synced, leading
 	started  bool       // guarded by mu
@@ -180,7 +180,7 @@ func New(ctx context.Context, opts Options) (_ *Scheduler, err error) {
 		return nil, err
 	}
 	sc.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](s.initialBackoff, s.maxBkoff),
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](s.initialBackoff, s.maxBackoff),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "schedcache-scheduler"})
 	if _, err := sc.factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    sc.onPod,
