@@ -6,16 +6,19 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
 
 // InstallBindingReactor makes pods/binding creates on cs set the pod's
 // Spec.NodeName (the API server's binding), so that pod informers see the
-// unassigned -> assigned update. A pod already bound, or missing, is an
-// error, as on a real server.
+// unassigned -> assigned update. As on a real server, a missing pod is
+// NotFound, and a pod already bound, being deleted, or of another UID than
+// the binding names is a Conflict.
 func InstallBindingReactor(cs *fake.Clientset) {
 	cs.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		ca, ok := action.(k8stesting.CreateAction)
@@ -31,8 +34,16 @@ func InstallBindingReactor(cs *fake.Clientset) {
 			return true, nil, err
 		}
 		pod := obj.(*v1.Pod).DeepCopy()
-		if pod.Spec.NodeName != "" {
-			return true, nil, fmt.Errorf("fakeapi: pod %s/%s is already bound to %q", pod.Namespace, pod.Name, pod.Spec.NodeName)
+		conflict := func(format string, args ...any) error {
+			return apierrors.NewConflict(schema.GroupResource{Resource: "pods/binding"}, pod.Name, fmt.Errorf(format, args...))
+		}
+		switch {
+		case b.UID != "" && b.UID != pod.UID:
+			return true, nil, conflict("Precondition failed: UID in precondition: %s, UID in object meta: %s", b.UID, pod.UID)
+		case pod.DeletionTimestamp != nil:
+			return true, nil, conflict("pod %s is being deleted, cannot be assigned to a host", pod.Name)
+		case pod.Spec.NodeName != "":
+			return true, nil, conflict("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName)
 		}
 		pod.Spec.NodeName = b.Target.Name
 		return true, nil, cs.Tracker().Update(v1.SchemeGroupVersion.WithResource("pods"), pod, pod.Namespace, metav1.UpdateOptions{})
