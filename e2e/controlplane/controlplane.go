@@ -103,6 +103,8 @@ var (
 	ErrNotAllowed = errors.New("access not allowed")
 	// ErrPanic is wrapped when the upstream code Start calls panics.
 	ErrPanic = errors.New("panic in upstream code")
+	// ErrNilConfig is wrapped by WaitAllowed for a nil config.
+	ErrNilConfig = errors.New("nil rest.Config")
 )
 
 // Options configures Start. The zero value is a production-like control
@@ -417,6 +419,9 @@ func (cp *ControlPlane) GrantClusterRole(ctx context.Context, namespace, name, r
 // ErrNotAllowed (and ctx's error).
 func WaitAllowed(ctx context.Context, cfg *rest.Config, attrs authorizationv1.ResourceAttributes) error {
 	object := attrs.Verb + " " + attrs.Resource
+	if cfg == nil {
+		return &OpError{Op: "WaitAllowed", Object: object, Err: ErrNilConfig}
+	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return &OpError{Op: "WaitAllowed", Object: object, Err: err}

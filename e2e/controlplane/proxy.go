@@ -117,8 +117,12 @@ func (p *Proxy) Addr() string { return p.addr }
 // The copy gets its own HTTP transport (client-go otherwise shares
 // transports, and so connections, between configs with the same TLS
 // settings), so severing this proxy's connections affects only clients
-// made from it.
+// made from it. A nil base gives a config with the proxy's address only
+// (no credentials, no trust: requests fail TLS verification).
 func (p *Proxy) Config(base *rest.Config) *rest.Config {
+	if base == nil {
+		base = &rest.Config{}
+	}
 	cfg := rest.CopyConfig(base)
 	cfg.Host = "https://" + p.Addr()
 	// A Proxy (even nil-returning) makes client-go's transport cache

@@ -57,8 +57,8 @@ func settle(opts []goleak.Option) {
 
 // settlingM runs the tests, then settles.
 type settlingM struct {
-	m    *testing.M
-	opts []goleak.Option
+	m    *testing.M      // immutable: the tests' M
+	opts []goleak.Option // immutable: what settle ignores
 }
 
 func (s settlingM) Run() int {
