@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 const (
 	convergeTimeout = 3 * time.Minute
 	pollInterval    = 200 * time.Millisecond
-	testTimeout     = 8 * time.Minute
+	testTimeout     = 15 * time.Minute
 )
 
 // testContext is a context bound to the test: cancelled at its end, and
