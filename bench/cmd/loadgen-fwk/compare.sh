@@ -16,7 +16,9 @@
 # measure.sh's counts (ANCHOR_PODS_<WORKLOAD>). Both print their window,
 # CPU time and GC count; compare pods/s only within one file, and prefer
 # pods per CPU second on a shared machine. Environment: GOMAXPROCS
-# (default 2). Takes 10 to 20 minutes on 2 cores.
+# (default 2), WORKLOADS (a subset of "basic node-affinity
+# pod-anti-affinity topology-spread", default all). Takes 10 to 20
+# minutes on 2 cores.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bench=$(cd "$here/../.." && pwd)
@@ -32,7 +34,7 @@ workloads=(
 	"basic perf-scheduling-basic ${ANCHOR_PODS_BASIC:-10000} ${OURS_PODS_BASIC:-60000} ${OURS_OFF_PODS_BASIC:-10000}"
 	"node-affinity perf-node-affinity ${ANCHOR_PODS_NODE_AFFINITY:-10000} ${OURS_PODS_NODE_AFFINITY:-40000} ${OURS_OFF_PODS_NODE_AFFINITY:-10000}"
 	"pod-anti-affinity perf-pod-anti-affinity ${ANCHOR_PODS_ANTI_AFFINITY:-3000} ${OURS_PODS_ANTI_AFFINITY:-2000} ${OURS_OFF_PODS_ANTI_AFFINITY:-2000}"
-	"topology-spread perf-topology-spreading ${ANCHOR_PODS_SPREAD:-5000} ${OURS_PODS_SPREAD:-2500} ${OURS_OFF_PODS_SPREAD:-2500}"
+	"topology-spread perf-topology-spreading ${ANCHOR_PODS_SPREAD:-5000} ${OURS_PODS_SPREAD:-7000} ${OURS_OFF_PODS_SPREAD:-5000}"
 )
 
 . "$bench/scripts/lib.sh"
@@ -60,6 +62,10 @@ run() { # label json cmd...
 i=0
 for w in "${workloads[@]}"; do
 	read -r name preset apods opods offpods <<<"$w"
+	case " ${WORKLOADS:-basic node-affinity pod-anti-affinity topology-spread} " in
+	*" $name "*) ;;
+	*) continue ;;
+	esac
 	on=$(perf_scenario "$root" "$preset" "$opods" "$tmp")
 	off=$(perf_scenario "$root" "$preset" "$offpods" "$tmp")
 	steps=(

@@ -12,7 +12,7 @@
 #   bench/cmd/loadgen-fwk/schedulers.sh [OUT]   (default docs/bench/fwk-schedulers-<date>.txt)
 #
 # Environment: GOMAXPROCS (default 2; state it), SCHEDULERS ("1 2 4 8 15"),
-# PODS (60000), CORES (a taskset CPU list, e.g. 0-15 on a 16-core machine;
+# PODS (90000), CORES (a taskset CPU list, e.g. 0-15 on a 16-core machine;
 # default none), BIN (a loadgen-fwk binary built elsewhere, for a machine
 # without Go: `go build -o DIR/loadgen-fwk ./cmd/loadgen-fwk` in bench/,
 # carry DIR and the repository's sim/scenarios). bench/run.sh schedulers
@@ -33,7 +33,7 @@ if [ -z "$bin" ]; then
 fi
 pin=()
 if [ -n "${CORES:-}" ]; then pin=(taskset -c "$CORES"); fi
-scen=$(perf_scenario "$root" perf-scheduling-basic "${PODS:-60000}" "$tmp")
+scen=$(perf_scenario "$root" perf-scheduling-basic "${PODS:-90000}" "$tmp")
 
 raw_header "bench/cmd/loadgen-fwk/schedulers.sh: loadgen-fwk real time, parallel schedulers${CORES:+, cores $CORES}" "$root" >"$out"
 for s in ${SCHEDULERS:-1 2 4 8 15}; do
