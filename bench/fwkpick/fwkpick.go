@@ -805,6 +805,13 @@ func (np *NodePicker) score(ctx context.Context, state fwk.CycleState, pod *v1.P
 		}
 		mc.keepScore(pos[i], feasible[i], raw[i*k:(i+1)*k])
 	}
+	return np.totals(ctx, state, pod, feasible, raw, perPlugin)
+}
+
+// totals normalises raw (len(feasible) rows of the scoring plugins' raw
+// scores) into the nodes' totals, and per plugin with perPlugin; without
+// it the result is a slice the next cycle reuses.
+func (np *NodePicker) totals(ctx context.Context, state fwk.CycleState, pod *v1.Pod, feasible []fwk.NodeInfo, raw []int64, perPlugin bool) ([]fwk.NodePluginScores, error) {
 	var scores []fwk.NodePluginScores
 	if perPlugin {
 		scores = make([]fwk.NodePluginScores, len(feasible))

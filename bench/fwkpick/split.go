@@ -289,18 +289,5 @@ func (np *NodePicker) splitScore(ctx context.Context, state fwk.CycleState, pod 
 			sp.memo.stats.ScoreHits++
 		}
 	}
-	var scores []fwk.NodePluginScores
-	if perPlugin {
-		scores = make([]fwk.NodePluginScores, len(feasible))
-	} else {
-		scores = slices.Grow(np.scores[:0], len(feasible))[:len(feasible)]
-		np.scores = scores
-	}
-	for i, ni := range feasible {
-		scores[i] = fwk.NodePluginScores{Name: ni.Node().Name}
-	}
-	if err := np.run.norm.normalize(ctx, state, pod, raw, scores, perPlugin); err != nil {
-		return nil, err
-	}
-	return scores, nil
+	return np.totals(ctx, state, pod, feasible, raw, perPlugin)
 }

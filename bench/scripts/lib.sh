@@ -30,3 +30,29 @@ perf_scenario() {
 	grep -q "count: $pods" "$f" || { echo "perf_scenario: could not set $preset's measured count" >&2; return 1; }
 	echo "$f"
 }
+
+# raw_run OUT HEADING JSON KEY VALUE CMD... appends one run to the raw
+# file OUT: "## HEADING", the command (with GOMAXPROCS), uptime before,
+# CMD's output, its exit status, uptime after, and the JSON report CMD
+# wrote to the file JSON on one line as {KEY: VALUE, "result": report}
+# (VALUE is JSON: '"basic"', 4); {} when there is none. A failing CMD
+# does not stop the script: its exit status is in the file.
+raw_run() {
+	local out=$1 heading=$2 json=$3 key=$4 value=$5
+	shift 5
+	rm -f "$json"
+	{
+		echo
+		echo "## $heading"
+		echo "command: GOMAXPROCS=$GOMAXPROCS $*"
+		echo "uptime before: $(uptime)"
+	} >>"$out"
+	local rc=0
+	"$@" >>"$out" 2>&1 || rc=$?
+	{
+		echo "exit: $rc"
+		echo "uptime after: $(uptime)"
+		echo "json:"
+		jq -c --arg k "$key" --argjson v "$value" '{($k): $v, result: .}' "$json" 2>/dev/null || echo '{}'
+	} >>"$out"
+}

@@ -40,25 +40,6 @@ workloads=(
 . "$bench/scripts/lib.sh"
 raw_header "bench/cmd/loadgen-fwk/compare.sh: loadgen-fwk (upstream's plugins on schedcache) against the anchor (upstream's kube-scheduler v1.37.2)" "$root" >"$out"
 
-run() { # label json cmd...
-	local label=$1 json=$2
-	shift 2
-	{
-		echo
-		echo "## $label"
-		echo "command: GOMAXPROCS=$GOMAXPROCS ${*}"
-		echo "uptime before: $(uptime)"
-	} >>"$out"
-	local rc=0
-	"$@" >>"$out" 2>&1 || rc=$?
-	{
-		echo "exit: $rc"
-		echo "uptime after: $(uptime)"
-		echo "json:"
-		jq -c --arg run "$label" '{run: $run, result: .}' "$json" 2>/dev/null || echo '{}'
-	} >>"$out"
-}
-
 i=0
 for w in "${workloads[@]}"; do
 	read -r name preset apods opods offpods <<<"$w"
@@ -68,13 +49,15 @@ for w in "${workloads[@]}"; do
 	esac
 	on=$(perf_scenario "$root" "$preset" "$opods" "$tmp")
 	off=$(perf_scenario "$root" "$preset" "$offpods" "$tmp")
-	steps=(
-		"run anchor/$name $tmp/a.json $tmp/anchor -workload $name -nodes 5000 -pods $apods -json $tmp/a.json"
-		"run memo-on/$name $tmp/on.json $tmp/loadgen-fwk -scenario $on -quiet -json $tmp/on.json"
-		"run memo-off/$name $tmp/off.json $tmp/loadgen-fwk -scenario $off -memo off -quiet -json $tmp/off.json"
-	)
 	for k in 0 1 2; do
-		eval "${steps[$(((k + i) % 3))]}"
+		case $(((k + i) % 3)) in
+		0) raw_run "$out" "anchor/$name" "$tmp/a.json" run "\"anchor/$name\"" \
+			"$tmp/anchor" -workload "$name" -nodes 5000 -pods "$apods" -json "$tmp/a.json" ;;
+		1) raw_run "$out" "memo-on/$name" "$tmp/on.json" run "\"memo-on/$name\"" \
+			"$tmp/loadgen-fwk" -scenario "$on" -quiet -json "$tmp/on.json" ;;
+		2) raw_run "$out" "memo-off/$name" "$tmp/off.json" run "\"memo-off/$name\"" \
+			"$tmp/loadgen-fwk" -scenario "$off" -memo off -quiet -json "$tmp/off.json" ;;
+		esac
 	done
 	i=$((i + 1))
 done

@@ -24,21 +24,7 @@ trap 'rm -rf "$tmp"' EXIT
 raw_header "bench/cmd/loadgen-fwk/presets.sh: the perf-* presets with both pickers" "$root" >"$out"
 for p in ${PRESETS:-perf-scheduling-basic perf-pod-anti-affinity perf-node-affinity perf-topology-spreading perf-preemption-basic perf-gang}; do
 	for picker in loadgen loadgen-fwk; do
-		cmd=("$tmp/$picker" -preset "$p" -quiet -json "$tmp/r.json")
-		{
-			echo
-			echo "## $p $picker"
-			echo "command: GOMAXPROCS=$GOMAXPROCS ${cmd[*]}"
-			echo "uptime before: $(uptime)"
-		} >>"$out"
-		rc=0
-		"${cmd[@]}" >>"$out" 2>&1 || rc=$?
-		{
-			echo "exit: $rc"
-			echo "uptime after: $(uptime)"
-			echo "json:"
-			jq -c --arg p "$p" '{preset: $p, result: .}' "$tmp/r.json" 2>/dev/null || echo '{}'
-		} >>"$out"
+		raw_run "$out" "$p $picker" "$tmp/r.json" preset "\"$p\"" "$tmp/$picker" -preset "$p" -quiet -json "$tmp/r.json"
 	done
 done
 {

@@ -37,21 +37,7 @@ scen=$(perf_scenario "$root" perf-scheduling-basic "${PODS:-90000}" "$tmp")
 
 raw_header "bench/cmd/loadgen-fwk/schedulers.sh: loadgen-fwk real time, parallel schedulers${CORES:+, cores $CORES}" "$root" >"$out"
 for s in ${SCHEDULERS:-1 2 4 8 15}; do
-	cmd=("${pin[@]}" "$bin" -scenario "$scen" -deterministic=false -schedulers "$s" -json "$tmp/r.json")
-	{
-		echo
-		echo "## schedulers $s"
-		echo "command: GOMAXPROCS=$GOMAXPROCS ${cmd[*]}"
-		echo "uptime before: $(uptime)"
-	} >>"$out"
-	rc=0
-	"${cmd[@]}" >>"$out" 2>&1 || rc=$?
-	{
-		echo "exit: $rc"
-		echo "uptime after: $(uptime)"
-		echo "json:"
-		jq -c --arg s "$s" '{schedulers: ($s | tonumber), result: .}' "$tmp/r.json" 2>/dev/null || echo '{}'
-	} >>"$out"
+	raw_run "$out" "schedulers $s" "$tmp/r.json" schedulers "$s" "${pin[@]}" "$bin" -scenario "$scen" -deterministic=false -schedulers "$s" -json "$tmp/r.json"
 done
 {
 	echo
