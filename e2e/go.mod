@@ -6,6 +6,8 @@ replace github.com/schedcache/schedcache => ../
 
 replace github.com/schedcache/schedcache/kube => ../kube
 
+replace github.com/schedcache/schedcache/kube/cmd/schedcache-scheduler => ../kube/cmd/schedcache-scheduler
+
 replace (
 	k8s.io/api => k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.37.2
@@ -43,6 +45,7 @@ replace (
 require (
 	github.com/schedcache/schedcache v0.0.0
 	github.com/schedcache/schedcache/kube v0.0.0
+	github.com/schedcache/schedcache/kube/cmd/schedcache-scheduler v0.0.0
 	github.com/stretchr/testify v1.12.1
 	go.etcd.io/etcd/client/v3 v3.7.0
 	go.etcd.io/etcd/server/v3 v3.7.0
