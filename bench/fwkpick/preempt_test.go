@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/schedcache/schedcache"
@@ -58,10 +59,16 @@ func TestNominateAndPreempt(t *testing.T) {
 	np.Nominate(held, "")
 	require.Empty(t, np.nom.NominatedPodsForNode("node-0"))
 
-	// Fill both nodes with pods of priorities 1 and 2, then preempt.
+	// Fill both nodes with pods of priorities 1 and 2, then preempt. The
+	// victims have one start time, as bound pods do in the simulator:
+	// upstream reads the wall clock for a pod without one
+	// (util.GetPodStartTime), which would decide the tie between the two
+	// nodes by the moment each was ranked, not by the seed.
+	started := metav1.Unix(1_700_000_000, 0)
 	for _, n := range []string{"node-0", "node-1"} {
 		for k, prio := range []int32{1, 2} {
 			v := cpuPod(n+"-v"+string(rune('a'+k)), n, "2")
+			v.Status.StartTime = &started
 			v.Spec.Priority = &prio
 			require.NoError(t, c.AddPod(logger, v))
 		}
