@@ -87,10 +87,7 @@ var DefaultPlugins = []string{
 	names.InterPodAffinity, names.NodeResourcesBalancedAllocation, names.ImageLocality,
 }
 
-// Upstream's numFeasibleNodesToFind constants (pkg/scheduler/schedule_one.go).
 const (
-	minFeasibleNodesToFind           = 100
-	minFeasibleNodesPercentageToFind = 5
 	// minChunk is the fewest nodes filtered in one parallel step.
 	minChunk = 32
 	// DefaultParallelism is upstream's default parallelism.
@@ -415,29 +412,11 @@ func (np *NodePicker) Close() error {
 	return nil
 }
 
-// numFeasibleNodesToFind is upstream's.
-func numFeasibleNodesToFind(percentage int32, numAllNodes int32) int32 {
-	if numAllNodes < minFeasibleNodesToFind {
-		return numAllNodes
-	}
-	if percentage == 0 {
-		percentage = int32(50) - numAllNodes/125
-		if percentage < minFeasibleNodesPercentageToFind {
-			percentage = minFeasibleNodesPercentageToFind
-		}
-	}
-	numNodes := numAllNodes * percentage / 100
-	if numNodes < minFeasibleNodesToFind {
-		return minFeasibleNodesToFind
-	}
-	return numNodes
-}
-
 // NumFeasibleNodesToFind is upstream's numFeasibleNodesToFind with the
 // percentage of the picker's first profile: how many feasible nodes a
 // cycle over n nodes seeks.
 func (p *Picker) NumFeasibleNodesToFind(n int) int {
-	return int(numFeasibleNodesToFind(p.pct, int32(n)))
+	return fwkadapter.NumFeasibleNodesToFind(p.pct, n)
 }
 
 func (np *NodePicker) reject(rej []int64, plugin string, n int) error {
@@ -586,7 +565,7 @@ func (np *NodePicker) cycle(ctx context.Context, published *schedcache.Snapshot,
 			return "", nil
 		}
 	}
-	toFind := int(numFeasibleNodesToFind(np.pct, int32(len(nodes))))
+	toFind := fwkadapter.NumFeasibleNodesToFind(np.pct, len(nodes))
 	if !np.fw.HasScorePlugins() {
 		toFind = 1
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/schedcache/schedcache"
 	"github.com/schedcache/schedcache/kube/bind"
+	"github.com/schedcache/schedcache/kube/fwkadapter"
 	schedmetrics "github.com/schedcache/schedcache/kube/metrics"
 )
 
@@ -239,8 +240,15 @@ func (e *unschedulableError) add(st *fwk.Status, n int) {
 // place runs the profile's PreFilter, Filter, PreScore and Score plugins
 // over a fresh snapshot of the cache and returns the best node (ties
 // broken at random, as upstream); an *unschedulableError when none fits.
-// Every node is filtered (upstream stops once percentageOfNodesToScore
-// of them are feasible).
+// As upstream's findNodesThatPassFilters, filtering starts where the
+// profile's last cycle stopped and stops once
+// fwkadapter.NumFeasibleNodesToFind nodes are feasible (the profile's
+// percentageOfNodesToScore); it runs in chunks on the framework's
+// parallelizer, each chunk's verdicts taken in order up to the last
+// feasible node needed, and only those feasible nodes are scored.
+// minChunk is the fewest nodes place filters in one parallel step.
+const minChunk = 32
+
 func (sc *Scheduler) place(ctx context.Context, prof *profile, state *framework.CycleState, pod *v1.Pod) (string, error) {
 	if err := sc.cache.UpdateSnapshot(sc.s.logger, prof.snap); err != nil {
 		return "", err
@@ -274,21 +282,32 @@ func (sc *Scheduler) place(ctx context.Context, prof *profile, state *framework.
 			un.reasons["node(s) didn't satisfy the PreFilter result"] += out
 		}
 	}
-	statuses := make([]*fwk.Status, len(nodes))
-	fw.Parallelizer().Until(ctx, len(nodes), func(i int) {
-		statuses[i] = fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, nodes[i])
-	}, metrics.Filter)
+	toFind := fwkadapter.NumFeasibleNodesToFind(prof.pct, len(nodes))
+	if !fw.HasScorePlugins() {
+		toFind = 1
+	}
 	var feasible []fwk.NodeInfo
-	for i, st := range statuses {
-		switch {
-		case st.IsSuccess():
-			feasible = append(feasible, nodes[i])
-		case st.Code() == fwk.Error:
-			return "", st.AsError()
-		default:
-			un.add(st, 1)
+	start, processed := prof.next%len(nodes), 0
+	for processed < len(nodes) && len(feasible) < toFind {
+		n := min(max(toFind-len(feasible), minChunk), len(nodes)-processed)
+		statuses, base := make([]*fwk.Status, n), processed
+		fw.Parallelizer().Until(ctx, n, func(i int) {
+			statuses[i] = fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, nodes[(start+base+i)%len(nodes)])
+		}, metrics.Filter)
+		for i := 0; i < n && len(feasible) < toFind; i++ {
+			st := statuses[i]
+			processed++
+			switch {
+			case st.IsSuccess():
+				feasible = append(feasible, nodes[(start+base+i)%len(nodes)])
+			case st.Code() == fwk.Error:
+				return "", st.AsError()
+			default:
+				un.add(st, 1)
+			}
 		}
 	}
+	prof.next = (prof.next + processed) % len(all)
 	switch len(feasible) {
 	case 0:
 		return "", un

@@ -116,6 +116,8 @@ type profile struct {
 	fw     framework.Framework // immutable
 	snap   *schedcache.Snapshot
 	lister *fwkadapter.Lister // immutable; reads snap
+	pct    int32              // immutable: the profile's percentageOfNodesToScore, else the configuration's (0: adaptive)
+	next   int                // owned by the scheduling loop's goroutine: upstream's nextStartNodeIndex
 	// snap: owned by the scheduling loop's goroutine.
 }
 
@@ -261,7 +263,14 @@ func (sc *Scheduler) buildProfiles(ctx context.Context) error {
 		if err != nil {
 			return &ConfigError{Source: "profile " + p.SchedulerName, Err: err}
 		}
-		sc.profs[p.SchedulerName] = &profile{name: p.SchedulerName, fw: f, snap: snap, lister: lister}
+		var pct int32
+		switch {
+		case p.PercentageOfNodesToScore != nil:
+			pct = *p.PercentageOfNodesToScore
+		case sc.s.cfg.PercentageOfNodesToScore != nil:
+			pct = *sc.s.cfg.PercentageOfNodesToScore
+		}
+		sc.profs[p.SchedulerName] = &profile{name: p.SchedulerName, fw: f, snap: snap, lister: lister, pct: pct}
 	}
 	return nil
 }
