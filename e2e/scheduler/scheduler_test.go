@@ -1,10 +1,7 @@
 package scheduler_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -19,9 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -87,22 +82,9 @@ func decode(t *testing.T, name string) []runtime.Object {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(deployDir, name))
 	require.NoError(t, err)
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []runtime.Object
-	for {
-		var raw runtime.RawExtension
-		err := dec.Decode(&raw)
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		require.NoError(t, err)
-		if len(bytes.TrimSpace(raw.Raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw.Raw), []byte("null")) {
-			continue
-		}
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(raw.Raw, nil, nil)
-		require.NoError(t, err)
-		out = append(out, obj)
-	}
+	objs, err := app.DecodeManifests(data)
+	require.NoError(t, err, name)
+	return objs
 }
 
 // applyRBAC creates deploy/rbac.yaml's objects as the admin, and

@@ -2,8 +2,6 @@ package app_test
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,8 +12,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/schedcache/schedcache/kube/cmd/schedcache-scheduler/app"
 )
@@ -28,22 +24,9 @@ func manifests(t *testing.T, name string) []runtime.Object {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(deployDir, name))
 	require.NoError(t, err)
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []runtime.Object
-	for {
-		var raw runtime.RawExtension
-		err := dec.Decode(&raw)
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		require.NoError(t, err)
-		if len(bytes.TrimSpace(raw.Raw)) == 0 {
-			continue
-		}
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(raw.Raw, nil, nil)
-		require.NoError(t, err)
-		out = append(out, obj)
-	}
+	objs, err := app.DecodeManifests(data)
+	require.NoError(t, err, name)
+	return objs
 }
 
 // grants expands RBAC rules into permissions (no wildcards allowed).
@@ -143,4 +126,14 @@ func TestShippedRBAC(t *testing.T) {
 	require.Len(t, cfg.Profiles, 1)
 	require.Equal(t, app.DefaultSchedulerName, cfg.Profiles[0].SchedulerName)
 	require.True(t, cfg.LeaderElection.LeaderElect)
+}
+
+// DecodeManifests skips empty and null documents and names the document
+// it cannot decode.
+func TestDecodeManifests(t *testing.T) {
+	objs, err := app.DecodeManifests([]byte("---\nnull\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {name: a}\n---\n"))
+	require.NoError(t, err)
+	require.Len(t, objs, 1)
+	_, err = app.DecodeManifests([]byte("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: a}\n---\napiVersion: v1\nkind: NoSuchKind\n"))
+	require.ErrorContains(t, err, "manifest document 2")
 }
