@@ -141,8 +141,12 @@ type phaseRun struct {
 	flushes    map[time.Duration]bool // the backoff flushes queued (tmBackoff events), by time
 	leftover   bool                   // a tmFlush event is queued
 	preemptors []Preemptor            // preemptors[w]: scheduler w's picker as a Preemptor (nil: the stand-in)
-	vbuf       []victim               // victimsOn's buffer
-	nominated  map[string]*phasePod   // node -> the preemptor nominated to it, until it tries it
+	binders    []BindingCycle         // binders[w]: scheduler w's picker as a BindingCycle; nil: the cache calls stand in (bindcycle.go)
+	waiting    map[types.UID]*waitingPod
+	waitGen    uint64 // the last wait's generation
+	bc         BindingCycleCounts
+	vbuf       []victim             // victimsOn's buffer
+	nominated  map[string]*phasePod // node -> the preemptor nominated to it, until it tries it
 	done       bool
 	warnings   []string
 }
@@ -158,6 +162,8 @@ func newPhaseRun(d *detRun) *phaseRun {
 		p, _ := np.(Preemptor)
 		pr.preemptors = append(pr.preemptors, p)
 	}
+	pr.binders = bindingCycles(d.pickers.pickers)
+	pr.waiting = map[types.UID]*waitingPod{}
 	if pr.scale == 0 {
 		pr.scale = 1
 	}
@@ -908,6 +914,10 @@ func (pr *phaseRun) finishReport(rep *Report) {
 		}
 	}
 	rep.Phases = pr.results()
+	if pr.binders != nil {
+		bc := pr.bc
+		rep.BindingCycle = &bc
+	}
 	pr.d.e.warnings = append(pr.d.e.warnings, pr.warnings...)
 }
 

@@ -30,7 +30,7 @@ func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Rep
 		return nil, err
 	}
 	defer e.c.Close()
-	pickers, err := newPickers(ctx, h.picker, cfg)
+	pickers, err := newPickers(ctx, h.picker, cfg, e.c)
 	if err != nil {
 		return nil, err
 	}

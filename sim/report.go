@@ -84,6 +84,9 @@ type Report struct {
 	// AttemptErrors: the attempts the picker failed with an error
 	// wrapping ErrAttempt (picker.go); nil when none did.
 	AttemptErrors *AttemptErrors
+	// BindingCycle: what the picker's binding cycle did (bindcycle.go;
+	// nil: the cache calls stood in for it).
+	BindingCycle *BindingCycleCounts
 	// Phases: what each phase of a phases scenario did (phasereport.go).
 	Phases []PhaseResult
 	// Explanations are the attempts explained (-explain, -explain-rate;
@@ -203,6 +206,9 @@ type JSONReport struct {
 	// AttemptErrors: attempts the picker failed (ErrAttempt); absent
 	// when none did.
 	AttemptErrors *AttemptErrors `json:"attempt_errors,omitempty"`
+	// BindingCycle: the picker's binding cycle (bindcycle.go); absent
+	// when the cache calls stood in for it.
+	BindingCycle *BindingCycleCounts `json:"binding_cycle,omitempty"`
 	// Phases and ThresholdsOK: a phases scenario's (phasereport.go).
 	Phases       []JSONPhase `json:"phases,omitempty"`
 	ThresholdsOK *bool       `json:"thresholds_ok,omitempty"`
@@ -376,6 +382,7 @@ func (r *Report) JSON() *JSONReport {
 		Stopped:        r.Stopped,
 		Picker:         r.Picker,
 		AttemptErrors:  r.AttemptErrors,
+		BindingCycle:   r.BindingCycle,
 		PickerCounters: r.PickerCounters,
 		Version:        "v1",
 		Mode:           mode,
@@ -479,6 +486,7 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "scheduled: %d pods (%.0f pods/s; %s); forgotten %d (failed bindings %d, conflicts %d); unschedulable decisions %d\n",
 		r.Scheduled, r.PodsPerSec, perWindow, r.Forgotten, r.FailedBindings, r.Conflicts, r.Unschedulable)
 	r.printPicker(w)
+	r.printBindingCycle(w)
 	r.printCounters(w)
 	r.printPhases(w)
 	r.printExplanations(w)

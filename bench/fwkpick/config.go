@@ -61,6 +61,7 @@ type profile struct {
 	name    string                       // schedulerName
 	cfg     *config.KubeSchedulerProfile // the picker's: run points explicit
 	pct     int32                        // resolved percentageOfNodesToScore
+	full    *config.KubeSchedulerProfile // cfg plus the binding cycle's points and PreEnqueue: the node pickers' frameworks
 	plugins []string                     // run at PreFilter, Filter, PreScore or Score, in the profile's order
 	dropped []string                     // Unfed plugins its defaults enabled, left out
 }
@@ -237,6 +238,13 @@ func (b *built) profile(up *config.KubeSchedulerProfile, written []string, globa
 			inRun[pl.Name] = true
 		}
 	}
+	bindSets := []config.PluginSet{listed.PreEnqueue, listed.Reserve, listed.Permit, listed.PreBind, listed.Bind, listed.PostBind}
+	inBind := map[string]bool{}
+	for _, s := range bindSets {
+		for _, pl := range s.Enabled {
+			inBind[pl.Name] = true
+		}
+	}
 	// The profile's order: as its plugin sets name them (multiPoint
 	// first), then any the runtime added.
 	for _, s := range sets {
@@ -253,10 +261,13 @@ func (b *built) profile(up *config.KubeSchedulerProfile, written []string, globa
 			}
 		}
 	}
-	var pcs []config.PluginConfig
+	var pcs, fullPcs []config.PluginConfig
 	for _, pc := range up.PluginConfig {
 		if inRun[pc.Name] {
 			pcs = append(pcs, pc)
+		}
+		if inRun[pc.Name] || inBind[pc.Name] {
+			fullPcs = append(fullPcs, pc)
 		}
 	}
 	p.cfg = &config.KubeSchedulerProfile{
@@ -269,6 +280,14 @@ func (b *built) profile(up *config.KubeSchedulerProfile, written []string, globa
 		},
 		PluginConfig: pcs,
 	}
+	// The node pickers' frameworks run the binding cycle too
+	// (bind.go): the profile's Reserve, Permit, PreBind, Bind and
+	// PostBind plugins, and its PreEnqueue plugins, as upstream's
+	// framework lists them (its binder, not always DefaultBinder).
+	p.full = p.cfg.DeepCopy()
+	fp := p.full.Plugins
+	fp.PreEnqueue, fp.Reserve, fp.Permit, fp.PreBind, fp.Bind, fp.PostBind = listed.PreEnqueue, listed.Reserve, listed.Permit, listed.PreBind, listed.Bind, listed.PostBind
+	p.full.PluginConfig = fullPcs
 	return p, nil
 }
 

@@ -58,6 +58,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2"
@@ -165,9 +166,12 @@ type Picker struct {
 	pct      int32                           // immutable: the first profile's
 	noMemo   bool                            // immutable
 	par      int                             // immutable
-	mu       sync.Mutex                      // guards open, closed
+	mu       sync.Mutex                      // guards open, closed, rejectedWaits
 	open     map[*NodePicker]struct{}        // guarded by mu
 	closed   bool                            // guarded by mu
+	// rejectedWaits are the waiting pods an out-of-tree plugin rejected
+	// (watchHandle), until the node picker waiting for them sees it.
+	rejectedWaits map[types.UID]bool // guarded by mu
 }
 
 var _ sim.Picker = (*Picker)(nil)
@@ -186,7 +190,11 @@ func New(cfg Config) (*Picker, error) {
 		return nil, err
 	}
 	p := &Picker{index: map[string]int{}, profiles: b.profiles, registry: b.guarded, raw: b.raw,
-		factory: factory, pct: b.profiles[0].pct, par: b.par, noMemo: cfg.NoMemo, open: map[*NodePicker]struct{}{}}
+		factory: factory, pct: b.profiles[0].pct, par: b.par, noMemo: cfg.NoMemo, open: map[*NodePicker]struct{}{},
+		rejectedWaits: map[types.UID]bool{}}
+	for name := range cfg.OutOfTree {
+		p.registry[name] = p.watchFactory(p.registry[name])
+	}
 	for _, pr := range b.profiles {
 		for _, name := range pr.plugins {
 			if _, ok := p.index[name]; !ok {
@@ -269,12 +277,18 @@ func (p *Picker) Close() error {
 
 // NewNodePicker implements sim.Picker: a framework of its own over a
 // snapshot of its own.
-func (p *Picker) NewNodePicker(ctx context.Context, _ sim.PickerConfig) (sim.NodePicker, error) {
-	return p.NewFramework(ctx)
+func (p *Picker) NewNodePicker(ctx context.Context, cfg sim.PickerConfig) (sim.NodePicker, error) {
+	return p.NewFrameworkFor(ctx, cfg)
 }
 
-// NewFramework is NewNodePicker with its concrete type.
+// NewFramework is NewNodePicker with its concrete type, for no run (no
+// cache: the frameworks' PodGroupManager is nil).
 func (p *Picker) NewFramework(ctx context.Context) (*NodePicker, error) {
+	return p.NewFrameworkFor(ctx, sim.PickerConfig{})
+}
+
+// NewFrameworkFor is NewNodePicker with its concrete type.
+func (p *Picker) NewFrameworkFor(ctx context.Context, cfg sim.PickerConfig) (*NodePicker, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -290,6 +304,13 @@ func (p *Picker) NewFramework(ctx context.Context) (*NodePicker, error) {
 	// makes Close quicker.
 	rec := metrics.NewMetricsAsyncRecorder(1000, 50*time.Millisecond, stop)
 	np := &NodePicker{p: p, snap: snap, lister: lister, stop: stop, rec: rec, nom: newNominator()}
+	np.bindInit()
+	// One waiting-pods map for every profile, as upstream's scheduler.New.
+	waiting := frameworkruntime.NewWaitingPodsMap()
+	groupOpts := []frameworkruntime.Option{}
+	if cfg.Cache != nil {
+		groupOpts = append(groupOpts, frameworkruntime.WithPodGroupManager(fwkadapter.CacheGroups(cfg.Cache)))
+	}
 	// NewFramework's context only stops the metrics recorder it starts
 	// by default, which WithMetricsRecorder then replaces (the plugins
 	// this picker builds keep no context): a context already done stops
@@ -297,18 +318,20 @@ func (p *Picker) NewFramework(ctx context.Context) (*NodePicker, error) {
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	cancel()
 	build := func(ctx context.Context, prof *config.KubeSchedulerProfile) (framework.Framework, error) {
-		return frameworkruntime.NewFramework(ctx, p.registry, prof,
+		return frameworkruntime.NewFramework(ctx, p.registry, prof, append([]frameworkruntime.Option{
 			frameworkruntime.WithSnapshotSharedLister(cycleLister{Lister: lister, np: np}),
 			frameworkruntime.WithInformerFactory(p.factory),
-			frameworkruntime.WithClientSet(fake.NewClientset()),
+			frameworkruntime.WithClientSet(np.bind.cs),
 			frameworkruntime.WithPodNominator(np.nom),
 			frameworkruntime.WithMetricsRecorder(rec),
 			frameworkruntime.WithParallelism(p.par),
 			frameworkruntime.WithLogger(klog.Background()),
-		)
+			frameworkruntime.WithPodActivator(np.bind.activator()),
+			frameworkruntime.WithWaitingPods(waiting),
+		}, groupOpts...)...)
 	}
 	for _, pr := range p.profiles {
-		fw, err := build(fctx, pr.cfg.DeepCopy())
+		fw, err := build(fctx, pr.full.DeepCopy())
 		var pf profileRun
 		if err == nil {
 			pf, err = np.profileRun(fctx, pr, fw, build)
@@ -387,6 +410,7 @@ type NodePicker struct {
 	run        *profileRun                  // owned by the owner goroutine: fw's (cycle sets it)
 	nom        *nominator                   // immutable pointer: the nominated pods (preempt.go)
 	pres       []*preemption                // owned by the owner goroutine: per profile, PostFilter's framework, built on first use (preempt.go)
+	bind       bindState                    // owned by the owner goroutine: the binding cycle (bind.go)
 	// Record keeps the last Decision and PreemptionRecord (tests); set
 	// before Pick.
 	Record         bool             // owned by the owner goroutine
@@ -514,6 +538,7 @@ func (np *NodePicker) cycle(ctx context.Context, published *schedcache.Snapshot,
 		return "", nil
 	}
 	state := framework.NewCycleState()
+	np.keepCycle(pod, prof, state) // for the binding cycle, if a node is chosen (bind.go)
 	np.cycles++
 	state.SetRecordPluginMetrics(np.cycles%10 == 0) // upstream samples 10% of cycles, at random
 	pre, st, unsched := np.fw.RunPreFilterPlugins(ctx, state, pod)
