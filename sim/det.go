@@ -172,7 +172,7 @@ func (d *detRun) open() error {
 		d.f = f
 		d.tw = trace.NewWriter(f)
 	}
-	e, err := setup(d.ctx, cfg, d.clk, d.prog, d.rep)
+	e, err := setup(d.ctx, cfg, d.clk, d.prog, d.rep, podGroupsOn(d.h.picker) && cfg.Phases != nil)
 	if err != nil {
 		return err
 	}

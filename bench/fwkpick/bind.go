@@ -421,3 +421,41 @@ func (w watchedPod) Preempt(plugin, msg string) bool {
 	}
 	return ok
 }
+
+var _ sim.Enqueuer = (*NodePicker)(nil)
+
+// PreEnqueue implements sim.Enqueuer: the PreEnqueue plugins of pod's
+// profile, in order, as upstream's queue runs them; the first that does
+// not admit the pod holds it (an error status holds it too, as upstream's
+// queue logs it and gates the pod).
+func (np *NodePicker) PreEnqueue(ctx context.Context, pod *v1.Pod) (ok bool, plugin string, err error) {
+	if np.done.Load() {
+		return false, "", ErrClosed
+	}
+	prof, err := np.p.profileFor(pod)
+	if err != nil {
+		return true, "", nil // no profile: the attempt reports it
+	}
+	ctx = quiet(ctx)
+	for _, pl := range np.fws[prof].PreEnqueuePlugins() {
+		st := func() (st *fwk.Status) {
+			defer func() {
+				if r := recover(); r != nil {
+					st = fwk.AsStatus(recovered(pl.Name(), "PreEnqueue", r))
+				}
+			}()
+			return pl.PreEnqueue(ctx, pod)
+		}()
+		if !st.IsSuccess() {
+			return false, pl.Name(), nil
+		}
+	}
+	return true, "", nil
+}
+
+var _ sim.PodGroupPicker = (*Picker)(nil)
+
+// PodGroups implements sim.PodGroupPicker: whether the GenericWorkload
+// feature gate was on when New built the picker (its profiles then run
+// GangScheduling, and the frameworks read the run's pod groups).
+func (p *Picker) PodGroups() bool { return p.genericWorkload }

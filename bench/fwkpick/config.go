@@ -52,6 +52,12 @@ var Unfed = map[string]string{
 	names.DynamicResources: "ResourceClaims and ResourceSlices",
 }
 
+// queueAndBinding are the default profile's plugins that serve neither
+// Filter nor Score but the queue (PreEnqueue) or the binding cycle
+// (Permit): kept in a -plugins profile, which names only Filter and Score
+// plugins.
+var queueAndBinding = []string{names.SchedulingGates, names.GangScheduling}
+
 // ErrNoProfile is wrapped by the attempt error of a pod whose
 // spec.schedulerName no profile of the picker has.
 var ErrNoProfile = errors.New("fwkpick: no profile for the pod's schedulerName")
@@ -121,14 +127,21 @@ func resolve(cfg Config) (*config.KubeSchedulerConfiguration, [][]string, string
 	}
 	up := def.Profiles[0]
 	var enabled []config.Plugin
+	extra := 0
 	for _, pl := range up.Plugins.MultiPoint.Enabled {
-		// The framework wants a queue sort and a binder; the picker
-		// calls neither.
-		if pl.Name == names.PrioritySort || pl.Name == names.DefaultBinder || slices.Contains(want, pl.Name) {
-			enabled = append(enabled, pl)
+		// The queue sort; and the plugins of the queue and the binding
+		// cycle the picker runs (bind.go): SchedulingGates,
+		// DefaultBinder, and GangScheduling with the GenericWorkload gate.
+		switch {
+		case slices.Contains(want, pl.Name):
+		case pl.Name == names.PrioritySort || pl.Name == names.DefaultBinder || slices.Contains(queueAndBinding, pl.Name):
+			extra++
+		default:
+			continue
 		}
+		enabled = append(enabled, pl)
 	}
-	if len(enabled) != len(want)+2 {
+	if len(enabled) != len(want)+extra {
 		return nil, nil, "", fmt.Errorf("%w: upstream's default profile lacks some of %v", ErrConfig, want)
 	}
 	pct := cfg.PercentageOfNodesToScore

@@ -59,10 +59,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
@@ -171,7 +173,8 @@ type Picker struct {
 	closed   bool                            // guarded by mu
 	// rejectedWaits are the waiting pods an out-of-tree plugin rejected
 	// (watchHandle), until the node picker waiting for them sees it.
-	rejectedWaits map[types.UID]bool // guarded by mu
+	rejectedWaits   map[types.UID]bool // guarded by mu
+	genericWorkload bool               // immutable: the GenericWorkload gate at New
 }
 
 var _ sim.Picker = (*Picker)(nil)
@@ -191,7 +194,7 @@ func New(cfg Config) (*Picker, error) {
 	}
 	p := &Picker{index: map[string]int{}, profiles: b.profiles, registry: b.guarded, raw: b.raw,
 		factory: factory, pct: b.profiles[0].pct, par: b.par, noMemo: cfg.NoMemo, open: map[*NodePicker]struct{}{},
-		rejectedWaits: map[types.UID]bool{}}
+		rejectedWaits: map[types.UID]bool{}, genericWorkload: utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload)}
 	for name := range cfg.OutOfTree {
 		p.registry[name] = p.watchFactory(p.registry[name])
 	}

@@ -36,6 +36,7 @@ import (
 	"strconv"
 	"strings"
 
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/schedcache/schedcache/bench/fwkpick"
@@ -69,10 +70,14 @@ const usage = `loadgen-fwk flags (besides loadgen's, below):
   -memo on|off
     	reuse Filter verdicts and raw scores per published NodeInfo for pods
     	of one signature (same decisions, less work) (default on)
+  -feature-gates string
+    	kube-scheduler's feature gates, Name=true|false,... (upstream's
+    	gate registry: e.g. GenericWorkload=true adds GangScheduling to the
+    	default profile and makes gangs PodGroup objects)
 `
 
 // ourFlags are the flags loadgen-fwk takes out of the arguments.
-var ourFlags = []string{"plugins", "percentage-of-nodes-to-score", "parallelism", "config", "memo"}
+var ourFlags = []string{"plugins", "percentage-of-nodes-to-score", "parallelism", "config", "memo", "feature-gates"}
 
 // splitArgs takes loadgen-fwk's own flags (-name value, -name=value, one
 // or two dashes) out of args; the rest goes to loadgen. A flag given twice
@@ -125,7 +130,7 @@ func parse(ours map[string]string) (fwkpick.Config, error) {
 	}
 	if path, ok := ours["config"]; ok {
 		for _, f := range ourFlags {
-			if _, set := ours[f]; set && f != "config" && f != "memo" {
+			if _, set := ours[f]; set && f != "config" && f != "memo" && f != "feature-gates" {
 				return cfg, fmt.Errorf("-config and -%s: the file sets the profiles, percentageOfNodesToScore and parallelism; give one or the other", f)
 			}
 		}
@@ -184,6 +189,12 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 			break
 		}
 	}
+	if v, ok := ours["feature-gates"]; ok {
+		if err := setGates(v); err != nil {
+			fmt.Fprintln(stderr, "loadgen-fwk: -feature-gates:", err)
+			return 2
+		}
+	}
 	cfg, err := parse(ours)
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen-fwk:", err)
@@ -206,4 +217,24 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		}
 	}
 	return sim.MainWith(ctx, rest, stdout, stderr, tty, sim.Options{Picker: p})
+}
+
+// setGates sets kube-scheduler's feature gates from "Name=bool,...", as
+// its --feature-gates flag: upstream's registry checks the names and
+// values (an unknown gate, a locked one, a bad value is an error).
+func setGates(v string) error {
+	m := map[string]bool{}
+	for _, kv := range strings.Split(v, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(kv, "=")
+		b, err := strconv.ParseBool(strings.TrimSpace(val))
+		if !ok || err != nil {
+			return fmt.Errorf("%q: want Name=true or Name=false", kv)
+		}
+		m[strings.TrimSpace(name)] = b
+	}
+	return utilfeature.DefaultMutableFeatureGate.SetFromMap(m)
 }
