@@ -483,7 +483,7 @@ func (pr *phaseRun) createPods(now time.Duration, i int, p *planPhase) error {
 		if p.tmpl != nil {
 			pod = p.tmpl.cl.NewPod(d.r, uid, "")
 			gangID := ""
-			if g > 0 {
+			if g > 0 && !pr.groups { // the stand-in's label; a PodGroup member needs none
 				gangID = fmt.Sprintf("ph%d-%d", i, j/g)
 			}
 			p.tmpl.decorate(pod, gangID, i)
@@ -960,6 +960,9 @@ func (pr *phaseRun) finishReport(rep *Report) {
 	if pr.binders != nil {
 		bc := pr.bc
 		rep.BindingCycle = &bc
+	}
+	if pr.groups {
+		rep.PodGroups = pr.podGroupCounts()
 	}
 	pr.d.e.warnings = append(pr.d.e.warnings, pr.warnings...)
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -138,4 +139,59 @@ func (pr *phaseRun) retryPreEnqueue(now time.Duration) error {
 		pr.wake(now)
 	}
 	return nil
+}
+
+// PodGroupCounts is a plain value: the pod groups of a run whose picker
+// schedules them, at its end.
+type PodGroupCounts struct {
+	Groups  int64 `json:"groups"`  // PodGroup objects created
+	Whole   int64 `json:"whole"`   // groups whose every member is bound
+	Partial int64 `json:"partial"` // groups with some members bound, not all
+	Members int64 `json:"members"` // member pods
+	Bound   int64 `json:"bound"`   // member pods bound
+}
+
+// podGroupCounts counts the pod groups' members bound at the run's end
+// (bound or completed after binding).
+func (pr *phaseRun) podGroupCounts() *PodGroupCounts {
+	type tally struct{ n, bound int64 }
+	groups := map[string]*tally{}
+	for _, pp := range pr.byUID {
+		sg := pp.pod.Spec.SchedulingGroup
+		if sg == nil || sg.PodGroupName == nil {
+			continue
+		}
+		k := pp.pod.Namespace + "/" + *sg.PodGroupName
+		t := groups[k]
+		if t == nil {
+			t = &tally{}
+			groups[k] = t
+		}
+		t.n++
+		if pp.state == psBound || pp.state == psCompleted {
+			t.bound++
+		}
+	}
+	c := &PodGroupCounts{Groups: pr.podGroups}
+	for _, t := range groups {
+		c.Members += t.n
+		c.Bound += t.bound
+		switch {
+		case t.bound == t.n:
+			c.Whole++
+		case t.bound > 0:
+			c.Partial++
+		}
+	}
+	return c
+}
+
+// printPodGroups writes the pod groups line of the text report.
+func (r *Report) printPodGroups(w io.Writer) {
+	g := r.PodGroups
+	if g == nil {
+		return
+	}
+	fmt.Fprintf(w, "podgroups: %d PodGroups (the picker's gang scheduling): %d placed whole, %d partly; %d of %d member pods bound\n",
+		g.Groups, g.Whole, g.Partial, g.Bound, g.Members)
 }

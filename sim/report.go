@@ -87,6 +87,9 @@ type Report struct {
 	// BindingCycle: what the picker's binding cycle did (bindcycle.go;
 	// nil: the cache calls stood in for it).
 	BindingCycle *BindingCycleCounts
+	// PodGroups: the pod groups, when the picker schedules them
+	// (podgroups.go; nil otherwise).
+	PodGroups *PodGroupCounts
 	// Phases: what each phase of a phases scenario did (phasereport.go).
 	Phases []PhaseResult
 	// Explanations are the attempts explained (-explain, -explain-rate;
@@ -209,6 +212,8 @@ type JSONReport struct {
 	// BindingCycle: the picker's binding cycle (bindcycle.go); absent
 	// when the cache calls stood in for it.
 	BindingCycle *BindingCycleCounts `json:"binding_cycle,omitempty"`
+	// PodGroups: the pod groups the picker scheduled (podgroups.go).
+	PodGroups *PodGroupCounts `json:"pod_groups,omitempty"`
 	// Phases and ThresholdsOK: a phases scenario's (phasereport.go).
 	Phases       []JSONPhase `json:"phases,omitempty"`
 	ThresholdsOK *bool       `json:"thresholds_ok,omitempty"`
@@ -383,6 +388,7 @@ func (r *Report) JSON() *JSONReport {
 		Picker:         r.Picker,
 		AttemptErrors:  r.AttemptErrors,
 		BindingCycle:   r.BindingCycle,
+		PodGroups:      r.PodGroups,
 		PickerCounters: r.PickerCounters,
 		Version:        "v1",
 		Mode:           mode,
@@ -487,6 +493,7 @@ func (r *Report) Print(w io.Writer) {
 		r.Scheduled, r.PodsPerSec, perWindow, r.Forgotten, r.FailedBindings, r.Conflicts, r.Unschedulable)
 	r.printPicker(w)
 	r.printBindingCycle(w)
+	r.printPodGroups(w)
 	r.printCounters(w)
 	r.printPhases(w)
 	r.printExplanations(w)

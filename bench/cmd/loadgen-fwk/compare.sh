@@ -17,8 +17,14 @@
 # CPU time and GC count; compare pods/s only within one file, and prefer
 # pods per CPU second on a shared machine. Environment: GOMAXPROCS
 # (default 2), WORKLOADS (a subset of "basic node-affinity
-# pod-anti-affinity topology-spread", default all). Takes 10 to 20
+# pod-anti-affinity topology-spread gang", default all). Takes 10 to 20
 # minutes on 2 cores.
+#
+# gang is scheduler_perf's GangScheduling 5000Nodes_1000Gangs_3000Pods
+# with the GenericWorkload gate on both sides (the anchor's gang workload;
+# loadgen-fwk's perf-gang preset with -feature-gates GenericWorkload=true).
+# Its differential check, at the end: every run placed every gang whole or
+# not at all, and the runs placed as many gangs and bound as many pods.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bench=$(cd "$here/../.." && pwd)
@@ -29,12 +35,14 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$bench" && GOFLAGS=-mod=readonly go build -o "$tmp/anchor" ./cmd/anchor && GOFLAGS=-mod=readonly go build -o "$tmp/loadgen-fwk" ./cmd/loadgen-fwk)
 
-# workload name (anchor), preset, anchor pods, ours pods memo on, memo off
+# workload name (anchor), preset, anchor pods, ours pods memo on, memo off,
+# loadgen-fwk's extra flags (comma-separated)
 workloads=(
-	"basic perf-scheduling-basic ${ANCHOR_PODS_BASIC:-10000} ${OURS_PODS_BASIC:-60000} ${OURS_OFF_PODS_BASIC:-10000}"
-	"node-affinity perf-node-affinity ${ANCHOR_PODS_NODE_AFFINITY:-10000} ${OURS_PODS_NODE_AFFINITY:-40000} ${OURS_OFF_PODS_NODE_AFFINITY:-10000}"
-	"pod-anti-affinity perf-pod-anti-affinity ${ANCHOR_PODS_ANTI_AFFINITY:-3000} ${OURS_PODS_ANTI_AFFINITY:-2000} ${OURS_OFF_PODS_ANTI_AFFINITY:-2000}"
-	"topology-spread perf-topology-spreading ${ANCHOR_PODS_SPREAD:-5000} ${OURS_PODS_SPREAD:-7000} ${OURS_OFF_PODS_SPREAD:-5000}"
+	"basic perf-scheduling-basic ${ANCHOR_PODS_BASIC:-10000} ${OURS_PODS_BASIC:-60000} ${OURS_OFF_PODS_BASIC:-10000} -"
+	"node-affinity perf-node-affinity ${ANCHOR_PODS_NODE_AFFINITY:-10000} ${OURS_PODS_NODE_AFFINITY:-40000} ${OURS_OFF_PODS_NODE_AFFINITY:-10000} -"
+	"pod-anti-affinity perf-pod-anti-affinity ${ANCHOR_PODS_ANTI_AFFINITY:-3000} ${OURS_PODS_ANTI_AFFINITY:-2000} ${OURS_OFF_PODS_ANTI_AFFINITY:-2000} -"
+	"topology-spread perf-topology-spreading ${ANCHOR_PODS_SPREAD:-5000} ${OURS_PODS_SPREAD:-7000} ${OURS_OFF_PODS_SPREAD:-5000} -"
+	"gang perf-gang ${ANCHOR_PODS_GANG:-3000} ${OURS_PODS_GANG:-3000} ${OURS_OFF_PODS_GANG:-3000} -feature-gates,GenericWorkload=true"
 )
 
 . "$bench/scripts/lib.sh"
@@ -42,8 +50,10 @@ raw_header "bench/cmd/loadgen-fwk/compare.sh: loadgen-fwk (upstream's plugins on
 
 i=0
 for w in "${workloads[@]}"; do
-	read -r name preset apods opods offpods <<<"$w"
-	case " ${WORKLOADS:-basic node-affinity pod-anti-affinity topology-spread} " in
+	read -r name preset apods opods offpods extra <<<"$w"
+	flags=()
+	[ "$extra" = - ] || IFS=, read -r -a flags <<<"$extra"
+	case " ${WORKLOADS:-basic node-affinity pod-anti-affinity topology-spread gang} " in
 	*" $name "*) ;;
 	*) continue ;;
 	esac
@@ -54,9 +64,9 @@ for w in "${workloads[@]}"; do
 		0) raw_run "$out" "anchor/$name" "$tmp/a.json" run "\"anchor/$name\"" \
 			"$tmp/anchor" -workload "$name" -nodes 5000 -pods "$apods" -json "$tmp/a.json" ;;
 		1) raw_run "$out" "memo-on/$name" "$tmp/on.json" run "\"memo-on/$name\"" \
-			"$tmp/loadgen-fwk" -scenario "$on" -quiet -json "$tmp/on.json" ;;
+			"$tmp/loadgen-fwk" -scenario "$on" ${flags[@]+"${flags[@]}"} -quiet -json "$tmp/on.json" ;;
 		2) raw_run "$out" "memo-off/$name" "$tmp/off.json" run "\"memo-off/$name\"" \
-			"$tmp/loadgen-fwk" -scenario "$off" -memo off -quiet -json "$tmp/off.json" ;;
+			"$tmp/loadgen-fwk" -scenario "$off" ${flags[@]+"${flags[@]}"} -memo off -quiet -json "$tmp/off.json" ;;
 		esac
 	done
 	i=$((i + 1))
@@ -66,5 +76,10 @@ done
 	echo
 	echo "## table"
 	grep -h '^{"run"' "$out" | jq -rs -f "$here/compare.jq"
+	if grep -q '^{"run":"anchor/gang"' "$out"; then
+		echo
+		echo "## gang check (every gang whole or none; the same gangs and pods placed)"
+		grep -h '^{"run":"[a-z-]*/gang"' "$out" | jq -rs -f "$here/gangcheck.jq"
+	fi
 } >>"$out"
 echo "wrote $out"
