@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -202,5 +204,66 @@ func TestBindingCycle(t *testing.T) {
 	}
 	if _, _, d2 := run(); d2 != d1 {
 		t.Errorf("digests differ: %s, %s", d1, d2)
+	}
+}
+
+// clientBinder is an out-of-tree Bind plugin binding through the
+// framework's clientset, as a binder other than DefaultBinder would.
+type clientBinder struct {
+	h     fwk.Handle
+	calls *atomic.Int64
+}
+
+func (*clientBinder) Name() string { return "ClientBinder" }
+
+func (b *clientBinder) Bind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
+	b.calls.Add(1)
+	binding := &v1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+		Target: v1.ObjectReference{Kind: "Node", Name: node}}
+	if err := b.h.ClientSet().CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return fwk.AsStatus(err)
+	}
+	return nil
+}
+
+// A configuration whose Bind plugin is not DefaultBinder binds through
+// the simulator's API server all the same: every binding goes through the
+// plugin, the API server's failures (-fail-rate) come back to it, and
+// the pods whose binding failed are unreserved, requeued and bound later.
+func TestBindingCycleOtherBinder(t *testing.T) {
+	var calls atomic.Int64
+	reg := frameworkruntime.Registry{"ClientBinder": func(_ context.Context, _ kruntime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return &clientBinder{h: h, calls: &calls}, nil
+	}}
+	cfg := writeFile(t, "binder.yaml", v1Head+`profiles:
+- schedulerName: default-scheduler
+  plugins:
+    bind:
+      disabled:
+      - name: DefaultBinder
+      enabled:
+      - name: ClientBinder
+`)
+	var stdout, stderr bytes.Buffer
+	code := runWith(context.Background(), []string{"-config", cfg, "-preset", "perf-scheduling-basic", "-scale", "0.01", "-fail-rate", "0.1", "-json", "-", "-quiet"}, &stdout, &stderr, false, reg)
+	if code != 0 && code != 4 { // 4: the preset's threshold, with failures
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var rep struct {
+		Consistent   bool             `json:"consistent"`
+		BindingCycle map[string]int64 `json:"binding_cycle"`
+		Counts       struct {
+			Scheduled int64 `json:"scheduled"`
+		} `json:"counts"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	bc := rep.BindingCycle
+	if !rep.Consistent || rep.Counts.Scheduled != 110 || bc["bound"] != 110 || bc["bind_failures"] == 0 {
+		t.Fatalf("consistent %v, %d bound, binding cycle %v: want 110 bound, some bindings failed", rep.Consistent, rep.Counts.Scheduled, bc)
+	}
+	if n := calls.Load(); n != bc["bound"]+bc["bind_failures"] {
+		t.Fatalf("ClientBinder called %d times, want every binding (%d)", n, bc["bound"]+bc["bind_failures"])
 	}
 }
