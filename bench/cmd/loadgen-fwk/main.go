@@ -6,7 +6,7 @@
 //
 //	cd bench && go run ./cmd/loadgen-fwk -preset scheduling-basic-5000 -plugins default
 //
-// It takes every loadgen flag (docs/loadgen.md) and five of its own:
+// It takes every loadgen flag (docs/loadgen.md) and six of its own:
 //
 //	-plugins default|P1,P2,...   the plugins to run (default: default)
 //	-percentage-of-nodes-to-score N   upstream's setting; 0 adaptive (default 0)
@@ -15,6 +15,8 @@
 //	                             percentageOfNodesToScore and parallelism; with
 //	                             any of the three above it is refused
 //	-memo on|off                 reuse verdicts and scores per NodeInfo (default on)
+//	-feature-gates Name=bool,... kube-scheduler's feature gates (GenericWorkload=true:
+//	                             gangs as PodGroups, upstream's GangScheduling)
 //
 // The report gains the picker's label and the nodes each plugin rejected;
 // with loadgen's -explain N (or -explain-rate R), each explained pod's
