@@ -294,6 +294,7 @@ func (np *NodePicker) Bind(ctx context.Context, pod *v1.Pod, node string, api fu
 	}
 	b.api = api
 	st := in.fw.RunBindPlugins(ctx, in.state, pod, node)
+	b.cs.ClearActions() // the fake keeps a copy of every request otherwise
 	res = sim.BindResult{Called: b.called, APIErr: b.apiErr}
 	if !st.IsSuccess() {
 		r := fail("bind", st)
