@@ -159,3 +159,68 @@ phases:
 	r2, _ := run()
 	require.Equal(t, r.Digest, r2.Digest)
 }
+
+// groupFit is cycleFit as a PodGroupPicker whose node pickers are
+// Enqueuers: a pod-group member of namespace held is kept out of the
+// queue the first two times it is asked about.
+type groupFit struct {
+	cycleFit
+	asks  map[string]int // owned by the run's goroutine
+	asked []string       // owned by the run's goroutine: "name true|false"
+}
+
+func (p *groupFit) PodGroups() bool { return true }
+
+func (p *groupFit) NewNodePicker(ctx context.Context, cfg PickerConfig) (NodePicker, error) {
+	np, err := p.cycleFit.NewNodePicker(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return groupNode{cycleNode: np.(*cycleNode), p: p}, nil
+}
+
+type groupNode struct {
+	*cycleNode
+	p *groupFit
+}
+
+func (n groupNode) PreEnqueue(_ context.Context, pod *v1.Pod) (bool, string, error) {
+	if n.p.asks == nil {
+		n.p.asks = map[string]int{}
+	}
+	n.p.asks[pod.Name]++
+	ok := pod.Namespace != "held" || n.p.asks[pod.Name] >= 3
+	n.p.asked = append(n.p.asked, fmt.Sprintf("%s %v", pod.Name, ok))
+	return ok, "Test", nil
+}
+
+// With a picker that schedules pod groups, a gang is a PodGroup in the
+// cache and its members carry spec.schedulingGroup; the picker's
+// PreEnqueue decides when a member joins the queue, and a member it held
+// is asked again at the next pod creation and at the next cluster event
+// (here the other pod's binding, delivered). Pods in no group are not
+// asked.
+func TestPodGroupsPreEnqueue(t *testing.T) {
+	p := writeScenario(t, `cluster: {seed: 3, allocatable: {cpu: "4", memory: 32Gi, pods: 110}, images: {perNode: 0, poolSize: 0}}
+workload: {schedulers: 1, bindingFailureRate: 0, confirmDelay: 1ms}
+phases:
+- createNodes: {count: 2}
+- name: held
+  createPods: {count: 2, namespace: held, skipWait: true, template: {plain: true, containers: 1, cpu: 100m, memory: 1Gi, gangSize: 2}}
+- name: other
+  createPods: {count: 1, namespace: other, template: {plain: true, containers: 1, cpu: 100m, memory: 1Gi}}
+- name: all
+  barrier: {}
+`)
+	picker := &groupFit{}
+	code, r, stderr := runJSON(t, []string{"-scenario", p, "-json", "-"}, hooks{picker: picker})
+	require.Equal(t, exitOK, code, stderr)
+	require.True(t, r.Consistent)
+	require.Equal(t, int64(3), r.Counts.Scheduled)
+	require.Equal(t, &PodGroupCounts{Groups: 1, Whole: 1, Members: 2, Bound: 2}, r.PodGroups)
+	require.Equal(t, []string{
+		"ph1-000000 false", "ph1-000001 false", // created
+		"ph1-000000 false", "ph1-000001 false", // the next phase's pods created
+		"ph1-000000 true", "ph1-000001 true", // the other pod's binding delivered
+	}, picker.asked)
+}

@@ -293,6 +293,18 @@ func (d *detRun) prime() {
 		d.ph = newPhaseRun(d)
 		d.api.onComplete = d.ph.completed
 		d.inf.onEvent = d.ph.clusterEvent
+		if d.ph.groups {
+			// A pod added (bound) may complete a gang: the pods the
+			// picker's PreEnqueue held are asked again (GangScheduling's
+			// queueing hint for an assigned pod's add).
+			delivered := d.inf.onAdd
+			d.inf.onAdd = func(now time.Duration, p *v1.Pod) error {
+				if err := delivered(now, p); err != nil {
+					return err
+				}
+				return d.ph.retryPreEnqueue(now)
+			}
+		}
 	}
 	d.reschedule()
 }

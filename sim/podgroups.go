@@ -27,9 +27,9 @@ import (
 //
 // The picker's PreEnqueue plugins (Enqueuer) decide whether a member
 // enters the queue: one they hold waits, unsettled, and is asked again
-// after every createPods phase's pods are created and at every cluster
-// event (upstream asks GangScheduling's queueing hints on a pod or pod
-// group add). GangScheduling's Permit then holds each assumed member
+// after every createPods phase's pods are created, when a bound pod's
+// add is delivered and at every cluster event (upstream asks
+// GangScheduling's queueing hints on a pod or pod group add). GangScheduling's Permit then holds each assumed member
 // until minCount are assumed, and allows them all (the binding cycle,
 // bindcycle.go).
 
