@@ -10,7 +10,7 @@
 # Environment: GOMAXPROCS (default 2), NODES (5000), and the measured pods
 # per workload: BASIC_PODS (10000), NODE_AFFINITY_PODS (10000),
 # ANTI_AFFINITY_PODS (3000: at most one such pod a node, 1,000 initial
-# ones), SPREAD_PODS (5000), PREEMPTION_PODS (1000: each preempts the
+# ones), SPREAD_PODS (5000), PREEMPTION_PODS (300: each preempts the
 # four low-priority pods of a node, 20,000 initial ones); then
 # SchedulingBasic again with RATE_PODS
 # (1500) pods created at RATE (100) a second. The figures need a window
@@ -56,7 +56,7 @@ measure basic "${BASIC_PODS:-10000}"
 measure node-affinity "${NODE_AFFINITY_PODS:-10000}"
 measure pod-anti-affinity "${ANTI_AFFINITY_PODS:-3000}"
 measure topology-spread "${SPREAD_PODS:-5000}"
-measure preemption "${PREEMPTION_PODS:-1000}"
+measure preemption "${PREEMPTION_PODS:-300}"
 # Latency at an arrival rate the scheduler keeps up with (all at once,
 # latency is mostly the wait in the queue).
 measure basic "${RATE_PODS:-1500}" -rate "${RATE:-100}"

@@ -37,7 +37,7 @@ workloads=(
 	"node-affinity perf-node-affinity ${ANCHOR_PODS_NODE_AFFINITY:-10000} ${OURS_PODS_NODE_AFFINITY:-40000} ${OURS_OFF_PODS_NODE_AFFINITY:-10000}"
 	"pod-anti-affinity perf-pod-anti-affinity ${ANCHOR_PODS_ANTI_AFFINITY:-3000} ${OURS_PODS_ANTI_AFFINITY:-2000} ${OURS_OFF_PODS_ANTI_AFFINITY:-2000}"
 	"topology-spread perf-topology-spreading ${ANCHOR_PODS_SPREAD:-5000} ${OURS_PODS_SPREAD:-7000} ${OURS_OFF_PODS_SPREAD:-5000}"
-	"preemption perf-preemption-basic ${ANCHOR_PODS_PREEMPTION:-1000} ${OURS_PODS_PREEMPTION:-5000} ${OURS_OFF_PODS_PREEMPTION:-2000}"
+	"preemption perf-preemption-basic ${ANCHOR_PODS_PREEMPTION:-300} ${OURS_PODS_PREEMPTION:-400} ${OURS_OFF_PODS_PREEMPTION:-300}"
 )
 
 . "$bench/scripts/lib.sh"
