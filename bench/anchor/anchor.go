@@ -140,18 +140,21 @@ type Result struct {
 	// one node, the most pods (initial and measured) on one node, measured
 	// pods per value of the workload's node label (zones), and bindings the
 	// API server refused as the pod was already bound.
-	NodesUsed           int            `json:"nodesUsed"`
-	MaxMeasuredOnNode   int            `json:"maxMeasuredOnNode"`
-	MaxPodsOnNode       int            `json:"maxPodsOnNode"`
-	MeasuredPerLabel    map[string]int `json:"measuredPerLabel,omitempty"`
-	BindingConflicts    int            `json:"bindingConflicts"`
-	GOMAXPROCS          int            `json:"gomaxprocs"`
-	NumCPU              int            `json:"numCPU"`
-	GoVersion           string         `json:"goVersion"`
-	GOOS                string         `json:"goos"`
-	GOARCH              string         `json:"goarch"`
-	KubernetesVersion   string         `json:"kubernetesVersion"`
-	WatchBufferPerWatch int            `json:"watchBufferPerWatch"`
+	NodesUsed         int            `json:"nodesUsed"`
+	MaxMeasuredOnNode int            `json:"maxMeasuredOnNode"`
+	MaxPodsOnNode     int            `json:"maxPodsOnNode"`
+	MeasuredPerLabel  map[string]int `json:"measuredPerLabel,omitempty"`
+	BindingConflicts  int            `json:"bindingConflicts"`
+	// Deleted: pods the scheduler deleted, its preemption victims (the
+	// preemption workload; 0 elsewhere).
+	Deleted             int    `json:"deleted"`
+	GOMAXPROCS          int    `json:"gomaxprocs"`
+	NumCPU              int    `json:"numCPU"`
+	GoVersion           string `json:"goVersion"`
+	GOOS                string `json:"goos"`
+	GOARCH              string `json:"goarch"`
+	KubernetesVersion   string `json:"kubernetesVersion"`
+	WatchBufferPerWatch int    `json:"watchBufferPerWatch"`
 }
 
 // KubernetesVersion is the k8s.io/kubernetes module the anchor runs.
@@ -457,6 +460,7 @@ func summarize(res *Result, api *apiServer, w Workload) {
 	}
 	res.Bound = api.measuredBound
 	res.BindingConflicts = api.conflicts
+	res.Deleted = api.deleted
 	res.NodesUsed = len(perNode)
 	for _, n := range perNode {
 		res.MaxMeasuredOnNode = max(res.MaxMeasuredOnNode, n)
