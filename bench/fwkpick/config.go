@@ -38,9 +38,11 @@ import (
 // Filter, PreScore and Score, in its order and with its weights, named
 // explicitly at those points (plus PrioritySort and DefaultBinder, which
 // the runtime demands and the picker never calls): the extension points
-// the simulator has no use for (PreEnqueue, QueueSort, PostFilter,
-// Reserve, Permit, PreBind, Bind, PostBind, placement) are accepted and
-// not run.
+// the simulator has no use for (PreEnqueue, QueueSort, Reserve, Permit,
+// PreBind, Bind, PostBind, placement) are accepted and not run. PostFilter
+// runs as the profile sets it (preempt.go): its plugins in its order with
+// its arguments (DefaultPreemption's minCandidateNodesPercentage and
+// minCandidateNodesAbsolute), and no preemption where it has none.
 
 // Unfed names the plugins that need objects the simulator does not model,
 // and which objects: left out of a profile when only upstream's defaults
@@ -63,6 +65,11 @@ type profile struct {
 	pct     int32                        // resolved percentageOfNodesToScore
 	plugins []string                     // run at PreFilter, Filter, PreScore or Score, in the profile's order
 	dropped []string                     // Unfed plugins its defaults enabled, left out
+	// postFilter is the profile's PostFilter plugins, in order (none: the
+	// profile never preempts), and postArgs their arguments as the
+	// configuration gives them (defaulted by upstream's scheme).
+	postFilter []config.Plugin
+	postArgs   []config.PluginConfig
 }
 
 // built is what New makes of a Config.
@@ -122,12 +129,13 @@ func resolve(cfg Config) (*config.KubeSchedulerConfiguration, [][]string, string
 	var enabled []config.Plugin
 	for _, pl := range up.Plugins.MultiPoint.Enabled {
 		// The framework wants a queue sort and a binder; the picker
-		// calls neither.
-		if pl.Name == names.PrioritySort || pl.Name == names.DefaultBinder || slices.Contains(want, pl.Name) {
+		// calls neither. PostFilter is upstream's, DefaultPreemption,
+		// whatever plugins run.
+		if pl.Name == names.PrioritySort || pl.Name == names.DefaultBinder || pl.Name == names.DefaultPreemption || slices.Contains(want, pl.Name) {
 			enabled = append(enabled, pl)
 		}
 	}
-	if len(enabled) != len(want)+2 {
+	if len(enabled) != len(want)+3 {
 		return nil, nil, "", fmt.Errorf("%w: upstream's default profile lacks some of %v", ErrConfig, want)
 	}
 	pct := cfg.PercentageOfNodesToScore
@@ -254,9 +262,13 @@ func (b *built) profile(up *config.KubeSchedulerProfile, written []string, globa
 		}
 	}
 	var pcs []config.PluginConfig
+	p.postFilter = slices.Clone(listed.PostFilter.Enabled)
 	for _, pc := range up.PluginConfig {
 		if inRun[pc.Name] {
 			pcs = append(pcs, pc)
+		}
+		if slices.ContainsFunc(p.postFilter, func(pl config.Plugin) bool { return pl.Name == pc.Name }) {
+			p.postArgs = append(p.postArgs, pc)
 		}
 	}
 	p.cfg = &config.KubeSchedulerProfile{
