@@ -149,9 +149,12 @@ type Result struct {
 	BindingConflicts  int            `json:"bindingConflicts"`
 	// A gang workload's gangs: all, those whose every pod is bound, and
 	// those with some but not all bound (never, with gang scheduling).
-	Gangs               int    `json:"gangs,omitempty"`
-	GangsPlaced         int    `json:"gangsPlaced,omitempty"`
-	GangsPartial        int    `json:"gangsPartial"`
+	Gangs        int `json:"gangs,omitempty"`
+	GangsPlaced  int `json:"gangsPlaced,omitempty"`
+	GangsPartial int `json:"gangsPartial"`
+	// Deleted: pods the scheduler deleted, its preemption victims (the
+	// preemption workload; 0 elsewhere).
+	Deleted             int    `json:"deleted"`
 	GOMAXPROCS          int    `json:"gomaxprocs"`
 	NumCPU              int    `json:"numCPU"`
 	GoVersion           string `json:"goVersion"`
@@ -514,6 +517,7 @@ func summarize(res *Result, api *apiServer, w Workload) {
 			}
 		}
 	}
+	res.Deleted = api.deleted
 	res.NodesUsed = len(perNode)
 	for _, n := range perNode {
 		res.MaxMeasuredOnNode = max(res.MaxMeasuredOnNode, n)

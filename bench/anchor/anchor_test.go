@@ -70,11 +70,11 @@ func TestRunBasicShort(t *testing.T) {
 	}
 }
 
-// TestRunWorkloadsShort runs the other three workloads small: the pods
-// go where their constraints allow.
+// TestRunWorkloadsShort runs the other workloads small: the pods go where
+// their constraints allow, preempting where they must.
 func TestRunWorkloadsShort(t *testing.T) {
 	defer goleak.VerifyNone(t, ignoreKlog, goleak.IgnoreCurrent())
-	for _, name := range []string{NodeAffinity, PodAntiAffinity, TopologySpread} {
+	for _, name := range []string{NodeAffinity, PodAntiAffinity, TopologySpread, Preemption} {
 		t.Run(name, func(t *testing.T) {
 			w, err := NewWorkload(name, 60, -1, 40)
 			if err != nil {
@@ -105,6 +105,13 @@ func TestRunWorkloadsShort(t *testing.T) {
 				}
 				if hi-lo > 5 {
 					t.Errorf("per zone %v: skew %d > maxSkew 5", res.MeasuredPerLabel, hi-lo)
+				}
+			case Preemption:
+				// 240 low-priority pods fill the 60 nodes, 4 a node; each
+				// measured pod needs a whole node: its 4 are deleted.
+				if res.InitPods != 240 || res.Deleted != 4*40 || res.NodesUsed != 40 || res.MaxMeasuredOnNode != 1 {
+					t.Errorf("init %d, deleted %d (want 160), nodes used %d (want 40), most measured on a node %d",
+						res.InitPods, res.Deleted, res.NodesUsed, res.MaxMeasuredOnNode)
 				}
 			}
 		})

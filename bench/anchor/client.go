@@ -47,6 +47,7 @@ type apiServer struct {
 	nodeOf        []string // measured pod i's node
 	podsOn        map[string]int
 	conflicts     int
+	deleted       int // pods deleted (the scheduler's preemption victims)
 	lastBind      int64
 	initDone      chan struct{} // closed when every initial pod is bound
 	measuredDone  chan struct{} // closed when every measured pod is bound
@@ -76,6 +77,7 @@ func newAPIServer(w Workload) *apiServer {
 	// tracker (the stamping one delegates to it).
 	cs.ReactionChain = []k8stesting.Reactor{
 		&k8stesting.SimpleReactor{Verb: "create", Resource: "pods", Reaction: s.bind},
+		&k8stesting.SimpleReactor{Verb: "delete", Resource: "pods", Reaction: s.countDelete},
 		&k8stesting.SimpleReactor{Verb: "*", Resource: "*", Reaction: k8stesting.ObjectReaction(s.tracker)},
 	}
 	return s
@@ -121,6 +123,15 @@ func (s *apiServer) bind(action k8stesting.Action) (bool, runtime.Object, error)
 	}
 	s.bound(ns, b.Name, b.Target.Name)
 	return true, b, nil
+}
+
+// countDelete counts a pod's deletion (only the scheduler deletes pods
+// here: its preemption victims) and lets the tracker serve it.
+func (s *apiServer) countDelete(k8stesting.Action) (bool, runtime.Object, error) {
+	s.mu.Lock()
+	s.deleted++
+	s.mu.Unlock()
+	return false, nil, nil
 }
 
 // setScheduled sets the PodScheduled condition to True, as the binding

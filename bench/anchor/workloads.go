@@ -18,11 +18,12 @@ const (
 	NodeAffinity    = "node-affinity"     // SchedulingNodeAffinity (affinity/performance-config.yaml)
 	PodAntiAffinity = "pod-anti-affinity" // SchedulingPodAntiAffinity (affinity/performance-config.yaml)
 	TopologySpread  = "topology-spread"   // TopologySpreading (topology_spreading/performance-config.yaml)
+	Preemption      = "preemption"        // PreemptionBasic (default_preemption/performance-config.yaml)
 	Gang            = "gang"              // GangScheduling (podgroup/gangscheduling/performance-config.yaml)
 )
 
 // Names lists the built-in workloads.
-var Names = []string{Basic, NodeAffinity, PodAntiAffinity, TopologySpread, Gang}
+var Names = []string{Basic, NodeAffinity, PodAntiAffinity, TopologySpread, Preemption, Gang}
 
 // GangSize is the gang workload's podsPerGroup (scheduler_perf's
 // 5000Nodes_1000Gangs_3000Pods).
@@ -93,6 +94,7 @@ var DefaultInitPods = map[string]int{
 	NodeAffinity:    5000,
 	PodAntiAffinity: 1000,
 	TopologySpread:  5000,
+	Preemption:      20000, // 1000Nodes: 4,000 low-priority pods, 4 a node
 }
 
 // NewWorkload builds the built-in workload name with nodes nodes, initPods
@@ -122,6 +124,8 @@ func NewWorkload(name string, nodes, initPods, pods int) (Workload, error) {
 		w.InitPodTemplate, w.PodTemplate = GangPod(), GangPod()
 		w.GangSize = GangSize
 		w.FeatureGates = map[string]bool{"GenericWorkload": true}
+	case Preemption:
+		w.InitPodTemplate, w.PodTemplate = LowPriorityPod(), HighPriorityPod()
 	default:
 		return Workload{}, fmt.Errorf("anchor: %w: unknown workload %q (want one of %s)",
 			ErrInvalidWorkload, name, strings.Join(Names, ", "))
@@ -331,5 +335,47 @@ func (w Workload) podGroup(g int) *schedulingv1beta1.PodGroup {
 		Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
 			Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(w.GangSize)},
 		}},
+	}
+}
+
+// LowPriorityPod is templates/pod-low-priority.yaml: one pause container
+// with container port 80, 900m CPU and 500Mi requested and limited, no
+// priority (0), terminationGracePeriodSeconds 0. Four fill a node's 4
+// CPUs to 3.6.
+func LowPriorityPod() *v1.Pod {
+	p := DefaultPod()
+	rl := v1.ResourceList{
+		v1.ResourceCPU:    resource.MustParse("900m"),
+		v1.ResourceMemory: resource.MustParse("500Mi"),
+	}
+	p.Spec.Containers[0].Image = "registry.k8s.io/pause:3.10.1"
+	p.Spec.Containers[0].Resources = v1.ResourceRequirements{Limits: rl, Requests: rl.DeepCopy()}
+	p.Spec.TerminationGracePeriodSeconds = new(int64)
+	return p
+}
+
+// HighPriorityPod is default_preemption/templates/pod-high-priority.yaml:
+// one pause container (no port) with 3970m CPU and 500Mi requested and
+// limited, priority 9999999, terminationGracePeriodSeconds 0. It fits a
+// node of 4 CPUs only once all four of the node's low-priority pods are
+// preempted: every measured pod preempts.
+func HighPriorityPod() *v1.Pod {
+	rl := v1.ResourceList{
+		v1.ResourceCPU:    resource.MustParse("3970m"),
+		v1.ResourceMemory: resource.MustParse("500Mi"),
+	}
+	prio := int32(9999999)
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "pod-high-priority-"},
+		Spec: v1.PodSpec{
+			Containers: []v1.Container{{
+				Name:      "pause",
+				Image:     "registry.k8s.io/pause:3.10.2",
+				Resources: v1.ResourceRequirements{Limits: rl, Requests: rl.DeepCopy()},
+			}},
+			Priority:                      &prio,
+			TerminationGracePeriodSeconds: new(int64),
+			SchedulerName:                 v1.DefaultSchedulerName,
+		},
 	}
 }

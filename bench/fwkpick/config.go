@@ -38,9 +38,11 @@ import (
 // Filter, PreScore and Score, in its order and with its weights, named
 // explicitly at those points (plus PrioritySort and DefaultBinder, which
 // the runtime demands and the picker never calls): the extension points
-// the simulator has no use for (PreEnqueue, QueueSort, PostFilter,
-// Reserve, Permit, PreBind, Bind, PostBind, placement) are accepted and
-// not run.
+// the simulator has no use for (PreEnqueue, QueueSort, Reserve, Permit,
+// PreBind, Bind, PostBind, placement) are accepted and not run. PostFilter
+// runs as the profile sets it (preempt.go): its plugins in its order with
+// its arguments (DefaultPreemption's minCandidateNodesPercentage and
+// minCandidateNodesAbsolute), and no preemption where it has none.
 
 // Unfed names the plugins that need objects the simulator does not model,
 // and which objects: left out of a profile when only upstream's defaults
@@ -70,6 +72,11 @@ type profile struct {
 	full    *config.KubeSchedulerProfile // cfg plus the binding cycle's points and PreEnqueue: the node pickers' frameworks
 	plugins []string                     // run at PreFilter, Filter, PreScore or Score, in the profile's order
 	dropped []string                     // Unfed plugins its defaults enabled, left out
+	// postFilter is the profile's PostFilter plugins, in order (none: the
+	// profile never preempts), and postArgs their arguments as the
+	// configuration gives them (defaulted by upstream's scheme).
+	postFilter []config.Plugin
+	postArgs   []config.PluginConfig
 }
 
 // built is what New makes of a Config.
@@ -129,12 +136,13 @@ func resolve(cfg Config) (*config.KubeSchedulerConfiguration, [][]string, string
 	var enabled []config.Plugin
 	extra := 0
 	for _, pl := range up.Plugins.MultiPoint.Enabled {
-		// The queue sort; and the plugins of the queue and the binding
-		// cycle the picker runs (bind.go): SchedulingGates,
+		// The queue sort; and the plugins of the queue, PostFilter and
+		// the binding cycle the picker runs (bind.go, preempt.go):
+		// SchedulingGates, DefaultPreemption (whatever plugins run),
 		// DefaultBinder, and GangScheduling with the GenericWorkload gate.
 		switch {
 		case slices.Contains(want, pl.Name):
-		case pl.Name == names.PrioritySort || pl.Name == names.DefaultBinder || slices.Contains(queueAndBinding, pl.Name):
+		case pl.Name == names.PrioritySort || pl.Name == names.DefaultBinder || pl.Name == names.DefaultPreemption || slices.Contains(queueAndBinding, pl.Name):
 			extra++
 		default:
 			continue
@@ -275,12 +283,16 @@ func (b *built) profile(up *config.KubeSchedulerProfile, written []string, globa
 		}
 	}
 	var pcs, fullPcs []config.PluginConfig
+	p.postFilter = slices.Clone(listed.PostFilter.Enabled)
 	for _, pc := range up.PluginConfig {
 		if inRun[pc.Name] {
 			pcs = append(pcs, pc)
 		}
 		if inRun[pc.Name] || inBind[pc.Name] {
 			fullPcs = append(fullPcs, pc)
+		}
+		if slices.ContainsFunc(p.postFilter, func(pl config.Plugin) bool { return pl.Name == pc.Name }) {
+			p.postArgs = append(p.postArgs, pc)
 		}
 	}
 	p.cfg = &config.KubeSchedulerProfile{
@@ -321,6 +333,12 @@ func newFramework(registry frameworkruntime.Registry, profile *config.KubeSchedu
 	if err != nil {
 		return nil, nil, err
 	}
+	// DefaultPreemption reads the mutable snapshot's PodGroups with
+	// GenericWorkload on (pod-group preemption), as it is built.
+	mutable, err := fwkadapter.NewMutable(schedcache.NewEmptySnapshot())
+	if err != nil {
+		return nil, nil, err
+	}
 	stopCh := make(chan struct{})
 	rec := metrics.NewMetricsAsyncRecorder(10, 50*time.Millisecond, stopCh)
 	stop := func() {
@@ -333,6 +351,8 @@ func newFramework(registry frameworkruntime.Registry, profile *config.KubeSchedu
 		frameworkruntime.WithSnapshotSharedLister(lister),
 		frameworkruntime.WithClientSet(fake.NewClientset()),
 		frameworkruntime.WithPodNominator(noNominated{}),
+		frameworkruntime.WithPodGroupManager(lister), // no pod groups: DefaultPreemption and GangScheduling read it with GenericWorkload
+		frameworkruntime.WithMutableSnapshotLister(mutable),
 		frameworkruntime.WithMetricsRecorder(rec),
 		frameworkruntime.WithLogger(klog.Background()),
 	)

@@ -310,10 +310,23 @@ func (p *Picker) NewFrameworkFor(ctx context.Context, cfg sim.PickerConfig) (*No
 	np.bindInit()
 	// One waiting-pods map for every profile, as upstream's scheduler.New.
 	waiting := frameworkruntime.NewWaitingPodsMap()
-	groupOpts := []frameworkruntime.Option{}
+	// The pod groups (GenericWorkload): the run's cache, as upstream's
+	// scheduler cache; outside a run, the picker's snapshot's.
+	var groups fwk.PodGroupManager = lister
 	if cfg.Cache != nil {
-		groupOpts = append(groupOpts, frameworkruntime.WithPodGroupManager(fwkadapter.CacheGroups(cfg.Cache)))
+		groups = fwkadapter.CacheGroups(cfg.Cache)
 	}
+	// DefaultPreemption, in the profile for its PreEnqueue, reads a
+	// mutable snapshot's PodGroups as it is built with GenericWorkload on
+	// (pod-group preemption, which these frameworks never run: PostFilter
+	// runs in the preemption framework, preempt.go): an empty one.
+	mutable, err := fwkadapter.NewMutable(schedcache.NewEmptySnapshot())
+	if err != nil {
+		close(stop)
+		<-rec.IsStoppedCh
+		return nil, err
+	}
+	groupOpts := []frameworkruntime.Option{frameworkruntime.WithPodGroupManager(groups), frameworkruntime.WithMutableSnapshotLister(mutable)}
 	// NewFramework's context only stops the metrics recorder it starts
 	// by default, which WithMetricsRecorder then replaces (the plugins
 	// this picker builds keep no context): a context already done stops

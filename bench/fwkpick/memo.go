@@ -70,8 +70,23 @@ import (
 // configuration file's default profile runs.
 var memoSafe = append(slices.Clone(DefaultPlugins), names.NodeDeclaredFeatures)
 
-// memoMaxTables bounds the signatures remembered; the oldest is dropped.
-const memoMaxTables = 32
+// The signatures remembered are bounded by the node entries their tables
+// may hold together, memoMaxEntries (an entry is about 130 bytes: 128 MiB
+// in all), and never fewer than memoMinTables: at 5,000 nodes about 200
+// tables, at 50,000 about 20. The table used longest ago is dropped. A
+// cluster's pods sign alike per workload (a Deployment's replicas), so a
+// cluster of a few hundred workloads keeps every table at 5,000 nodes;
+// the generator's standard pods (200 apps) did not fit the former fixed
+// 32 and missed on nearly every node.
+const (
+	memoMaxEntries = 1 << 20
+	memoMinTables  = 32
+)
+
+// memoMaxTables is the number of tables kept for numNodes nodes.
+func memoMaxTables(numNodes int) int {
+	return max(memoMinTables, memoMaxEntries/max(numNodes, 1))
+}
 
 // MemoStats is a plain value: what the memo did over a picker's cycles.
 type MemoStats struct {
@@ -111,7 +126,7 @@ type memo struct {
 	// every cycle; its fingerprint has no affinity list.
 	split  bool                  // immutable
 	tables map[string]*memoTable // by signature
-	order  []string              // signatures, oldest first
+	order  []string              // signatures, used longest ago first
 	stats  MemoStats
 }
 
@@ -265,17 +280,20 @@ func (m *memo) begin(ctx context.Context, state fwk.CycleState, pod *v1.Pod, lis
 	t := m.tables[key]
 	switch {
 	case t == nil:
-		if len(m.order) >= memoMaxTables {
+		for len(m.order) >= memoMaxTables(numNodes) {
 			delete(m.tables, m.order[0])
 			m.order = m.order[1:]
 		}
 		t = &memoTable{}
 		m.tables[key] = t
 		m.order = append(m.order, key)
-	case t.numNodes != numNodes || !sameAff(t.aff, aff) || !slices.Equal(t.claims, claims):
-		m.stats.Invalidations++
-		clear(t.entries)
-		t.scoring = nil
+	default:
+		m.touch(key)
+		if t.numNodes != numNodes || !sameAff(t.aff, aff) || !slices.Equal(t.claims, claims) {
+			m.stats.Invalidations++
+			clear(t.entries)
+			t.scoring = nil
+		}
 	}
 	t.numNodes, t.claims = numNodes, claims
 	if !sameAff(t.aff, aff) {
@@ -291,6 +309,18 @@ func (m *memo) begin(ctx context.Context, state fwk.CycleState, pod *v1.Pod, lis
 	}
 	m.stats.Cycles++
 	return memoCycle{t: t, split: m.split}, nil
+}
+
+// touch moves key, a table's signature, to the end of m.order: used last.
+func (m *memo) touch(key string) {
+	n := len(m.order)
+	if n > 0 && m.order[n-1] == key {
+		return
+	}
+	if i := slices.Index(m.order, key); i >= 0 {
+		copy(m.order[i:], m.order[i+1:])
+		m.order[n-1] = key
+	}
 }
 
 // claimsInUse reports, for each PersistentVolumeClaim volume of pod in

@@ -395,6 +395,7 @@ func (o orderedStatuses) NodesForStatusCode(l fwk.NodeInfoLister, code fwk.Code)
 // Preempt; owned by the node picker's goroutine but for capture, which
 // the executor's calls fill under mu.
 type preemption struct {
+	none    bool // the profile has no PostFilter plugin: run preempts nothing
 	fw      framework.Framework
 	m       *fwkadapter.Mutable
 	pods    cache.Indexer // the pods DefaultPreemption reads: the preemptor, while it runs
@@ -406,8 +407,10 @@ type preemption struct {
 
 // preemption returns np's preemption framework of profile prof,
 // building it once: the profile's PreFilter, Filter, PreScore and Score
-// plugins, and DefaultPreemption at PostFilter with upstream's default
-// arguments.
+// plugins, and its PostFilter plugins with its arguments
+// (DefaultPreemption made deterministic: PreemptionFactory). A profile
+// without PostFilter plugins gets a preemption whose run preempts
+// nothing.
 func (np *NodePicker) preemption(ctx context.Context, prof int) (*preemption, error) {
 	if np.pres == nil {
 		np.pres = make([]*preemption, len(np.fws))
@@ -416,18 +419,10 @@ func (np *NodePicker) preemption(ctx context.Context, prof int) (*preemption, er
 		return np.pres[prof], nil
 	}
 	p := np.p
-	def, err := latest.Default()
-	if err != nil {
-		return nil, fmt.Errorf("%w: upstream defaults: %v", ErrPreemption, err)
-	}
-	var args runtime.Object
-	for _, pc := range def.Profiles[0].PluginConfig {
-		if pc.Name == names.DefaultPreemption {
-			args = pc.Args
-		}
-	}
-	if args == nil {
-		return nil, fmt.Errorf("%w: upstream's default profile has no DefaultPreemption arguments", ErrPreemption)
+	pp := p.profiles[prof]
+	if len(pp.postFilter) == 0 {
+		np.pres[prof] = &preemption{none: true}
+		return np.pres[prof], nil
 	}
 	m, err := fwkadapter.NewMutable(schedcache.NewEmptySnapshot())
 	if err != nil {
@@ -441,9 +436,25 @@ func (np *NodePicker) preemption(ctx context.Context, prof int) (*preemption, er
 		registry[k] = v
 	}
 	registry[names.DefaultPreemption] = PreemptionFactory(&pre.seed, inf, nil)
-	profile := p.profiles[prof].cfg.DeepCopy()
-	profile.Plugins.PostFilter = config.PluginSet{Enabled: []config.Plugin{{Name: names.DefaultPreemption}}}
-	profile.PluginConfig = append(profile.PluginConfig, config.PluginConfig{Name: names.DefaultPreemption, Args: args})
+	profile := pp.cfg.DeepCopy()
+	profile.Plugins.PostFilter = config.PluginSet{Enabled: slices.Clone(pp.postFilter)}
+	for _, pc := range pp.postArgs {
+		profile.PluginConfig = append(profile.PluginConfig, *pc.DeepCopy())
+	}
+	if slices.ContainsFunc(pp.postFilter, func(pl config.Plugin) bool { return pl.Name == names.DefaultPreemption }) &&
+		!slices.ContainsFunc(pp.postArgs, func(pc config.PluginConfig) bool { return pc.Name == names.DefaultPreemption }) {
+		// A configuration without DefaultPreemption's arguments:
+		// upstream's defaults, as its scheme would give them.
+		def, err := latest.Default()
+		if err != nil {
+			return nil, fmt.Errorf("%w: upstream defaults: %v", ErrPreemption, err)
+		}
+		for _, pc := range def.Profiles[0].PluginConfig {
+			if pc.Name == names.DefaultPreemption {
+				profile.PluginConfig = append(profile.PluginConfig, pc)
+			}
+		}
+	}
 	cs := fake.NewClientset()
 	cs.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		d := a.(k8stesting.DeleteAction)
@@ -520,6 +531,9 @@ func (np *NodePicker) Preempt(ctx context.Context, published *schedcache.Snapsho
 // run is one PostFilter of pod on published with seed.
 func (pre *preemption) run(ctx context.Context, np *NodePicker, published *schedcache.Snapshot, pod *v1.Pod, seed uint64) (sim.Preemption, error) {
 	var out sim.Preemption
+	if pre.none {
+		return out, nil
+	}
 	logger := klog.Background()
 	if _, err := pre.m.Reset(logger, published); err != nil {
 		return out, fmt.Errorf("%w: %v", ErrPreemption, err)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measures the anchor (upstream's kube-scheduler v1.37.2, package
-# bench/anchor) on the four scheduler_perf workloads at 5,000 nodes and
+# bench/anchor) on the five scheduler_perf workloads at 5,000 nodes and
 # writes the raw output: the machine (goos, goarch, cpu, GOMAXPROCS), the
 # commit, each exact command, uptime before and after each run, the
 # one-line summary and the JSON result.
@@ -10,7 +10,9 @@
 # Environment: GOMAXPROCS (default 2), NODES (5000), and the measured pods
 # per workload: BASIC_PODS (10000), NODE_AFFINITY_PODS (10000),
 # ANTI_AFFINITY_PODS (3000: at most one such pod a node, 1,000 initial
-# ones), SPREAD_PODS (5000); then SchedulingBasic again with RATE_PODS
+# ones), SPREAD_PODS (5000), PREEMPTION_PODS (300: each preempts the
+# four low-priority pods of a node, 20,000 initial ones); then
+# SchedulingBasic again with RATE_PODS
 # (1500) pods created at RATE (100) a second. The figures need a window
 # of at least 10 s and several GCs; the command warns when a run is
 # shorter. Takes 5 to 10 minutes on 2 cores.
@@ -54,6 +56,7 @@ measure basic "${BASIC_PODS:-10000}"
 measure node-affinity "${NODE_AFFINITY_PODS:-10000}"
 measure pod-anti-affinity "${ANTI_AFFINITY_PODS:-3000}"
 measure topology-spread "${SPREAD_PODS:-5000}"
+measure preemption "${PREEMPTION_PODS:-300}"
 # Latency at an arrival rate the scheduler keeps up with (all at once,
 # latency is mostly the wait in the queue).
 measure basic "${RATE_PODS:-1500}" -rate "${RATE:-100}"

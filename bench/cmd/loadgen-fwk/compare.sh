@@ -17,8 +17,10 @@
 # CPU time and GC count; compare pods/s only within one file, and prefer
 # pods per CPU second on a shared machine. Environment: GOMAXPROCS
 # (default 2), WORKLOADS (a subset of "basic node-affinity
-# pod-anti-affinity topology-spread gang", default all). Takes 10 to 20
-# minutes on 2 cores.
+# pod-anti-affinity topology-spread preemption gang", default all). The
+# preemption workload (PreemptionBasic at 5,000 nodes: 20,000 low-priority
+# pods, then high-priority ones that each preempt a node's four) counts the
+# victims deleted beside the pods. Takes 15 to 30 minutes on 2 cores.
 #
 # gang is scheduler_perf's GangScheduling 5000Nodes_1000Gangs_3000Pods
 # with the GenericWorkload gate on both sides (the anchor's gang workload;
@@ -44,6 +46,7 @@ workloads=(
 	"node-affinity perf-node-affinity ${ANCHOR_PODS_NODE_AFFINITY:-10000} ${OURS_PODS_NODE_AFFINITY:-40000} ${OURS_OFF_PODS_NODE_AFFINITY:-10000} -"
 	"pod-anti-affinity perf-pod-anti-affinity ${ANCHOR_PODS_ANTI_AFFINITY:-3000} ${OURS_PODS_ANTI_AFFINITY:-2000} ${OURS_OFF_PODS_ANTI_AFFINITY:-2000} -"
 	"topology-spread perf-topology-spreading ${ANCHOR_PODS_SPREAD:-5000} ${OURS_PODS_SPREAD:-7000} ${OURS_OFF_PODS_SPREAD:-5000} -"
+	"preemption perf-preemption-basic ${ANCHOR_PODS_PREEMPTION:-300} ${OURS_PODS_PREEMPTION:-400} ${OURS_OFF_PODS_PREEMPTION:-300} -"
 	"gang perf-gang ${ANCHOR_PODS_GANG:-6000} ${OURS_PODS_GANG:-6000} ${OURS_OFF_PODS_GANG:-6000} -feature-gates,GenericWorkload=true"
 )
 
@@ -55,7 +58,7 @@ for w in "${workloads[@]}"; do
 	read -r name preset apods opods offpods extra <<<"$w"
 	flags=()
 	[ "$extra" = - ] || IFS=, read -r -a flags <<<"$extra"
-	case " ${WORKLOADS:-basic node-affinity pod-anti-affinity topology-spread gang} " in
+	case " ${WORKLOADS:-basic node-affinity pod-anti-affinity topology-spread preemption gang} " in
 	*" $name "*) ;;
 	*) continue ;;
 	esac

@@ -83,6 +83,7 @@ type report struct {
 		Unschedulable int64  `json:"unschedulable"`
 		Failed        int64  `json:"failed"`
 		Pods          int64  `json:"pods"`
+		Preemptions   int64  `json:"preemptions"`
 	} `json:"phases"`
 	DataItems []struct {
 		Data   map[string]float64 `json:"data"`
@@ -217,5 +218,50 @@ func TestOutOfTreeRun(t *testing.T) {
 	rt, _ := runJSON(t, registry(true), "-config", cfg, "-nodes", "20", "-pods", "40", "-duration", "10s", "-schedulers", "2")
 	if a := rt.AttemptErrors; a == nil || a.Count == 0 || a.ByReason["plugin-panic"] != a.Count || rt.Counts.Scheduled == 0 {
 		t.Errorf("real time: scheduled %d, attempt errors %+v", rt.Counts.Scheduled, rt.AttemptErrors)
+	}
+}
+
+const preemptScenario = `cluster: {seed: 1, allocatable: {cpu: "4", memory: 32Gi, pods: 110}}
+phases:
+- createNodes: {count: 4}
+- name: low
+  createPods: {count: 16, namespace: low, template: {podDefault: true, cpu: 900m, memory: 500Mi}}
+- name: measure
+  createPods: {count: 2, namespace: high, collectMetrics: true, template: {podDefault: true, cpu: 3970m, memory: 500Mi, priority: 9999999}}
+`
+
+// PostFilter runs as the configuration sets it: DefaultPreemption with
+// its arguments where the profile has it (the default), nothing where
+// the profile disables it: the high-priority pods then stay
+// unschedulable and no pod is deleted.
+func TestConfigPostFilter(t *testing.T) {
+	scenario := writeFile(t, "preempt.yaml", preemptScenario)
+	for _, tc := range []struct {
+		name, config string
+		preempt      bool
+	}{
+		{"default", "", true},
+		{"args", v1Head + "profiles:\n- pluginConfig:\n  - name: DefaultPreemption\n    args: {minCandidateNodesPercentage: 0, minCandidateNodesAbsolute: 1}\n", true},
+		{"disabled", v1Head + "profiles:\n- plugins:\n    postFilter:\n      disabled:\n      - name: DefaultPreemption\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"-scenario", scenario}
+			if tc.config != "" {
+				args = append(args, "-config", writeFile(t, tc.name+".yaml", tc.config))
+			}
+			rep, stderr := runJSON(t, nil, args...)
+			var m *struct{ preemptions, scheduled int64 }
+			for _, ph := range rep.Phases {
+				if ph.Name == "measure" {
+					m = &struct{ preemptions, scheduled int64 }{ph.Preemptions, ph.Scheduled}
+				}
+			}
+			if m == nil {
+				t.Fatalf("no measure phase; stderr %q", stderr)
+			}
+			if (m.preemptions > 0) != tc.preempt || (m.scheduled == 2) != tc.preempt {
+				t.Errorf("%d preemptions, %d of 2 scheduled; want preemption %v", m.preemptions, m.scheduled, tc.preempt)
+			}
+		})
 	}
 }
