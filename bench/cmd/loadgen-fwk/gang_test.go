@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	"k8s.io/kubernetes/pkg/features"
+
+	"github.com/schedcache/schedcache/bench/anchor"
 )
 
 // gangScenario: four nodes of one CPU and two gangs of three pods of
@@ -87,5 +90,38 @@ func TestFeatureGatesFlag(t *testing.T) {
 		if code := run(context.Background(), []string{"-feature-gates", v, "-nodes", "10"}, &stdout, &stderr, false); code != 2 || !strings.Contains(stderr.String(), "-feature-gates") {
 			t.Errorf("%q: exit %d, stderr %q; want 2 naming -feature-gates", v, code, stderr.String())
 		}
+	}
+}
+
+// The differential check of compare.sh at CI size: upstream's own
+// scheduler (the anchor's gang workload, GenericWorkload on) and
+// loadgen-fwk's perf-gang with GenericWorkload, both at 50 nodes and 30
+// pods in gangs of 3, place every gang whole, none in part, and bind as
+// many pods.
+func TestGangMatchesAnchor(t *testing.T) {
+	w, err := anchor.NewWorkload(anchor.Gang, 50, 0, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := anchor.Run(context.Background(), w, anchor.Options{Timeout: 2 * time.Minute})
+	if err != nil {
+		t.Fatalf("anchor: %v", err)
+	}
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.GenericWorkload, true)
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"-preset", "perf-gang", "-scale", "0.01", "-json", "-", "-quiet"}, &stdout, &stderr, false); code != 0 {
+		t.Fatalf("loadgen-fwk: exit %d: %s", code, stderr.String())
+	}
+	var rep struct {
+		PodGroups struct {
+			Groups, Whole, Partial, Bound int
+		} `json:"pod_groups"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	g := rep.PodGroups
+	if up.GangsPartial != 0 || g.Partial != 0 || up.Gangs != g.Groups || up.GangsPlaced != g.Whole || up.Bound != g.Bound {
+		t.Fatalf("anchor: %d gangs, %d whole, %d partial, %d pods bound; loadgen-fwk: %+v", up.Gangs, up.GangsPlaced, up.GangsPartial, up.Bound, g)
 	}
 }
