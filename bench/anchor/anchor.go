@@ -423,6 +423,11 @@ func setGates(gates map[string]bool) (func(), error) {
 	for name := range gates {
 		old[name] = utilfeature.DefaultFeatureGate.Enabled(featuregate.Feature(name))
 	}
+	// Tried on a copy first: a refused SetFromMap keeps what it was given,
+	// and every later call is refused with it.
+	if err := utilfeature.DefaultMutableFeatureGate.DeepCopy().SetFromMap(gates); err != nil {
+		return nil, err
+	}
 	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(gates); err != nil {
 		return nil, err
 	}

@@ -238,5 +238,10 @@ func setGates(v string) error {
 		}
 		m[strings.TrimSpace(name)] = b
 	}
+	// Tried on a copy first: a refused SetFromMap keeps what it was
+	// given, and every later call is refused with it.
+	if err := utilfeature.DefaultMutableFeatureGate.DeepCopy().SetFromMap(m); err != nil {
+		return err
+	}
 	return utilfeature.DefaultMutableFeatureGate.SetFromMap(m)
 }
