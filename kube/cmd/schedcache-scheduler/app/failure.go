@@ -82,7 +82,7 @@ func (sc *Scheduler) postFilter(ctx context.Context, prof *profile, state fwk.Cy
 // a FailedScheduling event is recorded; and its PodScheduled condition
 // (False, reason Unschedulable or SchedulerError, the error's message)
 // and nominated node are patched through the status subresource.
-func (sc *Scheduler) failed(ctx context.Context, key string, pod *v1.Pod, cause error, unschedulable bool, fit *framework.Diagnosis, nominating *fwk.NominatingInfo, seq uint64) {
+func (sc *Scheduler) failed(ctx context.Context, key string, pod *v1.Pod, cause error, unschedulable bool, fit *framework.Diagnosis, nominating *fwk.NominatingInfo) {
 	logger := sc.s.logger
 	reason := v1.PodReasonSchedulerError
 	if unschedulable {
@@ -104,7 +104,7 @@ func (sc *Scheduler) failed(ctx context.Context, key string, pod *v1.Pod, cause 
 	}
 	pod = current
 	if unschedulable {
-		sc.pool.park(key, pod, fit, seq, sc.backoff.When(key))
+		sc.pool.park(key, pod, fit, sc.backoff.When(key))
 	} else {
 		sc.queue.AddRateLimited(key)
 	}

@@ -114,12 +114,13 @@ func (sc *Scheduler) scheduleOne(ctx context.Context, key string) {
 		return
 	}
 	sc.pool.remove(key) // queued by another path (its own update, a new term)
-	seq := sc.pool.cycle()
+	sc.pool.begin()     // records the cluster events while the attempt runs
+	defer sc.pool.end()
 	prof := sc.profs[pod.Spec.SchedulerName]
 	state := framework.NewCycleState()
 	node, err := sc.place(ctx, prof, state, pod)
 	if err != nil {
-		sc.placeFailed(ctx, prof, state, key, pod, err, seq)
+		sc.placeFailed(ctx, prof, state, key, pod, err)
 		return
 	}
 	assumed := pod.DeepCopy()
@@ -127,7 +128,7 @@ func (sc *Scheduler) scheduleOne(ctx context.Context, key string) {
 	if err := sc.cache.AssumePod(logger, assumed); err != nil {
 		sc.attempts.WithLabelValues(resultError).Inc()
 		logger.Error(err, "AssumePod refused", "pod", klog.KObj(pod), "node", node)
-		sc.failed(ctx, key, pod, fmt.Errorf("assume: %w", err), false, nil, clearNominated, seq)
+		sc.failed(ctx, key, pod, fmt.Errorf("assume: %w", err), false, nil, clearNominated)
 		return
 	}
 	// As upstream's assume: an assumed pod is no longer nominated.
@@ -151,23 +152,23 @@ func (sc *Scheduler) scheduleOne(ctx context.Context, key string) {
 // placeFailed handles a cycle that found no node (the cluster has none,
 // or a *framework.FitError: DefaultPreemption runs then, as upstream's
 // PostFilter) or failed with an error.
-func (sc *Scheduler) placeFailed(ctx context.Context, prof *profile, state fwk.CycleState, key string, pod *v1.Pod, err error, seq uint64) {
+func (sc *Scheduler) placeFailed(ctx context.Context, prof *profile, state fwk.CycleState, key string, pod *v1.Pod, err error) {
 	logger := sc.s.logger
 	var fe *framework.FitError
 	switch {
 	case errors.Is(err, errNoNodes):
 		sc.attempts.WithLabelValues(resultUnschedulable).Inc()
 		logger.V(2).Info("Unable to schedule pod; no nodes are registered to the cluster; waiting", "pod", klog.KObj(pod))
-		sc.failed(ctx, key, pod, err, true, nil, clearNominated, seq)
+		sc.failed(ctx, key, pod, err, true, nil, clearNominated)
 	case errors.As(err, &fe):
 		nominating := sc.postFilter(ctx, prof, state, pod, fe)
 		sc.attempts.WithLabelValues(resultUnschedulable).Inc()
 		logger.V(2).Info("Unable to schedule pod; no fit; waiting", "pod", klog.KObj(pod), "err", fe.Error())
-		sc.failed(ctx, key, pod, fe, true, &fe.Diagnosis, nominating, seq)
+		sc.failed(ctx, key, pod, fe, true, &fe.Diagnosis, nominating)
 	default:
 		sc.attempts.WithLabelValues(resultError).Inc()
 		logger.Error(err, "Error scheduling pod; retrying", "pod", klog.KObj(pod))
-		sc.failed(ctx, key, pod, err, false, nil, clearNominated, seq)
+		sc.failed(ctx, key, pod, err, false, nil, clearNominated)
 	}
 }
 
@@ -222,7 +223,7 @@ func (sc *Scheduler) undo(ctx context.Context, prof *profile, state fwk.CycleSta
 		sc.queue.Forget(key)
 		return
 	}
-	sc.failed(ctx, key, assumed, cause, false, nil, clearNominated, 0)
+	sc.failed(ctx, key, assumed, cause, false, nil, clearNominated)
 }
 
 // place runs the profile's PreFilter, Filter, PreScore and Score plugins

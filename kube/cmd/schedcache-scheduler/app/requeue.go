@@ -72,6 +72,17 @@ func buildHintMap(ctx context.Context, fw framework.Framework) (hintMap, error) 
 	return m, errs
 }
 
+// flightEvent is a cluster event recorded while an attempt ran.
+// Immutable.
+type flightEvent struct {
+	ev             fwk.ClusterEvent
+	oldObj, newObj any
+}
+
+// maxFlight bounds the events one attempt records; past it, the pod is
+// sent back after its backoff whatever the events.
+const maxFlight = 1024
+
 // parked is a pod in the unschedulable pool. Immutable once parked.
 type parked struct {
 	pod        *v1.Pod          // the pod as of its failed attempt
@@ -104,9 +115,12 @@ type pool struct {
 	logger klog.Logger                                  // immutable
 	now    func() time.Time                             // immutable: the clock (time.Now outside tests)
 	sync   func() error                                 // immutable: waits until the cache has published the events given to it
-	mu     sync.Mutex                                   // guards pods, seq
+	mu     sync.Mutex                                   // guards pods, inFlight, flight, overflow
 	pods   map[string]*parked                           // guarded by mu: key -> pod
-	seq    uint64                                       // guarded by mu: cluster events seen (upstream's moveRequestCycle)
+	// inFlight: an attempt runs; flight: the cluster events since it
+	// began (at most maxFlight; overflow: more came). Guarded by mu.
+	inFlight, overflow bool
+	flight             []flightEvent
 }
 
 // len is the number of parked pods.
@@ -116,20 +130,33 @@ func (p *pool) len() int {
 	return len(p.pods)
 }
 
-// cycle returns the number of events seen so far: a scheduling attempt
-// takes it when it starts, and park compares.
-func (p *pool) cycle() uint64 {
+// begin starts recording the cluster events, for the attempt the
+// scheduling loop starts (one at a time): park reads them. end stops.
+func (p *pool) begin() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.seq
+	p.inFlight, p.flight, p.overflow = true, p.flight[:0], false
 }
 
-// park puts a pod that found no node in the pool, to wait for an event.
-// If an event came while its attempt ran (the attempt began at cycle
-// seq), the event may have made it schedulable after the attempt
-// looked: it goes back to the queue after its backoff instead, as
-// upstream's AddUnschedulableIfNotPresent does.
-func (p *pool) park(key string, pod *v1.Pod, diag *framework.Diagnosis, seq uint64, backoff time.Duration) {
+// end stops recording (idempotent).
+func (p *pool) end() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.endLocked()
+}
+
+func (p *pool) endLocked() {
+	clear(p.flight) // drop the objects
+	p.inFlight, p.flight, p.overflow = false, p.flight[:0], false
+}
+
+// park puts a pod that found no node in the pool, to wait for an event;
+// it ends the attempt's recording. If a cluster event that came while
+// the attempt ran may make it schedulable (a hint of a plugin that
+// rejected it says so: the attempt may have looked before the event),
+// it goes back to the queue after its backoff instead, as upstream's
+// AddUnschedulableIfNotPresent decides with the pod's in-flight events.
+func (p *pool) park(key string, pod *v1.Pod, diag *framework.Diagnosis, backoff time.Duration) {
 	now := p.now()
 	e := &parked{pod: pod, since: now, backoffEnd: now.Add(backoff)}
 	if diag != nil {
@@ -137,7 +164,13 @@ func (p *pool) park(key string, pod *v1.Pod, diag *framework.Diagnosis, seq uint
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.seq != seq {
+	defer p.endLocked()
+	moved := p.overflow
+	for i := 0; i < len(p.flight) && !moved; i++ {
+		f := p.flight[i]
+		moved = p.worth(e, f.ev, f.oldObj, f.newObj) != skip
+	}
+	if moved {
 		p.queue.AddAfter(key, backoff)
 		return
 	}
@@ -197,7 +230,13 @@ func (p *pool) moveLocked(key string, e *parked, s strategy, ev fwk.ClusterEvent
 func (p *pool) event(ev fwk.ClusterEvent, oldObj, newObj any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.seq++
+	if p.inFlight {
+		if len(p.flight) < maxFlight {
+			p.flight = append(p.flight, flightEvent{ev: ev, oldObj: oldObj, newObj: newObj})
+		} else {
+			p.overflow = true
+		}
+	}
 	if len(p.pods) == 0 {
 		return
 	}

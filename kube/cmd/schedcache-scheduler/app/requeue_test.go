@@ -33,9 +33,9 @@ func testPool(t *testing.T) (*pool, *time.Time) {
 	always := func(klog.Logger, *v1.Pod, any, any) (fwk.QueueingHint, error) { return fwk.Queue, nil }
 	nodeAdd := fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add}
 	p := &pool{
-		queue: q,
-		hints: map[string]hintMap{"s": {nodeAdd: {{plugin: "NodeResourcesFit", fn: onBig}, {plugin: "VolumeBinding", fn: always}}}},
-		moves: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "moves"}, []string{"event"}),
+		queue:  q,
+		hints:  map[string]hintMap{"s": {nodeAdd: {{plugin: "NodeResourcesFit", fn: onBig}, {plugin: "VolumeBinding", fn: always}}}},
+		moves:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "moves"}, []string{"event"}),
 		logger: klog.Background(), now: func() time.Time { return now },
 		sync: func() error { return nil }, pods: map[string]*parked{},
 	}
@@ -57,8 +57,8 @@ func node(name string) *v1.Node { return &v1.Node{ObjectMeta: metav1.ObjectMeta{
 func TestPoolHints(t *testing.T) {
 	p, _ := testPool(t)
 	nodeAdd := fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add}
-	p.park("d/a", parkedPod("a"), diagnosis([]string{"NodeResourcesFit"}, nil), p.cycle(), 0)
-	p.park("d/b", parkedPod("b"), diagnosis([]string{"NodeAffinity"}, nil), p.cycle(), 0)
+	p.park("d/a", parkedPod("a"), diagnosis([]string{"NodeResourcesFit"}, nil), 0)
+	p.park("d/b", parkedPod("b"), diagnosis([]string{"NodeAffinity"}, nil), 0)
 	require.Equal(t, 2, p.len())
 
 	p.event(nodeAdd, nil, node("small"))
@@ -79,29 +79,56 @@ func TestPoolHints(t *testing.T) {
 // waits it out.
 func TestPoolStrategies(t *testing.T) {
 	p, _ := testPool(t)
-	p.park("d/none", parkedPod("none"), nil, p.cycle(), 0)
+	p.park("d/none", parkedPod("none"), nil, 0)
 	p.event(fwk.ClusterEvent{Resource: fwk.PersistentVolume, ActionType: fwk.Add}, nil, nil)
 	require.Zero(t, p.len())
 	require.Equal(t, 1, p.queue.Len())
 
-	p.park("d/pending", parkedPod("pending"), diagnosis(nil, []string{"VolumeBinding"}), p.cycle(), time.Hour)
-	p.park("d/backoff", parkedPod("backoff"), diagnosis([]string{"VolumeBinding"}, nil), p.cycle(), time.Hour)
+	p.park("d/pending", parkedPod("pending"), diagnosis(nil, []string{"VolumeBinding"}), time.Hour)
+	p.park("d/backoff", parkedPod("backoff"), diagnosis([]string{"VolumeBinding"}, nil), time.Hour)
 	p.event(fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add}, nil, node("x"))
 	require.Zero(t, p.len())
 	require.Equal(t, 2, p.queue.Len(), "the Pending plugin's pod is queued at once; the other waits an hour")
 }
 
-// An event while a pod's attempt ran sends it back after its backoff
-// instead of parking it (upstream's moveRequestCycle).
+// An event that came while a pod's attempt ran, and that a hint of the
+// plugins that rejected it accepts, sends it back after its backoff
+// instead of parking it (upstream's in-flight events); other events do
+// not.
 func TestPoolEventDuringAttempt(t *testing.T) {
 	p, _ := testPool(t)
-	seq := p.cycle()
-	p.event(fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add}, nil, node("big"))
-	p.park("d/a", parkedPod("a"), diagnosis([]string{"NodeResourcesFit"}, nil), seq, 0)
-	require.Zero(t, p.len())
+	nodeAdd := fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add}
+	p.begin()
+	p.event(nodeAdd, nil, node("small"))
+	p.park("d/a", parkedPod("a"), diagnosis([]string{"NodeResourcesFit"}, nil), 0)
+	require.Equal(t, 1, p.len(), "the hint skipped the event: parked")
+	p.end()
+
+	p.begin()
+	p.event(nodeAdd, nil, node("big"))
+	p.park("d/b", parkedPod("b"), diagnosis([]string{"NodeResourcesFit"}, nil), 0)
+	require.Zero(t, p.len(), "b is not parked (and the event moved a)")
+	require.Equal(t, 2, p.queue.Len())
+	for range 2 {
+		key, _ := p.queue.Get()
+		p.queue.Done(key)
+	}
+
+	// Past maxFlight events, the pod goes back whatever they were.
+	p.begin()
+	for range maxFlight + 1 {
+		p.event(fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.UpdateNodeTaint}, nil, node("x"))
+	}
+	p.park("d/c", parkedPod("c"), diagnosis([]string{"NodeResourcesFit"}, nil), 0)
+	require.Zero(t, p.len(), "c is not parked")
 	key, _ := p.queue.Get()
-	require.Equal(t, "d/a", key)
+	require.Equal(t, "d/c", key)
 	p.queue.Done(key)
+
+	// park ended the recording: the next attempt starts afresh.
+	p.begin()
+	p.park("d/d", parkedPod("d"), diagnosis([]string{"NodeResourcesFit"}, nil), 0)
+	require.Equal(t, 1, p.len())
 }
 
 // A parked pod's own update moves it only if a hint of its rejectors
@@ -109,7 +136,7 @@ func TestPoolEventDuringAttempt(t *testing.T) {
 func TestPoolUpdate(t *testing.T) {
 	p, _ := testPool(t)
 	old := parkedPod("a")
-	p.park("d/a", old, diagnosis([]string{"NodeResourcesFit"}, nil), p.cycle(), 0)
+	p.park("d/a", old, diagnosis([]string{"NodeResourcesFit"}, nil), 0)
 	upd := old.DeepCopy()
 	upd.ResourceVersion = "2"
 	upd.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse}}
@@ -121,7 +148,7 @@ func TestPoolUpdate(t *testing.T) {
 // The flush moves the pods parked for podMaxInUnschedulable.
 func TestPoolFlush(t *testing.T) {
 	p, now := testPool(t)
-	p.park("d/a", parkedPod("a"), diagnosis([]string{"NodeAffinity"}, nil), p.cycle(), 0)
+	p.park("d/a", parkedPod("a"), diagnosis([]string{"NodeAffinity"}, nil), 0)
 	*now = now.Add(podMaxInUnschedulable - time.Second)
 	p.flush()
 	require.Equal(t, 1, p.len())
