@@ -289,7 +289,7 @@ func (p *Picker) NewFramework(ctx context.Context) (*NodePicker, error) {
 	// upstream's recorder flushes every second; a shorter interval only
 	// makes Close quicker.
 	rec := metrics.NewMetricsAsyncRecorder(1000, 50*time.Millisecond, stop)
-	np := &NodePicker{p: p, snap: snap, lister: lister, stop: stop, rec: rec, nom: newNominator()}
+	np := &NodePicker{p: p, snap: snap, lister: lister, stop: stop, rec: rec, nom: fwkadapter.NewNominator()}
 	// NewFramework's context only stops the metrics recorder it starts
 	// by default, which WithMetricsRecorder then replaces (the plugins
 	// this picker builds keep no context): a context already done stops
@@ -385,7 +385,7 @@ type NodePicker struct {
 	scoring    []string                     // owned by the owner goroutine: a cycle's non-skipped Score plugins, reused
 	runs       []profileRun                 // immutable after NewFramework: per profile, as fws
 	run        *profileRun                  // owned by the owner goroutine: fw's (cycle sets it)
-	nom        *nominator                   // immutable pointer: the nominated pods (preempt.go)
+	nom        *fwkadapter.Nominator        // immutable pointer: the nominated pods (preempt.go)
 	pres       []*preemption                // owned by the owner goroutine: per profile, PostFilter's framework, built on first use (preempt.go)
 	// Record keeps the last Decision and PreemptionRecord (tests); set
 	// before Pick.
@@ -810,7 +810,7 @@ func (np *NodePicker) totals(ctx context.Context, state fwk.CycleState, pod *v1.
 // hasNominated reports whether pods are nominated to ni's node (the
 // memo never serves such a node: its Filter counts them).
 func (np *NodePicker) hasNominated(ni fwk.NodeInfo) bool {
-	return np.nom.has(ni.Node().Name)
+	return np.nom.Has(ni.Node().Name)
 }
 
 // list returns the snapshot's nodes in list order, as the lister's List,

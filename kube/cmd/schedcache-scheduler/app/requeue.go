@@ -342,7 +342,7 @@ func (sc *Scheduler) podHandler() cache.ResourceEventHandler {
 				return
 			}
 			if sc.responsible(pod) {
-				sc.nom.observe(pod)
+				sc.nom.Observe(pod)
 			}
 			sc.onPod(pod)
 		},
@@ -367,7 +367,7 @@ func (sc *Scheduler) podHandler() cache.ResourceEventHandler {
 				sc.dropPending(pod)
 				return
 			}
-			sc.nom.observe(pod)
+			sc.nom.Observe(pod)
 			key, err := cache.MetaNamespaceKeyFunc(pod)
 			if err != nil {
 				return

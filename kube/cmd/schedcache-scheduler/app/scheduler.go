@@ -91,7 +91,7 @@ type Scheduler struct {
 	pool        *pool                                  // immutable pointer: the unschedulable pool, safe for concurrent use
 	podReg      cache.ResourceEventHandlerRegistration // immutable after New: the pod handlers' registration
 	nodeReg     cache.ResourceEventHandlerRegistration // immutable after New: the node handlers' registration
-	nom         *nominator                             // immutable pointer: the nominated pods, safe for concurrent use
+	nom         *fwkadapter.Nominator                  // immutable pointer: the nominated pods, safe for concurrent use
 	broadcaster events.EventBroadcaster                // immutable
 	recorder    events.EventRecorderLogger             // immutable
 	listener    net.Listener                           // immutable; nil when HTTP is off
@@ -158,7 +158,7 @@ func New(ctx context.Context, opts Options) (_ *Scheduler, err error) {
 		}
 	}
 
-	sc := &Scheduler{s: s, client: client, profs: map[string]*profile{}, recStop: make(chan struct{}), nom: newNominator()}
+	sc := &Scheduler{s: s, client: client, profs: map[string]*profile{}, recStop: make(chan struct{}), nom: fwkadapter.NewNominator()}
 	defer func() {
 		if err != nil {
 			sc.release()
