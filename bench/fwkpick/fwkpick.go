@@ -389,13 +389,13 @@ type NodePicker struct {
 	// listOverride, when not nil, is what the framework's List and
 	// HavePodsWithAffinityList return: set by the carry around one
 	// plugin's PreScore (carry.go), nil otherwise.
-	listOverride []fwk.NodeInfo // owned by the owner goroutine
-	scores     []fwk.NodePluginScores       // owned by the owner goroutine: a cycle's totals, reused
-	scoring    []string                     // owned by the owner goroutine: a cycle's non-skipped Score plugins, reused
-	runs       []profileRun                 // immutable after NewFramework: per profile, as fws
-	run        *profileRun                  // owned by the owner goroutine: fw's (cycle sets it)
-	nom        *nominator                   // immutable pointer: the nominated pods (preempt.go)
-	pres       []*preemption                // owned by the owner goroutine: per profile, PostFilter's framework, built on first use (preempt.go)
+	listOverride []fwk.NodeInfo         // owned by the owner goroutine
+	scores       []fwk.NodePluginScores // owned by the owner goroutine: a cycle's totals, reused
+	scoring      []string               // owned by the owner goroutine: a cycle's non-skipped Score plugins, reused
+	runs         []profileRun           // immutable after NewFramework: per profile, as fws
+	run          *profileRun            // owned by the owner goroutine: fw's (cycle sets it)
+	nom          *nominator             // immutable pointer: the nominated pods (preempt.go)
+	pres         []*preemption          // owned by the owner goroutine: per profile, PostFilter's framework, built on first use (preempt.go)
 	// Record keeps the last Decision and PreemptionRecord (tests); set
 	// before Pick.
 	Record         bool             // owned by the owner goroutine
