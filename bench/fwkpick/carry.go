@@ -58,7 +58,7 @@ import (
 // TestFwkPickerCarrySameRun (same digests with the carry on and off).
 
 // carryNames are the plugins whose PreFilter state the carry keeps.
-var carryNames = []string{names.InterPodAffinity}
+var carryNames = []string{names.InterPodAffinity, names.PodTopologySpread}
 
 // carryKey is the cycle-state key of a cycle's carry.
 const carryKey fwk.StateKey = "fwkpick/carry"
@@ -71,6 +71,7 @@ type CarryStats struct {
 	ScoreHits   int64 // PreScores run on the carried contributing nodes only
 	ScoreMisses int64 // PreScores run on the whole cluster
 	Probes      int64 // PreScores run to find which nodes contribute
+	Inexact     int64 // carried PodTopologySpread states whose critical paths were not the fresh ones (recomputed)
 }
 
 // Counters returns s as sim's picker counters.
@@ -79,14 +80,14 @@ func (s CarryStats) Counters() []sim.PickerCounter {
 		{Name: "carry hits", Value: s.Hits}, {Name: "carry misses", Value: s.Misses},
 		{Name: "carry pod updates", Value: s.PodUpdates},
 		{Name: "carry score hits", Value: s.ScoreHits}, {Name: "carry score misses", Value: s.ScoreMisses},
-		{Name: "carry probes", Value: s.Probes},
+		{Name: "carry probes", Value: s.Probes}, {Name: "carry inexact", Value: s.Inexact},
 	}
 }
 
 // Add returns s + o.
 func (s CarryStats) Add(o CarryStats) CarryStats {
 	return CarryStats{s.Hits + o.Hits, s.Misses + o.Misses, s.PodUpdates + o.PodUpdates,
-		s.ScoreHits + o.ScoreHits, s.ScoreMisses + o.ScoreMisses, s.Probes + o.Probes}
+		s.ScoreHits + o.ScoreHits, s.ScoreMisses + o.ScoreMisses, s.Probes + o.Probes, s.Inexact + o.Inexact}
 }
 
 // carry is owned by its NodePicker's goroutine.
@@ -160,9 +161,21 @@ func carries(name string) bool {
 	return false
 }
 
-// carriable reports whether pod's InterPodAffinity state can be carried:
-// required terms of its own, no namespace selector, no deferred resize.
-func carriable(pod *v1.Pod) bool {
+// carriable reports whether plugin name's state for pod can be carried.
+func carriable(name string, pod *v1.Pod) bool {
+	switch name {
+	case names.InterPodAffinity:
+		return carriableIPA(pod)
+	case names.PodTopologySpread:
+		return carriablePTS(pod)
+	}
+	return false
+}
+
+// carriableIPA reports whether pod's InterPodAffinity state can be
+// carried: required terms of its own, no namespace selector, no deferred
+// resize.
+func carriableIPA(pod *v1.Pod) bool {
 	a := pod.Spec.Affinity
 	if a == nil || resource.IsPodResizeDeferred(pod) {
 		return false
@@ -193,30 +206,42 @@ func carriable(pod *v1.Pod) bool {
 	return true
 }
 
-// sameInputs reports whether pod's InterPodAffinity inputs (with its
-// namespace's labels nsLabels) are those of was (with wasNS).
-func sameInputs(pod *v1.Pod, nsLabels labels.Set, was *v1.Pod, wasNS labels.Set) bool {
-	return pod.Namespace == was.Namespace &&
+// sameInputs reports whether pod's inputs to plugin name's PreFilter
+// (with its namespace's labels nsLabels) are those of was (with wasNS):
+// for InterPodAffinity its namespace, labels and affinity; for
+// PodTopologySpread those and its spread constraints, node selector and
+// tolerations (node affinity and taints policies).
+func sameInputs(name string, pod *v1.Pod, nsLabels labels.Set, was *v1.Pod, wasNS labels.Set) bool {
+	same := pod.Namespace == was.Namespace &&
 		labels.Equals(pod.Labels, was.Labels) &&
 		labels.Equals(nsLabels, wasNS) &&
 		equality.Semantic.DeepEqual(pod.Spec.Affinity, was.Spec.Affinity)
+	if !same || name != names.PodTopologySpread {
+		return same
+	}
+	return equality.Semantic.DeepEqual(pod.Spec.TopologySpreadConstraints, was.Spec.TopologySpreadConstraints) &&
+		labels.Equals(pod.Spec.NodeSelector, was.Spec.NodeSelector) &&
+		equality.Semantic.DeepEqual(pod.Spec.Tolerations, was.Spec.Tolerations)
 }
 
 // preFilter is plugin g's PreFilter for the cycle: the carried state
 // advanced to the cycle's snapshot and cloned into state, or the plugin's
 // PreFilter run (and its state kept when it can be carried).
 func (c *carry) preFilter(ctx context.Context, g *guarded, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	if !carriable(pod) {
+	if !carriable(g.name, pod) {
 		return g.runPreFilter(ctx, state, pod, nodes)
 	}
 	nsLabels := interpodaffinity.GetNamespaceLabelsSnapshot(klog.FromContext(ctx), pod.Namespace, c.ns)
-	if e := c.entries[g.name]; e != nil && sameInputs(pod, nsLabels, e.pod, e.nsLabels) {
-		if err := c.advance(ctx, e, pod); err == nil {
+	if e := c.entries[g.name]; e != nil && sameInputs(g.name, pod, nsLabels, e.pod, e.nsLabels) {
+		if err := c.advance(ctx, g.name, e, pod); err == nil {
 			d, err := e.holder.Read(e.key)
-			if err == nil {
+			if err == nil && (g.name != names.PodTopologySpread || spreadStateExact(d)) {
 				state.Write(e.key, d)
 				c.stats.Hits++
 				return nil, nil
+			}
+			if err == nil {
+				c.stats.Inexact++
 			}
 		}
 		delete(c.entries, g.name) // half advanced, or unreadable: computed afresh
@@ -224,7 +249,8 @@ func (c *carry) preFilter(ctx context.Context, g *guarded, state fwk.CycleState,
 	c.stats.Misses++
 	rec := &recordingState{CycleState: state}
 	res, st := g.runPreFilter(ctx, rec, pod, nodes)
-	if !st.IsSuccess() || res != nil || len(rec.keys) != 1 || c.published == nil {
+	if !st.IsSuccess() || res != nil || len(rec.keys) != 1 || c.published == nil ||
+		(g.name == names.PodTopologySpread && !spreadSelectorsSet(rec.vals[0])) {
 		delete(c.entries, g.name)
 		return res, st
 	}
@@ -240,7 +266,13 @@ func (c *carry) preFilter(ctx context.Context, g *guarded, state fwk.CycleState,
 
 // advance brings e's state from e.snap to the cycle's published
 // snapshot: RemovePod and AddPod for the pods of the nodes that changed.
-func (c *carry) advance(ctx context.Context, e *carried, pod *v1.Pod) error {
+//
+// For PodTopologySpread, whose PreFilter counts the pods of each eligible
+// node, zero included, and leaves terminating pods out, while its AddPod
+// counts only the pods it is given, whatever their deletion: a node
+// whose object changed, or a terminating pod among those added or
+// removed, stops the carry (a fresh PreFilter).
+func (c *carry) advance(ctx context.Context, name string, e *carried, pod *v1.Pod) error {
 	cur := c.published
 	if cur == nil {
 		return fmt.Errorf("fwkpick: carry: no snapshot")
@@ -272,6 +304,11 @@ func (c *carry) advance(ctx context.Context, e *carried, pod *v1.Pod) error {
 		}
 		o, n := fwkadapter.WrapNode(old), fwkadapter.WrapNode(now)
 		op, np := o.GetPods(), n.GetPods()
+		spread := name == names.PodTopologySpread
+		if spread && old.Node() != now.Node() {
+			err = fmt.Errorf("fwkpick: carry: node %s changed", now.Node().Name)
+			return
+		}
 		if old.Node() != now.Node() {
 			for _, p := range op {
 				add(-1, p, o)
@@ -283,11 +320,17 @@ func (c *carry) advance(ctx context.Context, e *carried, pod *v1.Pod) error {
 		}
 		for _, p := range op {
 			if !holds(np, p) {
+				if spread && p.GetPod().DeletionTimestamp != nil {
+					err = fmt.Errorf("fwkpick: carry: terminating pod %s", p.GetPod().Name)
+				}
 				add(-1, p, o)
 			}
 		}
 		for _, p := range np {
 			if !holds(op, p) {
+				if spread && p.GetPod().DeletionTimestamp != nil {
+					err = fmt.Errorf("fwkpick: carry: terminating pod %s", p.GetPod().Name)
+				}
 				add(+1, p, n)
 			}
 		}
@@ -341,12 +384,12 @@ func (r *recordingState) Write(key fwk.StateKey, val fwk.StateData) {
 // does not skip finds them (probes).
 func (c *carry) preScore(ctx context.Context, g *guarded, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
 	all := c.np.all
-	if !carriable(pod) || c.published == nil || all == nil || c.np.listOverride != nil {
+	if g.name != names.InterPodAffinity || !carriable(g.name, pod) || c.published == nil || all == nil || c.np.listOverride != nil {
 		return g.runPreScore(ctx, state, pod, nodes)
 	}
 	nsLabels := interpodaffinity.GetNamespaceLabelsSnapshot(klog.FromContext(ctx), pod.Namespace, c.ns)
 	e := c.scores[g.name]
-	if e == nil || !sameInputs(pod, nsLabels, e.pod, e.nsLabels) {
+	if e == nil || !sameInputs(g.name, pod, nsLabels, e.pod, e.nsLabels) {
 		// The first cycle of these inputs runs plainly: pods that never
 		// repeat cost no probes.
 		c.scores[g.name] = &scoreCarry{pod: pod, nsLabels: nsLabels}
