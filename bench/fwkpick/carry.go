@@ -235,7 +235,7 @@ func (c *carry) preFilter(ctx context.Context, g *guarded, state fwk.CycleState,
 	if e := c.entries[g.name]; e != nil && sameInputs(g.name, pod, nsLabels, e.pod, e.nsLabels) {
 		if err := c.advance(ctx, g.name, e, pod); err == nil {
 			d, err := e.holder.Read(e.key)
-			if err == nil && (g.name != names.PodTopologySpread || spreadStateExact(d)) {
+			if err == nil && (g.name != names.PodTopologySpread || spreadStateExact(d, c.np.nom.n.Load() == 0)) {
 				state.Write(e.key, d)
 				c.stats.Hits++
 				return nil, nil
@@ -270,8 +270,11 @@ func (c *carry) preFilter(ctx context.Context, g *guarded, state fwk.CycleState,
 // For PodTopologySpread, whose PreFilter counts the pods of each eligible
 // node, zero included, and leaves terminating pods out, while its AddPod
 // counts only the pods it is given, whatever their deletion: a node
-// whose object changed, or a terminating pod among those added or
-// removed, stops the carry (a fresh PreFilter).
+// whose name, labels or taints changed (what decides whether and where
+// it counts: node affinity, inclusion policies, topology values), or a
+// terminating pod among those added or removed, stops the carry (a fresh
+// PreFilter). A node whose object changed otherwise (its status) counts
+// as before, so only its pods are compared.
 func (c *carry) advance(ctx context.Context, name string, e *carried, pod *v1.Pod) error {
 	cur := c.published
 	if cur == nil {
@@ -305,11 +308,11 @@ func (c *carry) advance(ctx context.Context, name string, e *carried, pod *v1.Po
 		o, n := fwkadapter.WrapNode(old), fwkadapter.WrapNode(now)
 		op, np := o.GetPods(), n.GetPods()
 		spread := name == names.PodTopologySpread
-		if spread && old.Node() != now.Node() {
+		if spread && old.Node() != now.Node() && !sameSpreadNode(old.Node(), now.Node()) {
 			err = fmt.Errorf("fwkpick: carry: node %s changed", now.Node().Name)
 			return
 		}
-		if old.Node() != now.Node() {
+		if !spread && old.Node() != now.Node() {
 			for _, p := range op {
 				add(-1, p, o)
 			}
@@ -343,6 +346,13 @@ func (c *carry) advance(ctx context.Context, name string, e *carried, pod *v1.Po
 	}
 	e.snap = cur
 	return nil
+}
+
+// sameSpreadNode reports whether a and b have the same name, labels and
+// taints.
+func sameSpreadNode(a, b *v1.Node) bool {
+	return a != nil && b != nil && a.Name == b.Name && labels.Equals(a.Labels, b.Labels) &&
+		equality.Semantic.DeepEqual(a.Spec.Taints, b.Spec.Taints)
 }
 
 // holds reports whether pods has p (by identity).

@@ -22,6 +22,11 @@ import (
 // therefore used only when its paths are the two smallest counts, as a
 // fresh PreFilter makes them (which of equal counts comes first being, in
 // upstream too, the order of a map); otherwise the cycle runs PreFilter.
+// Filter reads only the first path's count (the minimum); the rest of the
+// paths matter only to AddPod and RemovePod on the cycle's state, which
+// the framework calls for pods nominated to a node: so in a cycle with no
+// nominated pod (anywhere) a state whose first path holds the minimum
+// count is used, its other path as it stands (loose).
 // The state's fields are exported (for upstream's tests); they are read
 // here by reflection, never written.
 
@@ -77,8 +82,9 @@ func spreadSelectorsSet(d fwk.StateData) bool {
 // spreadStateExact reports whether the state's critical paths are, per
 // constraint, the two smallest counts of its topology values (each path
 // naming a value with its count), or the empty path where there are
-// fewer values: what PreFilter computes from the same counts.
-func spreadStateExact(d fwk.StateData) bool {
+// fewer values: what PreFilter computes from the same counts. With loose,
+// only the first path's count is checked (the minimum, what Filter reads).
+func spreadStateExact(d fwk.StateData, loose bool) bool {
 	_, paths, counts, ok := spreadFields(d)
 	if !ok {
 		return false
@@ -111,6 +117,9 @@ func spreadStateExact(d fwk.StateData) bool {
 			if int(mn.Int()) != want {
 				return false
 			}
+			if loose {
+				break
+			}
 			if n, has := m[vals[k]]; has {
 				if n != want {
 					return false
@@ -119,7 +128,7 @@ func spreadStateExact(d fwk.StateData) bool {
 				return false
 			}
 		}
-		if vals[0] != "" && vals[0] == vals[1] {
+		if !loose && vals[0] != "" && vals[0] == vals[1] {
 			return false
 		}
 	}
