@@ -94,8 +94,8 @@ func (s CarryStats) Add(o CarryStats) CarryStats {
 type carry struct {
 	np        *NodePicker                 // immutable: its owner (the cycle's node list, the lister override)
 	ns        corelisters.NamespaceLister // immutable
-	entries   map[string]*carried         // by plugin name: PreFilter states
-	scores    map[string]*scoreCarry      // by plugin name: PreScore's contributing nodes
+	entries   map[string][]*carried       // by plugin name: PreFilter states, the last used first (at most maxCarried)
+	scores    map[string][]*scoreCarry    // by plugin name: PreScore's contributing nodes, the last used first (at most maxCarried)
 	published *schedcache.Snapshot        // the cycle's published snapshot (begin sets it)
 	sub       []fwk.NodeInfo              // reused: the contributing nodes of a cycle
 	stats     CarryStats
@@ -127,7 +127,31 @@ type carryMarker struct{ c *carry }
 func (m *carryMarker) Clone() fwk.StateData { return m }
 
 func newCarry(np *NodePicker, ns corelisters.NamespaceLister) *carry {
-	return &carry{np: np, ns: ns, entries: map[string]*carried{}, scores: map[string]*scoreCarry{}}
+	return &carry{np: np, ns: ns, entries: map[string][]*carried{}, scores: map[string][]*scoreCarry{}}
+}
+
+// maxCarried bounds the sets of pod inputs a carry keeps per plugin (pods
+// of several templates interleaved); the least recently used goes.
+const maxCarried = 8
+
+// take removes and returns the element of *l that match accepts, if any.
+func take[T any](l *[]T, match func(T) bool) (T, bool) {
+	for i, e := range *l {
+		if match(e) {
+			*l = append((*l)[:i], (*l)[i+1:]...)
+			return e, true
+		}
+	}
+	var zero T
+	return zero, false
+}
+
+// push puts e first in *l, dropping the last beyond maxCarried.
+func push[T any](l *[]T, e T) {
+	*l = append([]T{e}, *l...)
+	if len(*l) > maxCarried {
+		*l = (*l)[:maxCarried]
+	}
 }
 
 // begin marks state as a cycle on published that the carry serves.
@@ -232,11 +256,15 @@ func (c *carry) preFilter(ctx context.Context, g *guarded, state fwk.CycleState,
 		return g.runPreFilter(ctx, state, pod, nodes)
 	}
 	nsLabels := interpodaffinity.GetNamespaceLabelsSnapshot(klog.FromContext(ctx), pod.Namespace, c.ns)
-	if e := c.entries[g.name]; e != nil && sameInputs(g.name, pod, nsLabels, e.pod, e.nsLabels) {
+	list := c.entries[g.name]
+	if e, ok := take(&list, func(e *carried) bool { return sameInputs(g.name, pod, nsLabels, e.pod, e.nsLabels) }); ok {
+		c.entries[g.name] = list
 		if err := c.advance(ctx, g.name, e, pod); err == nil {
 			d, err := e.holder.Read(e.key)
 			if err == nil && (g.name != names.PodTopologySpread || spreadStateExact(d, c.np.nom.n.Load() == 0)) {
 				state.Write(e.key, d)
+				push(&list, e)
+				c.entries[g.name] = list
 				c.stats.Hits++
 				return nil, nil
 			}
@@ -244,14 +272,13 @@ func (c *carry) preFilter(ctx context.Context, g *guarded, state fwk.CycleState,
 				c.stats.Inexact++
 			}
 		}
-		delete(c.entries, g.name) // half advanced, or unreadable: computed afresh
+		// Half advanced, unreadable or inexact: dropped, computed afresh.
 	}
 	c.stats.Misses++
 	rec := &recordingState{CycleState: state}
 	res, st := g.runPreFilter(ctx, rec, pod, nodes)
 	if !st.IsSuccess() || res != nil || len(rec.keys) != 1 || c.published == nil ||
 		(g.name == names.PodTopologySpread && !spreadSelectorsSet(rec.vals[0])) {
-		delete(c.entries, g.name)
 		return res, st
 	}
 	ext := g.PreFilterExtensions()
@@ -260,7 +287,8 @@ func (c *carry) preFilter(ctx context.Context, g *guarded, state fwk.CycleState,
 	}
 	holder := framework.NewCycleState()
 	holder.Write(rec.keys[0], rec.vals[0].Clone())
-	c.entries[g.name] = &carried{pod: pod, nsLabels: nsLabels, snap: c.published, key: rec.keys[0], holder: holder, ext: ext}
+	push(&list, &carried{pod: pod, nsLabels: nsLabels, snap: c.published, key: rec.keys[0], holder: holder, ext: ext})
+	c.entries[g.name] = list
 	return res, st
 }
 
@@ -398,14 +426,17 @@ func (c *carry) preScore(ctx context.Context, g *guarded, state fwk.CycleState, 
 		return g.runPreScore(ctx, state, pod, nodes)
 	}
 	nsLabels := interpodaffinity.GetNamespaceLabelsSnapshot(klog.FromContext(ctx), pod.Namespace, c.ns)
-	e := c.scores[g.name]
-	if e == nil || !sameInputs(g.name, pod, nsLabels, e.pod, e.nsLabels) {
+	list := c.scores[g.name]
+	e, ok := take(&list, func(e *scoreCarry) bool { return sameInputs(g.name, pod, nsLabels, e.pod, e.nsLabels) })
+	if !ok {
 		// The first cycle of these inputs runs plainly: pods that never
 		// repeat cost no probes.
-		c.scores[g.name] = &scoreCarry{pod: pod, nsLabels: nsLabels}
+		push(&list, &scoreCarry{pod: pod, nsLabels: nsLabels})
+		c.scores[g.name] = list
 		c.stats.ScoreMisses++
 		return g.runPreScore(ctx, state, pod, nodes)
 	}
+	c.scores[g.name] = list
 	var pos []int
 	if e.snap == nil || len(e.contrib) != len(all) || !c.published.DiffList(e.snap, func(i int, _ *scfw.NodeInfo) { pos = append(pos, i) }) {
 		e.contrib = make([]bool, len(all))
@@ -415,11 +446,12 @@ func (c *carry) preScore(ctx context.Context, g *guarded, state fwk.CycleState, 
 		}
 	}
 	if err := c.probe(ctx, g, pod, e, pos); err != nil {
-		delete(c.scores, g.name)
 		c.stats.ScoreMisses++
 		return g.runPreScore(ctx, state, pod, nodes)
 	}
 	e.snap = c.published
+	push(&list, e)
+	c.scores[g.name] = list
 	sub := c.sub[:0]
 	for i, ok := range e.contrib {
 		if ok {
