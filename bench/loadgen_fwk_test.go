@@ -56,7 +56,9 @@ func (noNominator) NominatedPodsForNode(string) []fwk.PodInfo                   
 // ports, volumes).
 //
 // This is the per-decision fidelity check of the simulator's real-plugin
-// mode, run with the memo (bench/fwkpick/memo.go) off and on: "varied"
+// mode, with the carry (bench/fwkpick/carry.go) on, whose service the
+// constrained mix checks, and the memo (bench/fwkpick/memo.go) off and
+// on: "varied"
 // draws every pod afresh (few pods share a signature), "templates" copies
 // four fwkPod templates (their inter-pod terms and spread dropped) round
 // robin, with every 25th pod a fresh fwkPod given a required
@@ -113,7 +115,7 @@ func TestFwkPickerMatchesUpstream(t *testing.T) {
 		{"templates/memo-off", false, templates}, {"templates/memo-on", true, templates},
 		{"constrained/memo-off", false, constrained}, {"constrained/memo-on", true, constrained}} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := testFwkPickerMatchesUpstream(t, tc.memo, tc.podAt, tc.podAt != nil && tc.name[0] == 'v')
+			st := testFwkPickerMatchesUpstream(t, tc.memo, tc.podAt, tc.podAt != nil && tc.name[0] == 'v', tc.name[0] == 'c')
 			t.Logf("memo: %+v", st)
 			if !tc.memo {
 				if st != (fwkpick.MemoStats{}) {
@@ -134,7 +136,7 @@ func TestFwkPickerMatchesUpstream(t *testing.T) {
 	}
 }
 
-func testFwkPickerMatchesUpstream(t *testing.T, memo bool, podAt func(r *rand.Rand, i int) *v1.Pod, checkPlugins bool) fwkpick.MemoStats {
+func testFwkPickerMatchesUpstream(t *testing.T, memo bool, podAt func(r *rand.Rand, i int) *v1.Pod, checkPlugins, checkCarry bool) fwkpick.MemoStats {
 	spec, pods := workload.ClusterSpec{Nodes: 120, PodsPerNode: 30, Seed: 2}, 200
 	if !testing.Short() {
 		spec, pods = workload.ClusterSpec{Nodes: 1000, PodsPerNode: 30, Seed: 2}, 1000
@@ -339,6 +341,11 @@ func testFwkPickerMatchesUpstream(t *testing.T, memo bool, podAt func(r *rand.Ra
 		t.Fatalf("examined %d nodes for %d pods, scheduled %d: the cycles did little", examined, pods, scheduled)
 	}
 	t.Logf("%d pods, %d scheduled, %d nodes examined; rejections %v", pods, scheduled, examined, counts)
+	if cs := np.CarryStats(); checkCarry && (cs.Hits == 0 || cs.PodUpdates == 0) {
+		t.Fatalf("constrained: the carry served nothing: %+v", cs)
+	} else {
+		t.Logf("carry: %+v", cs)
+	}
 	return np.MemoStats()
 }
 
