@@ -49,8 +49,16 @@ import (
 // it), so the carried outcome, success with no PreFilterResult, is the
 // fresh one. Terms with a namespace selector (merged by PreFilter from the
 // namespace lister) are not carried. The carried state is advanced in
-// place and each cycle gets a clone (the plugin's Clone), so what a cycle
-// or its preemption does to its state never reaches the carry.
+// place and handed to the cycle as it is, not copied: the cycle's Filter
+// and Score only read it; what writes to a cycle's state (AddPod for the
+// pods nominated to a node, in RunFilterPluginsWithNominatedPods) writes
+// to a Clone of it, as upstream's runtime clones the state first; and
+// the next advance comes after the cycle has ended. The state holds the
+// PodInfo of the pod it was first computed for, whose inputs (all the
+// plugins read of it) are the current pod's.
+//
+// PodTopologySpread's state is carried too, under more conditions
+// (carry_spread.go, advance).
 //
 // The picker hands the carry to the plugin's PreFilter through the cycle
 // state (carryKey): the guarded wrapper (guard.go) of a carried plugin
@@ -98,11 +106,11 @@ type carry struct {
 	scores    map[string][]*scoreCarry    // by plugin name: PreScore's contributing nodes, the last used first (at most maxCarried)
 	published *schedcache.Snapshot        // the cycle's published snapshot (begin sets it)
 	sub       []fwk.NodeInfo              // reused: the contributing nodes of a cycle
-	stats     CarryStats
+	stats     CarryStats                  // read by NodePicker.CarryStats on the owner goroutine
 }
 
 // scoreCarry is which nodes contribute to a plugin's PreScore for pods
-// of one set of inputs.
+// of one set of inputs. Owned by the carry's goroutine.
 type scoreCarry struct {
 	pod      *v1.Pod              // the pod the inputs are those of
 	nsLabels labels.Set           // its namespace's labels
@@ -111,13 +119,14 @@ type scoreCarry struct {
 }
 
 // carried is one plugin's PreFilter state and what it was computed for.
+// All its fields are owned by the carry's goroutine.
 type carried struct {
-	pod      *v1.Pod              // the pod it was computed for (its InterPodAffinity inputs)
-	nsLabels labels.Set           // the pod's namespace's labels then
-	snap     *schedcache.Snapshot // the published snapshot the state reflects
-	key      fwk.StateKey         // the key the plugin wrote it under
-	holder   *framework.CycleState
-	ext      fwk.PreFilterExtensions
+	pod      *v1.Pod                 // immutable: the pod it was computed for (its inputs)
+	nsLabels labels.Set              // immutable: the pod's namespace's labels then
+	snap     *schedcache.Snapshot    // the published snapshot the state reflects
+	key      fwk.StateKey            // immutable: the key the plugin wrote it under
+	holder   *framework.CycleState   // holds the state under key (AddPod and RemovePod take a cycle state)
+	ext      fwk.PreFilterExtensions // immutable: the plugin's AddPod and RemovePod (guarded)
 }
 
 // carryMarker is the cycle state's pointer to the cycle's carry.
@@ -249,7 +258,7 @@ func sameInputs(name string, pod *v1.Pod, nsLabels labels.Set, was *v1.Pod, wasN
 }
 
 // preFilter is plugin g's PreFilter for the cycle: the carried state
-// advanced to the cycle's snapshot and cloned into state, or the plugin's
+// advanced to the cycle's snapshot and written into state, or the plugin's
 // PreFilter run (and its state kept when it can be carried).
 func (c *carry) preFilter(ctx context.Context, g *guarded, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if !carriable(g.name, pod) {
