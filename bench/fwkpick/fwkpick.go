@@ -128,6 +128,10 @@ type Config struct {
 	// and Score plugin on every node it examines. The decisions are the
 	// same either way; the memo only saves the work.
 	NoMemo bool
+	// NoCarry turns the carry off (carry.go): every cycle runs
+	// InterPodAffinity's PreFilter over the whole cluster. The decisions
+	// are the same either way.
+	NoCarry bool
 }
 
 // ParsePlugins parses -plugins: "default" (every plugin of
@@ -164,6 +168,7 @@ type Picker struct {
 	factory  informers.SharedInformerFactory // immutable after New: listers only, never started
 	pct      int32                           // immutable: the first profile's
 	noMemo   bool                            // immutable
+	noCarry  bool                            // immutable
 	par      int                             // immutable
 	mu       sync.Mutex                      // guards open, closed
 	open     map[*NodePicker]struct{}        // guarded by mu
@@ -186,7 +191,7 @@ func New(cfg Config) (*Picker, error) {
 		return nil, err
 	}
 	p := &Picker{index: map[string]int{}, profiles: b.profiles, registry: b.guarded, raw: b.raw,
-		factory: factory, pct: b.profiles[0].pct, par: b.par, noMemo: cfg.NoMemo, open: map[*NodePicker]struct{}{}}
+		factory: factory, pct: b.profiles[0].pct, par: b.par, noMemo: cfg.NoMemo, noCarry: cfg.NoCarry, open: map[*NodePicker]struct{}{}}
 	for _, pr := range b.profiles {
 		for _, name := range pr.plugins {
 			if _, ok := p.index[name]; !ok {
@@ -381,12 +386,16 @@ type NodePicker struct {
 	scoringIdx []int                        // owned by the owner goroutine: a split cycle's scoring plugins, reused
 	all        []fwk.NodeInfo               // owned by the owner goroutine: the snapshot's list (list)
 	prev       *schedcache.Snapshot         // owned by the owner goroutine: the published snapshot all was filled from
-	scores     []fwk.NodePluginScores       // owned by the owner goroutine: a cycle's totals, reused
-	scoring    []string                     // owned by the owner goroutine: a cycle's non-skipped Score plugins, reused
-	runs       []profileRun                 // immutable after NewFramework: per profile, as fws
-	run        *profileRun                  // owned by the owner goroutine: fw's (cycle sets it)
-	nom        *fwkadapter.Nominator        // immutable pointer: the nominated pods (preempt.go)
-	pres       []*preemption                // owned by the owner goroutine: per profile, PostFilter's framework, built on first use (preempt.go)
+	// listOverride, when not nil, is what the framework's List and
+	// HavePodsWithAffinityList return: set by the carry around one
+	// plugin's PreScore (carry.go), nil otherwise.
+	listOverride []fwk.NodeInfo         // owned by the owner goroutine
+	scores       []fwk.NodePluginScores // owned by the owner goroutine: a cycle's totals, reused
+	scoring      []string               // owned by the owner goroutine: a cycle's non-skipped Score plugins, reused
+	runs         []profileRun           // immutable after NewFramework: per profile, as fws
+	run          *profileRun            // owned by the owner goroutine: fw's (cycle sets it)
+	nom          *fwkadapter.Nominator  // immutable pointer: the nominated pods (preempt.go)
+	pres         []*preemption          // owned by the owner goroutine: per profile, PostFilter's framework, built on first use (preempt.go)
 	// Record keeps the last Decision and PreemptionRecord (tests); set
 	// before Pick.
 	Record         bool             // owned by the owner goroutine
@@ -514,6 +523,7 @@ func (np *NodePicker) cycle(ctx context.Context, published *schedcache.Snapshot,
 		return "", nil
 	}
 	state := framework.NewCycleState()
+	np.run.carry.begin(state, published)
 	np.cycles++
 	state.SetRecordPluginMetrics(np.cycles%10 == 0) // upstream samples 10% of cycles, at random
 	pre, st, unsched := np.fw.RunPreFilterPlugins(ctx, state, pod)
@@ -853,23 +863,52 @@ type cycleNodes struct {
 	np *NodePicker
 }
 
-// List returns the cycle's node list (never changed during a cycle).
+// List returns the cycle's node list (never changed during a cycle), or
+// the carry's list around a carried PreScore.
 func (l cycleNodes) List() ([]fwk.NodeInfo, error) {
+	if l.np.listOverride != nil {
+		return l.np.listOverride, nil
+	}
 	if l.np.all == nil {
 		return l.NodeInfoLister.List()
 	}
 	return l.np.all, nil
 }
 
+// HavePodsWithAffinityList is the lister's, or the carry's list around a
+// carried PreScore.
+func (l cycleNodes) HavePodsWithAffinityList() ([]fwk.NodeInfo, error) {
+	if l.np.listOverride != nil {
+		return l.np.listOverride, nil
+	}
+	return l.NodeInfoLister.HavePodsWithAffinityList()
+}
+
 var _ sim.Counting = (*NodePicker)(nil)
 
-// Counters implements sim.Counting: the memo's counts, summed over the
-// profiles (none when the memo is off).
+// Counters implements sim.Counting: the memo's and the carry's counts,
+// summed over the profiles (none for one that is off).
 func (np *NodePicker) Counters() []sim.PickerCounter {
-	if np.p.noMemo {
-		return nil
+	var out []sim.PickerCounter
+	if !np.p.noMemo {
+		out = np.MemoStats().Counters()
 	}
-	return np.MemoStats().Counters()
+	if !np.p.noCarry {
+		out = append(out, np.CarryStats().Counters()...)
+	}
+	return out
+}
+
+// CarryStats returns what the carry did in np's cycles so far, over its
+// profiles (zero when it is off).
+func (np *NodePicker) CarryStats() CarryStats {
+	var st CarryStats
+	for _, r := range np.runs {
+		if r.carry != nil {
+			st = st.Add(r.carry.stats)
+		}
+	}
+	return st
 }
 
 // MemoStats returns what the memo did in np's cycles so far, over its
@@ -895,6 +934,7 @@ type profileRun struct {
 	split        *split      // owned by the owner goroutine; nil: no split (split.go)
 	norm         *normalizer // owned by the owner goroutine
 	scorePlugins []string    // immutable: the profile's Score plugins, in order
+	carry        *carry      // owned by the owner goroutine; nil: off, or the profile has no carried plugin (carry.go)
 }
 
 // profileRun builds pr's run state for its framework fw.
@@ -904,6 +944,14 @@ func (np *NodePicker) profileRun(ctx context.Context, pr *profile, fw framework.
 	score := fw.ListPlugins().Score.Enabled
 	for _, pl := range score {
 		run.scorePlugins = append(run.scorePlugins, pl.Name)
+	}
+	if !np.p.noCarry {
+		for _, pl := range pr.plugins {
+			if carries(pl) {
+				run.carry = newCarry(np, np.p.factory.Core().V1().Namespaces().Lister())
+				break
+			}
+		}
 	}
 	if np.p.noMemo {
 		return run, nil

@@ -97,6 +97,9 @@ func (n *Nominator) dropLocked(uid types.UID) {
 	}
 }
 
+// Len returns the number of pods nominated (lock-free).
+func (n *Nominator) Len() int { return int(n.n.Load()) }
+
 // Has reports whether pods are nominated to node.
 func (n *Nominator) Has(node string) bool {
 	if n.n.Load() == 0 {

@@ -47,6 +47,7 @@ func TestNominator(t *testing.T) {
 	a, b := pendingPod("a", "n1"), pendingPod("b", "")
 	n.AddNominatedPod(logger, info(t, a), nil)
 	n.AddNominatedPod(logger, info(t, b), &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride, NominatedNodeName: "n1"})
+	require.Equal(t, 2, n.Len())
 	held := n.NominatedPodsForNode("n1")
 	require.ElementsMatch(t, []string{"a", "b"}, podNames(held))
 	require.True(t, n.Has("n1"))
