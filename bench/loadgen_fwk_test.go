@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,7 +56,9 @@ func (noNominator) NominatedPodsForNode(string) []fwk.PodInfo                   
 // ports, volumes).
 //
 // This is the per-decision fidelity check of the simulator's real-plugin
-// mode, run with the memo (bench/fwkpick/memo.go) off and on: "varied"
+// mode, with the carry (bench/fwkpick/carry.go) on, whose service the
+// constrained mix checks, and the memo (bench/fwkpick/memo.go) off and
+// on: "varied"
 // draws every pod afresh (few pods share a signature), "templates" copies
 // four fwkPod templates (their inter-pod terms and spread dropped) round
 // robin, with every 25th pod a fresh fwkPod given a required
@@ -112,7 +115,7 @@ func TestFwkPickerMatchesUpstream(t *testing.T) {
 		{"templates/memo-off", false, templates}, {"templates/memo-on", true, templates},
 		{"constrained/memo-off", false, constrained}, {"constrained/memo-on", true, constrained}} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := testFwkPickerMatchesUpstream(t, tc.memo, tc.podAt, tc.podAt != nil && tc.name[0] == 'v')
+			st := testFwkPickerMatchesUpstream(t, tc.memo, tc.podAt, tc.podAt != nil && tc.name[0] == 'v', tc.name[0] == 'c')
 			t.Logf("memo: %+v", st)
 			if !tc.memo {
 				if st != (fwkpick.MemoStats{}) {
@@ -133,7 +136,7 @@ func TestFwkPickerMatchesUpstream(t *testing.T) {
 	}
 }
 
-func testFwkPickerMatchesUpstream(t *testing.T, memo bool, podAt func(r *rand.Rand, i int) *v1.Pod, checkPlugins bool) fwkpick.MemoStats {
+func testFwkPickerMatchesUpstream(t *testing.T, memo bool, podAt func(r *rand.Rand, i int) *v1.Pod, checkPlugins, checkCarry bool) fwkpick.MemoStats {
 	spec, pods := workload.ClusterSpec{Nodes: 120, PodsPerNode: 30, Seed: 2}, 200
 	if !testing.Short() {
 		spec, pods = workload.ClusterSpec{Nodes: 1000, PodsPerNode: 30, Seed: 2}, 1000
@@ -338,6 +341,11 @@ func testFwkPickerMatchesUpstream(t *testing.T, memo bool, podAt func(r *rand.Ra
 		t.Fatalf("examined %d nodes for %d pods, scheduled %d: the cycles did little", examined, pods, scheduled)
 	}
 	t.Logf("%d pods, %d scheduled, %d nodes examined; rejections %v", pods, scheduled, examined, counts)
+	if cs := np.CarryStats(); checkCarry && (cs.Hits == 0 || cs.PodUpdates == 0) {
+		t.Fatalf("constrained: the carry served nothing: %+v", cs)
+	} else {
+		t.Logf("carry: %+v", cs)
+	}
 	return np.MemoStats()
 }
 
@@ -705,6 +713,58 @@ func TestFwkPickerTaintsAffinityPreset(t *testing.T) {
 	}
 }
 
+// TestFwkPickerCarrySameRun: the carry (fwkpick/carry.go: InterPodAffinity's
+// and PodTopologySpread's PreFilter state advanced from cycle to cycle,
+// InterPodAffinity's PreScore on the contributing nodes) changes no
+// decision: the same digest, counts and rejections with it off and on,
+// with the memo on and off, on the scheduler_perf presets with inter-pod
+// terms and spread constraints (scaled down), on a scenario whose pods
+// repeat such terms while pods are deleted and updated and nodes change
+// (testdata/carry-scenario.yaml: zone moves, NotReady, drains, nodes
+// added), and on a generated workload; and the carry served cycles
+// (its counters, in the report), probing contributing nodes in the
+// scenario.
+func TestFwkPickerCarrySameRun(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		noMemo bool
+		args   []string
+	}{
+		{"perf-pod-anti-affinity", false, []string{"-preset", "perf-pod-anti-affinity", "-scale", "0.03"}},
+		{"perf-topology-spreading", false, []string{"-preset", "perf-topology-spreading", "-scale", "0.03"}},
+		{"scenario", false, []string{"-scenario", "testdata/carry-scenario.yaml"}},
+		{"scenario-memo-off", true, []string{"-scenario", "testdata/carry-scenario.yaml"}},
+		{"generated", false, []string{"-nodes", "100", "-pods-per-node", "10", "-schedulers", "2", "-deterministic", "-duration", "60ms", "-seed", "9"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			off := fwkSimRunArgs(t, fwkpick.Config{NoMemo: tc.noMemo, NoCarry: true}, tc.args...)
+			on := fwkSimRunArgs(t, fwkpick.Config{NoMemo: tc.noMemo}, tc.args...)
+			if off.Digest == "" || off.Digest != on.Digest {
+				t.Fatalf("digest carry off %q, on %q", off.Digest, on.Digest)
+			}
+			if off.Counts != on.Counts || !mapsEqualF(rejections(off), rejections(on)) {
+				t.Fatalf("counts or rejections differ: %+v %v vs %+v %v", off.Counts, rejections(off), on.Counts, rejections(on))
+			}
+			got := map[string]int64{}
+			for _, c := range off.PickerCounters {
+				if strings.HasPrefix(c.Name, "carry") {
+					t.Fatalf("carry off, counters %v", off.PickerCounters)
+				}
+			}
+			for _, c := range on.PickerCounters {
+				got[c.Name] = c.Value
+			}
+			if tc.name != "generated" && (got["carry hits"] == 0 || got["carry pod updates"] == 0 || on.Counts.Scheduled == 0) {
+				t.Fatalf("carry on served nothing: %v, %d scheduled", on.PickerCounters, on.Counts.Scheduled)
+			}
+			if strings.HasPrefix(tc.name, "scenario") && (got["carry score hits"] == 0 || got["carry probes"] <= got["carry score hits"]) {
+				t.Fatalf("carry on probed no contributing node: %v", on.PickerCounters)
+			}
+			t.Logf("%d scheduled; %v", on.Counts.Scheduled, on.PickerCounters)
+		})
+	}
+}
+
 // TestFwkPickerMemoSameRun: the memo (and its split, for the pods with
 // inter-pod terms or spread constraints) changes no decision: deterministic
 // runs of the scheduler_perf presets (scaled down) and of a generated
@@ -735,8 +795,10 @@ func TestFwkPickerMemoSameRun(t *testing.T) {
 			if off.Counts != on.Counts || !mapsEqualF(rejections(off), rejections(on)) {
 				t.Fatalf("counts or rejections differ: %+v %v vs %+v %v", off.Counts, rejections(off), on.Counts, rejections(on))
 			}
-			if len(off.PickerCounters) != 0 {
-				t.Fatalf("memo off, counters %v", off.PickerCounters)
+			for _, c := range off.PickerCounters {
+				if strings.HasPrefix(c.Name, "memo") || strings.Contains(c.Name, "filter") || strings.HasPrefix(c.Name, "score") {
+					t.Fatalf("memo off, counters %v", off.PickerCounters)
+				}
 			}
 			got := map[string]int64{}
 			for _, c := range on.PickerCounters {

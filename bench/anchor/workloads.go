@@ -360,22 +360,13 @@ func LowPriorityPod() *v1.Pod {
 // node of 4 CPUs only once all four of the node's low-priority pods are
 // preempted: every measured pod preempts.
 func HighPriorityPod() *v1.Pod {
-	rl := v1.ResourceList{
-		v1.ResourceCPU:    resource.MustParse("3970m"),
-		v1.ResourceMemory: resource.MustParse("500Mi"),
-	}
+	p := LowPriorityPod()
+	p.GenerateName = "pod-high-priority-"
+	c := &p.Spec.Containers[0]
+	c.Image, c.Ports = "registry.k8s.io/pause:3.10.2", nil
+	c.Resources.Requests[v1.ResourceCPU] = resource.MustParse("3970m")
+	c.Resources.Limits[v1.ResourceCPU] = resource.MustParse("3970m")
 	prio := int32(9999999)
-	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "pod-high-priority-"},
-		Spec: v1.PodSpec{
-			Containers: []v1.Container{{
-				Name:      "pause",
-				Image:     "registry.k8s.io/pause:3.10.2",
-				Resources: v1.ResourceRequirements{Limits: rl, Requests: rl.DeepCopy()},
-			}},
-			Priority:                      &prio,
-			TerminationGracePeriodSeconds: new(int64),
-			SchedulerName:                 v1.DefaultSchedulerName,
-		},
-	}
+	p.Spec.Priority = &prio
+	return p
 }

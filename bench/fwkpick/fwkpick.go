@@ -131,6 +131,10 @@ type Config struct {
 	// and Score plugin on every node it examines. The decisions are the
 	// same either way; the memo only saves the work.
 	NoMemo bool
+	// NoCarry turns the carry off (carry.go): every cycle runs
+	// InterPodAffinity's PreFilter over the whole cluster. The decisions
+	// are the same either way.
+	NoCarry bool
 }
 
 // ParsePlugins parses -plugins: "default" (every plugin of
@@ -167,6 +171,7 @@ type Picker struct {
 	factory  informers.SharedInformerFactory // immutable after New: listers only, never started
 	pct      int32                           // immutable: the first profile's
 	noMemo   bool                            // immutable
+	noCarry  bool                            // immutable
 	par      int                             // immutable
 	mu       sync.Mutex                      // guards open, closed, rejectedWaits
 	open     map[*NodePicker]struct{}        // guarded by mu
@@ -193,7 +198,7 @@ func New(cfg Config) (*Picker, error) {
 		return nil, err
 	}
 	p := &Picker{index: map[string]int{}, profiles: b.profiles, registry: b.guarded, raw: b.raw,
-		factory: factory, pct: b.profiles[0].pct, par: b.par, noMemo: cfg.NoMemo, open: map[*NodePicker]struct{}{},
+		factory: factory, pct: b.profiles[0].pct, par: b.par, noMemo: cfg.NoMemo, noCarry: cfg.NoCarry, open: map[*NodePicker]struct{}{},
 		rejectedWaits: map[types.UID]bool{}, genericWorkload: utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload)}
 	for name := range cfg.OutOfTree {
 		p.registry[name] = p.watchFactory(p.registry[name])
@@ -306,7 +311,7 @@ func (p *Picker) NewFrameworkFor(ctx context.Context, cfg sim.PickerConfig) (*No
 	// upstream's recorder flushes every second; a shorter interval only
 	// makes Close quicker.
 	rec := metrics.NewMetricsAsyncRecorder(1000, 50*time.Millisecond, stop)
-	np := &NodePicker{p: p, snap: snap, lister: lister, stop: stop, rec: rec, nom: newNominator()}
+	np := &NodePicker{p: p, snap: snap, lister: lister, stop: stop, rec: rec, nom: fwkadapter.NewNominator()}
 	np.bindInit()
 	// One waiting-pods map for every profile, as upstream's scheduler.New.
 	waiting := frameworkruntime.NewWaitingPodsMap()
@@ -420,13 +425,17 @@ type NodePicker struct {
 	scoringIdx []int                        // owned by the owner goroutine: a split cycle's scoring plugins, reused
 	all        []fwk.NodeInfo               // owned by the owner goroutine: the snapshot's list (list)
 	prev       *schedcache.Snapshot         // owned by the owner goroutine: the published snapshot all was filled from
-	scores     []fwk.NodePluginScores       // owned by the owner goroutine: a cycle's totals, reused
-	scoring    []string                     // owned by the owner goroutine: a cycle's non-skipped Score plugins, reused
-	runs       []profileRun                 // immutable after NewFramework: per profile, as fws
-	run        *profileRun                  // owned by the owner goroutine: fw's (cycle sets it)
-	nom        *nominator                   // immutable pointer: the nominated pods (preempt.go)
-	pres       []*preemption                // owned by the owner goroutine: per profile, PostFilter's framework, built on first use (preempt.go)
-	bind       bindState                    // owned by the owner goroutine: the binding cycle (bind.go)
+	// listOverride, when not nil, is what the framework's List and
+	// HavePodsWithAffinityList return: set by the carry around one
+	// plugin's PreScore (carry.go), nil otherwise.
+	listOverride []fwk.NodeInfo         // owned by the owner goroutine
+	scores       []fwk.NodePluginScores // owned by the owner goroutine: a cycle's totals, reused
+	scoring      []string               // owned by the owner goroutine: a cycle's non-skipped Score plugins, reused
+	runs         []profileRun           // immutable after NewFramework: per profile, as fws
+	run          *profileRun            // owned by the owner goroutine: fw's (cycle sets it)
+	nom          *fwkadapter.Nominator  // immutable pointer: the nominated pods (preempt.go)
+	pres         []*preemption          // owned by the owner goroutine: per profile, PostFilter's framework, built on first use (preempt.go)
+	bind         bindState              // owned by the owner goroutine: the binding cycle (bind.go)
 	// Record keeps the last Decision and PreemptionRecord (tests); set
 	// before Pick.
 	Record         bool             // owned by the owner goroutine
@@ -555,6 +564,7 @@ func (np *NodePicker) cycle(ctx context.Context, published *schedcache.Snapshot,
 	}
 	state := framework.NewCycleState()
 	np.keepCycle(pod, prof, state) // for the binding cycle, if a node is chosen (bind.go)
+	np.run.carry.begin(state, published)
 	np.cycles++
 	state.SetRecordPluginMetrics(np.cycles%10 == 0) // upstream samples 10% of cycles, at random
 	pre, st, unsched := np.fw.RunPreFilterPlugins(ctx, state, pod)
@@ -851,7 +861,7 @@ func (np *NodePicker) totals(ctx context.Context, state fwk.CycleState, pod *v1.
 // hasNominated reports whether pods are nominated to ni's node (the
 // memo never serves such a node: its Filter counts them).
 func (np *NodePicker) hasNominated(ni fwk.NodeInfo) bool {
-	return np.nom.has(ni.Node().Name)
+	return np.nom.Has(ni.Node().Name)
 }
 
 // list returns the snapshot's nodes in list order, as the lister's List,
@@ -894,23 +904,52 @@ type cycleNodes struct {
 	np *NodePicker
 }
 
-// List returns the cycle's node list (never changed during a cycle).
+// List returns the cycle's node list (never changed during a cycle), or
+// the carry's list around a carried PreScore.
 func (l cycleNodes) List() ([]fwk.NodeInfo, error) {
+	if l.np.listOverride != nil {
+		return l.np.listOverride, nil
+	}
 	if l.np.all == nil {
 		return l.NodeInfoLister.List()
 	}
 	return l.np.all, nil
 }
 
+// HavePodsWithAffinityList is the lister's, or the carry's list around a
+// carried PreScore.
+func (l cycleNodes) HavePodsWithAffinityList() ([]fwk.NodeInfo, error) {
+	if l.np.listOverride != nil {
+		return l.np.listOverride, nil
+	}
+	return l.NodeInfoLister.HavePodsWithAffinityList()
+}
+
 var _ sim.Counting = (*NodePicker)(nil)
 
-// Counters implements sim.Counting: the memo's counts, summed over the
-// profiles (none when the memo is off).
+// Counters implements sim.Counting: the memo's and the carry's counts,
+// summed over the profiles (none for one that is off).
 func (np *NodePicker) Counters() []sim.PickerCounter {
-	if np.p.noMemo {
-		return nil
+	var out []sim.PickerCounter
+	if !np.p.noMemo {
+		out = np.MemoStats().Counters()
 	}
-	return np.MemoStats().Counters()
+	if !np.p.noCarry {
+		out = append(out, np.CarryStats().Counters()...)
+	}
+	return out
+}
+
+// CarryStats returns what the carry did in np's cycles so far, over its
+// profiles (zero when it is off).
+func (np *NodePicker) CarryStats() CarryStats {
+	var st CarryStats
+	for _, r := range np.runs {
+		if r.carry != nil {
+			st = st.Add(r.carry.stats)
+		}
+	}
+	return st
 }
 
 // MemoStats returns what the memo did in np's cycles so far, over its
@@ -936,6 +975,7 @@ type profileRun struct {
 	split        *split      // owned by the owner goroutine; nil: no split (split.go)
 	norm         *normalizer // owned by the owner goroutine
 	scorePlugins []string    // immutable: the profile's Score plugins, in order
+	carry        *carry      // owned by the owner goroutine; nil: off, or the profile has no carried plugin (carry.go)
 }
 
 // profileRun builds pr's run state for its framework fw.
@@ -945,6 +985,14 @@ func (np *NodePicker) profileRun(ctx context.Context, pr *profile, fw framework.
 	score := fw.ListPlugins().Score.Enabled
 	for _, pl := range score {
 		run.scorePlugins = append(run.scorePlugins, pl.Name)
+	}
+	if !np.p.noCarry {
+		for _, pl := range pr.plugins {
+			if carries(pl) {
+				run.carry = newCarry(np, np.p.factory.Core().V1().Namespaces().Lister())
+				break
+			}
+		}
 	}
 	if np.p.noMemo {
 		return run, nil

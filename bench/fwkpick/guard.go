@@ -189,7 +189,25 @@ func (g *guarded) notServed(point string) *fwk.Status {
 
 func (g *guarded) Name() string { return g.name }
 
+// PreFilter is the plugin's, or, for a plugin the carry keeps in a cycle
+// that has one, the carry's (carry.go).
 func (g *guarded) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (res *fwk.PreFilterResult, st *fwk.Status) {
+	if carries(g.name) {
+		if c := carryOf(state); c != nil {
+			defer func() {
+				if r := recover(); r != nil {
+					res = nil
+					statusOf(&st, g.name, "PreFilter", r)
+				}
+			}()
+			return c.preFilter(ctx, g, state, pod, nodes)
+		}
+	}
+	return g.runPreFilter(ctx, state, pod, nodes)
+}
+
+// runPreFilter is the plugin's PreFilter.
+func (g *guarded) runPreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (res *fwk.PreFilterResult, st *fwk.Status) {
 	if g.preFilter == nil {
 		return nil, g.notServed("PreFilter")
 	}
@@ -230,7 +248,25 @@ func (g *guarded) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 	return g.filter.Filter(ctx, state, pod, ni)
 }
 
+// PreScore is the plugin's, or, for a plugin the carry keeps in a cycle
+// that has one, the carry's (carry.go).
 func (g *guarded) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (st *fwk.Status) {
+	if carries(g.name) {
+		if c := carryOf(state); c != nil {
+			defer func() {
+				if r := recover(); r != nil {
+					c.np.listOverride = nil
+					statusOf(&st, g.name, "PreScore", r)
+				}
+			}()
+			return c.preScore(ctx, g, state, pod, nodes)
+		}
+	}
+	return g.runPreScore(ctx, state, pod, nodes)
+}
+
+// runPreScore is the plugin's PreScore.
+func (g *guarded) runPreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (st *fwk.Status) {
 	if g.preScore == nil {
 		return g.notServed("PreScore")
 	}

@@ -47,11 +47,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -95,117 +93,12 @@ type PreemptionRecord struct {
 	Cleared []string
 }
 
-// ---- the nominator ----
-
-// nominator is a fwk.PodNominator holding the nominations the simulator
-// reports. Contract: safe for concurrent use (Filter reads it from the
-// parallelizer's goroutines); the slices it hands out are never changed.
-type nominator struct {
-	n      atomic.Int64 // atomic: pods nominated (a lock-free answer when none is)
-	mu     sync.RWMutex
-	byNode map[string][]fwk.PodInfo // guarded by mu; each slice replaced, never changed
-	byUID  map[types.UID]string     // guarded by mu: pod -> node
-	byKey  map[string]*v1.Pod       // guarded by mu: "namespace/name" -> pod
-}
-
-func newNominator() *nominator {
-	return &nominator{byNode: map[string][]fwk.PodInfo{}, byUID: map[types.UID]string{}, byKey: map[string]*v1.Pod{}}
-}
-
-// set nominates pod to node ("" none).
-func (n *nominator) set(pod *v1.Pod, node string) {
-	var pi fwk.PodInfo
-	if node != "" {
-		p, err := framework.NewPodInfo(pod)
-		if err != nil {
-			return // a pod the framework cannot read is never scheduled either
-		}
-		pi = p
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.dropLocked(pod.UID)
-	if node == "" {
-		return
-	}
-	n.byUID[pod.UID] = node
-	n.n.Add(1)
-	n.byKey[pod.Namespace+"/"+pod.Name] = pod
-	n.byNode[node] = append(slices.Clip(n.byNode[node]), pi)
-}
-
-// dropLocked forgets uid's nomination; mu is held.
-func (n *nominator) dropLocked(uid types.UID) {
-	node, ok := n.byUID[uid]
-	if !ok {
-		return
-	}
-	delete(n.byUID, uid)
-	n.n.Add(-1)
-	old := n.byNode[node]
-	out := make([]fwk.PodInfo, 0, len(old))
-	for _, pi := range old {
-		if pi.GetPod().UID == uid {
-			delete(n.byKey, pi.GetPod().Namespace+"/"+pi.GetPod().Name)
-			continue
-		}
-		out = append(out, pi)
-	}
-	if len(out) == 0 {
-		delete(n.byNode, node)
-	} else {
-		n.byNode[node] = out
-	}
-}
-
-// has says whether pods are nominated to node.
-func (n *nominator) has(node string) bool {
-	if n.n.Load() == 0 {
-		return false
-	}
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	return len(n.byNode[node]) > 0
-}
-
-// pod returns the nominated pod "namespace/name", or nil.
-func (n *nominator) pod(key string) *v1.Pod {
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	return n.byKey[key]
-}
-
-func (n *nominator) AddNominatedPod(_ klog.Logger, pi fwk.PodInfo, ni *fwk.NominatingInfo) {
-	node := pi.GetPod().Status.NominatedNodeName
-	if ni.Mode() == fwk.ModeOverride {
-		node = ni.NominatedNodeName
-	}
-	n.set(pi.GetPod(), node)
-}
-func (n *nominator) DeleteNominatedPodIfExists(pod *v1.Pod) { n.set(pod, "") }
-func (n *nominator) UpdateNominatedPod(_ klog.Logger, _ *v1.Pod, pi fwk.PodInfo) {
-	n.mu.RLock()
-	node := n.byUID[pi.GetPod().UID]
-	n.mu.RUnlock()
-	if node != "" {
-		n.set(pi.GetPod(), node)
-	}
-}
-func (n *nominator) NominatedPodsForNode(node string) []fwk.PodInfo {
-	if n.n.Load() == 0 {
-		return nil
-	}
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	return slices.Clone(n.byNode[node])
-}
-
 // Nominate implements sim.Preemptor: the nominated pods Filter counts.
 func (np *NodePicker) Nominate(pod *v1.Pod, node string) {
 	if np == nil || np.nom == nil || pod == nil {
 		return
 	}
-	np.nom.set(pod, node)
+	np.nom.Set(pod, node)
 }
 
 // nominatedFirst is upstream's evaluateNominatedNode: a pod nominated to
@@ -584,7 +477,7 @@ func (pre *preemption) run(ctx context.Context, np *NodePicker, published *sched
 		}
 	}
 	for _, key := range cleared {
-		if p := np.nom.pod(key); p != nil {
+		if p := np.nom.Pod(key); p != nil {
 			out.Cleared = append(out.Cleared, p)
 		}
 	}

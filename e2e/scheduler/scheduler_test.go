@@ -2,8 +2,12 @@ package scheduler_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,11 +15,15 @@ import (
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -138,10 +146,13 @@ func configFile(t *testing.T) string {
 // addNode creates a ready node with cpu CPUs, without the not-ready taint
 // the apiserver's admission gives new nodes (no node controller runs to
 // take it off).
-func addNode(t *testing.T, ctx context.Context, admin kubernetes.Interface, name, cpu string) {
+func addNode(t *testing.T, ctx context.Context, admin kubernetes.Interface, name, cpu string, labels ...string) {
 	t.Helper()
-	n, err := admin.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
-		Labels: map[string]string{v1.LabelHostname: name}}}, metav1.CreateOptions{})
+	l := map[string]string{v1.LabelHostname: name}
+	for i := 0; i+1 < len(labels); i += 2 {
+		l[labels[i]] = labels[i+1]
+	}
+	n, err := admin.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	n.Spec.Taints = nil
 	n, err = admin.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
@@ -335,4 +346,182 @@ func TestScheduler(t *testing.T) {
 		require.Positive(t, proxy.Stats().Cuts)
 		require.NoError(t, r.stop())
 	})
+
+	// A pod no node fits gets upstream's PodScheduled=False condition
+	// (reason Unschedulable, the fit error's message) through the status
+	// subresource and a FailedScheduling event, then waits in the
+	// unschedulable pool: the addition of a node it fits on moves it
+	// back (NodeResourcesFit's queueing hint) and it is bound, long
+	// before the 5-minute flush would have moved it.
+	t.Run("unschedulable: condition, event, requeued by a new node", func(t *testing.T) {
+		r := startReplica(t, ctx, sa, "r4")
+		eventually(t, ctx, "r4 leads", r.sc.Leading)
+		wide, err := admin.CoreV1().Pods(namespace).Create(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "wide", Namespace: namespace},
+			Spec: v1.PodSpec{SchedulerName: app.DefaultSchedulerName, Containers: []v1.Container{{Name: "c", Image: "pause",
+				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3")}}}}}},
+			metav1.CreateOptions{})
+		require.NoError(t, err)
+		var cond *v1.PodCondition
+		eventually(t, ctx, "wide has PodScheduled=False", func() bool {
+			cond = scheduledCondition(t, ctx, admin, "wide")
+			return cond != nil && cond.Status == v1.ConditionFalse
+		})
+		require.Equal(t, v1.PodReasonUnschedulable, cond.Reason)
+		require.True(t, strings.HasPrefix(cond.Message, "0/2 nodes are available: 2 Insufficient cpu."), cond.Message)
+		eventually(t, ctx, "a FailedScheduling event for wide", func() bool {
+			evs, err := admin.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{})
+			require.NoError(t, err)
+			for _, e := range evs.Items {
+				if e.Regarding.UID == wide.UID && e.Reason == "FailedScheduling" && strings.HasPrefix(e.Note, "0/2 nodes are available") {
+					return true
+				}
+			}
+			return false
+		})
+		eventually(t, ctx, "wide parked", func() bool { return metric(t, r, "schedcache_scheduler_unschedulable_pods") == 1 })
+		require.Zero(t, metricPrefix(t, r, `schedcache_scheduler_unschedulable_moves_total{event="Node`))
+		require.Empty(t, nodeOf(t, ctx, admin, "wide"))
+
+		addNode(t, ctx, admin, "n3", "4")
+		eventually(t, ctx, "wide bound on n3", func() bool { return nodeOf(t, ctx, admin, "wide") == "n3" })
+		require.Positive(t, metricPrefix(t, r, `schedcache_scheduler_unschedulable_moves_total{event="Node`),
+			"a node event moved wide back to the queue")
+		require.Zero(t, metric(t, r, `schedcache_scheduler_unschedulable_moves_total{event="UnschedulableTimeout"}`),
+			"not the periodic flush")
+		require.NoError(t, r.stop())
+	})
+
+	// A full pool of nodes: a high-priority pod of this scheduler
+	// preempts. Of two candidate nodes, each with one low-priority pod,
+	// DefaultPreemption picks the one whose victim no PodDisruptionBudget
+	// protects; the victim gets the DisruptionTarget condition and is
+	// deleted through the API (a finalizer holds it here, so that the
+	// test sees it terminating), the pod is nominated to that node, and
+	// once the victim is gone the pod is bound there.
+	t.Run("preemption: PDB respected, victim evicted, preemptor bound", func(t *testing.T) {
+		for name, value := range map[string]int32{"low": 10, "high": 1000} {
+			_, err := admin.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
+				ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}, metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+		addNode(t, ctx, admin, "p1", "2", "pool", "preempt")
+		addNode(t, ctx, admin, "p2", "2", "pool", "preempt")
+		zero, grace := intstr.FromInt32(0), int64(0)
+		_, err := admin.PolicyV1().PodDisruptionBudgets(namespace).Create(ctx, &policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Name: "protected", Namespace: namespace},
+			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero,
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "protected"}}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		onNode := func(name, node string, labels map[string]string, finalizers ...string) {
+			_, err := admin.CoreV1().Pods(namespace).Create(ctx, &v1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels, Finalizers: finalizers},
+				Spec: v1.PodSpec{NodeName: node, PriorityClassName: "low", TerminationGracePeriodSeconds: &grace,
+					Containers: []v1.Container{{Name: "c", Image: "pause",
+						Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1500m")}}}}}},
+				metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+		onNode("keep", "p1", map[string]string{"app": "protected"})
+		onNode("evict", "p2", nil, "schedcache.test/hold")
+
+		r := startReplica(t, ctx, sa, "r5")
+		eventually(t, ctx, "r5 leads", r.sc.Leading)
+		_, err = admin.CoreV1().Pods(namespace).Create(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "urgent", Namespace: namespace},
+			Spec: v1.PodSpec{SchedulerName: app.DefaultSchedulerName, PriorityClassName: "high",
+				NodeSelector: map[string]string{"pool": "preempt"},
+				Containers: []v1.Container{{Name: "c", Image: "pause",
+					Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1500m")}}}}}},
+			metav1.CreateOptions{})
+		require.NoError(t, err)
+
+		var victim *v1.Pod
+		eventually(t, ctx, "evict terminating", func() bool {
+			victim, err = admin.CoreV1().Pods(namespace).Get(ctx, "evict", metav1.GetOptions{})
+			require.NoError(t, err)
+			return victim.DeletionTimestamp != nil
+		})
+		var disruption *v1.PodCondition
+		for i := range victim.Status.Conditions {
+			if victim.Status.Conditions[i].Type == v1.DisruptionTarget {
+				disruption = &victim.Status.Conditions[i]
+			}
+		}
+		require.NotNil(t, disruption, "the victim's conditions: %+v", victim.Status.Conditions)
+		require.Equal(t, v1.ConditionTrue, disruption.Status)
+		require.Equal(t, v1.PodReasonPreemptionByScheduler, disruption.Reason)
+		eventually(t, ctx, "urgent nominated to p2", func() bool {
+			p, err := admin.CoreV1().Pods(namespace).Get(ctx, "urgent", metav1.GetOptions{})
+			require.NoError(t, err)
+			return p.Status.NominatedNodeName == "p2"
+		})
+		cond := scheduledCondition(t, ctx, admin, "urgent")
+		require.NotNil(t, cond)
+		require.Equal(t, v1.PodReasonUnschedulable, cond.Reason)
+		require.Empty(t, nodeOf(t, ctx, admin, "urgent"), "bound while its victim still holds the node")
+		keep, err := admin.CoreV1().Pods(namespace).Get(ctx, "keep", metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Nil(t, keep.DeletionTimestamp, "the PDB-protected pod is spared")
+
+		// The victim goes; its deletion moves urgent back, and it binds
+		// on its nominated node.
+		_, err = admin.CoreV1().Pods(namespace).Patch(ctx, "evict", types.MergePatchType,
+			[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+		eventually(t, ctx, "urgent bound on p2", func() bool { return nodeOf(t, ctx, admin, "urgent") == "p2" })
+		require.Positive(t, metric(t, r, `schedcache_scheduler_unschedulable_moves_total{event="AssignedPodDelete"}`))
+		require.Equal(t, float64(1), metric(t, r, "schedcache_scheduler_preemptions_total"))
+		require.Equal(t, "p1", nodeOf(t, ctx, admin, "keep"))
+		require.NoError(t, r.stop())
+	})
+
+}
+
+// scheduledCondition is the pod's PodScheduled condition on the server,
+// or nil.
+func scheduledCondition(t *testing.T, ctx context.Context, admin kubernetes.Interface, name string) *v1.PodCondition {
+	t.Helper()
+	p, err := admin.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == v1.PodScheduled {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// scrape returns the replica's /metrics text.
+func scrape(t *testing.T, r *replica) string {
+	t.Helper()
+	resp, err := http.Get("http://" + r.sc.Addr().String() + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// metricPrefix sums the samples of the replica's /metrics whose name and
+// labels begin with prefix (0 when there is none).
+func metricPrefix(t *testing.T, r *replica, prefix string) float64 {
+	t.Helper()
+	var sum float64
+	for _, line := range strings.Split(scrape(t, r), "\n") {
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		require.NoError(t, err, line)
+		sum += v
+	}
+	return sum
+}
+
+// metric is the sample named exactly series (name and labels), 0 when
+// absent.
+func metric(t *testing.T, r *replica, series string) float64 {
+	t.Helper()
+	return metricPrefix(t, r, series+" ")
 }

@@ -8,12 +8,17 @@
 #
 #   bench/cmd/loadgen-fwk/compare.sh [OUT]   (default docs/bench/fwk-vs-anchor-<date>.txt)
 #
-# Per workload, three runs, their order rotated from one workload to the
-# next: the anchor; loadgen-fwk with the memo (-memo on, the default); and
-# loadgen-fwk with -memo off. loadgen-fwk runs the perf-* preset with its
-# measured phase's pod count raised so the window lasts at least 10 s
-# (OURS_PODS_<WORKLOAD>, OURS_OFF_PODS_<WORKLOAD>); the anchor keeps
-# measure.sh's counts (ANCHOR_PODS_<WORKLOAD>). Both print their window,
+# Per workload, up to four runs, their order rotated from one workload to
+# the next: the anchor; loadgen-fwk with the memo and the carry (-memo on
+# -carry on, the defaults); loadgen-fwk with -memo off; and, where pods
+# have inter-pod terms or spread constraints, loadgen-fwk with -carry off
+# (the memo on). loadgen-fwk runs the perf-* preset with its measured
+# phase's pod count raised so the window lasts at least 10 s where the
+# workload holds that many pods (OURS_PODS_<WORKLOAD>,
+# OURS_OFF_PODS_<WORKLOAD>, OURS_CARRY_OFF_PODS_<WORKLOAD>, 0 for no
+# run); the anchor keeps measure.sh's counts (ANCHOR_PODS_<WORKLOAD>).
+# Pod anti-affinity holds one pod per node: 1,000 pods at the start and
+# at most 4,000 measured on 5,000 nodes. Both print their window,
 # CPU time and GC count; compare pods/s only within one file, and prefer
 # pods per CPU second on a shared machine. Environment: GOMAXPROCS
 # (default 2), WORKLOADS (a subset of "basic node-affinity
@@ -40,14 +45,14 @@ trap 'rm -rf "$tmp"' EXIT
 (cd "$bench" && GOFLAGS=-mod=readonly go build -o "$tmp/anchor" ./cmd/anchor && GOFLAGS=-mod=readonly go build -o "$tmp/loadgen-fwk" ./cmd/loadgen-fwk)
 
 # workload name (anchor), preset, anchor pods, ours pods memo on, memo off,
-# loadgen-fwk's extra flags (comma-separated)
+# carry off (0: no such run), loadgen-fwk's extra flags (comma-separated; -: none)
 workloads=(
-	"basic perf-scheduling-basic ${ANCHOR_PODS_BASIC:-10000} ${OURS_PODS_BASIC:-60000} ${OURS_OFF_PODS_BASIC:-10000} -"
-	"node-affinity perf-node-affinity ${ANCHOR_PODS_NODE_AFFINITY:-10000} ${OURS_PODS_NODE_AFFINITY:-40000} ${OURS_OFF_PODS_NODE_AFFINITY:-10000} -"
-	"pod-anti-affinity perf-pod-anti-affinity ${ANCHOR_PODS_ANTI_AFFINITY:-3000} ${OURS_PODS_ANTI_AFFINITY:-2000} ${OURS_OFF_PODS_ANTI_AFFINITY:-2000} -"
-	"topology-spread perf-topology-spreading ${ANCHOR_PODS_SPREAD:-5000} ${OURS_PODS_SPREAD:-7000} ${OURS_OFF_PODS_SPREAD:-5000} -"
-	"preemption perf-preemption-basic ${ANCHOR_PODS_PREEMPTION:-300} ${OURS_PODS_PREEMPTION:-400} ${OURS_OFF_PODS_PREEMPTION:-300} -"
-	"gang perf-gang ${ANCHOR_PODS_GANG:-6000} ${OURS_PODS_GANG:-6000} ${OURS_OFF_PODS_GANG:-6000} -feature-gates,GenericWorkload=true"
+	"basic perf-scheduling-basic ${ANCHOR_PODS_BASIC:-10000} ${OURS_PODS_BASIC:-60000} ${OURS_OFF_PODS_BASIC:-10000} ${OURS_CARRY_OFF_PODS_BASIC:-0} -"
+	"node-affinity perf-node-affinity ${ANCHOR_PODS_NODE_AFFINITY:-10000} ${OURS_PODS_NODE_AFFINITY:-40000} ${OURS_OFF_PODS_NODE_AFFINITY:-10000} ${OURS_CARRY_OFF_PODS_NODE_AFFINITY:-0} -"
+	"pod-anti-affinity perf-pod-anti-affinity ${ANCHOR_PODS_ANTI_AFFINITY:-3000} ${OURS_PODS_ANTI_AFFINITY:-4000} ${OURS_OFF_PODS_ANTI_AFFINITY:-2000} ${OURS_CARRY_OFF_PODS_ANTI_AFFINITY:-2000} -"
+	"topology-spread perf-topology-spreading ${ANCHOR_PODS_SPREAD:-5000} ${OURS_PODS_SPREAD:-20000} ${OURS_OFF_PODS_SPREAD:-5000} ${OURS_CARRY_OFF_PODS_SPREAD:-7000} -"
+	"preemption perf-preemption-basic ${ANCHOR_PODS_PREEMPTION:-300} ${OURS_PODS_PREEMPTION:-400} ${OURS_OFF_PODS_PREEMPTION:-300} ${OURS_CARRY_OFF_PODS_PREEMPTION:-0} -"
+	"gang perf-gang ${ANCHOR_PODS_GANG:-6000} ${OURS_PODS_GANG:-6000} ${OURS_OFF_PODS_GANG:-6000} 0 -feature-gates,GenericWorkload=true"
 )
 
 . "$bench/scripts/lib.sh"
@@ -55,7 +60,7 @@ raw_header "bench/cmd/loadgen-fwk/compare.sh: loadgen-fwk (upstream's plugins on
 
 i=0
 for w in "${workloads[@]}"; do
-	read -r name preset apods opods offpods extra <<<"$w"
+	read -r name preset apods opods offpods carryoff extra <<<"$w"
 	flags=()
 	[ "$extra" = - ] || IFS=, read -r -a flags <<<"$extra"
 	case " ${WORKLOADS:-basic node-affinity pod-anti-affinity topology-spread preemption gang} " in
@@ -64,14 +69,21 @@ for w in "${workloads[@]}"; do
 	esac
 	on=$(perf_scenario "$root" "$preset" "$opods" "$tmp")
 	off=$(perf_scenario "$root" "$preset" "$offpods" "$tmp")
-	for k in 0 1 2; do
-		case $(((k + i) % 3)) in
+	if [ "$carryoff" != 0 ]; then
+		coff=$(perf_scenario "$root" "$preset" "$carryoff" "$tmp")
+	fi
+	for k in 0 1 2 3; do
+		case $(((k + i) % 4)) in
 		0) raw_run "$out" "anchor/$name" "$tmp/a.json" run "\"anchor/$name\"" \
 			"$tmp/anchor" -workload "$name" -nodes 5000 -pods "$apods" -json "$tmp/a.json" ;;
 		1) raw_run "$out" "memo-on/$name" "$tmp/on.json" run "\"memo-on/$name\"" \
 			"$tmp/loadgen-fwk" -scenario "$on" ${flags[@]+"${flags[@]}"} -quiet -json "$tmp/on.json" ;;
 		2) raw_run "$out" "memo-off/$name" "$tmp/off.json" run "\"memo-off/$name\"" \
 			"$tmp/loadgen-fwk" -scenario "$off" ${flags[@]+"${flags[@]}"} -memo off -quiet -json "$tmp/off.json" ;;
+		3) if [ "$carryoff" != 0 ]; then
+			raw_run "$out" "carry-off/$name" "$tmp/coff.json" run "\"carry-off/$name\"" \
+				"$tmp/loadgen-fwk" -scenario "$coff" ${flags[@]+"${flags[@]}"} -carry off -quiet -json "$tmp/coff.json"
+		fi ;;
 		esac
 	done
 	i=$((i + 1))

@@ -6,7 +6,7 @@
 //
 //	cd bench && go run ./cmd/loadgen-fwk -preset scheduling-basic-5000 -plugins default
 //
-// It takes every loadgen flag (docs/loadgen.md) and six of its own:
+// It takes every loadgen flag (docs/loadgen.md) and seven of its own:
 //
 //	-plugins default|P1,P2,...   the plugins to run (default: default)
 //	-percentage-of-nodes-to-score N   upstream's setting; 0 adaptive (default 0)
@@ -15,6 +15,8 @@
 //	                             percentageOfNodesToScore and parallelism; with
 //	                             any of the three above it is refused
 //	-memo on|off                 reuse verdicts and scores per NodeInfo (default on)
+//	-carry on|off                carry InterPodAffinity's PreFilter state from
+//	                             cycle to cycle (default on)
 //	-feature-gates Name=bool,... kube-scheduler's feature gates (GenericWorkload=true:
 //	                             gangs as PodGroups, upstream's GangScheduling)
 //
@@ -72,6 +74,9 @@ const usage = `loadgen-fwk flags (besides loadgen's, below):
   -memo on|off
     	reuse Filter verdicts and raw scores per published NodeInfo for pods
     	of one signature (same decisions, less work) (default on)
+  -carry on|off
+    	carry InterPodAffinity's PreFilter state from one cycle to the next,
+    	updated for the pods bound since (same decisions, less work) (default on)
   -feature-gates string
     	kube-scheduler's feature gates, Name=true|false,... (upstream's
     	gate registry: e.g. GenericWorkload=true adds GangScheduling to the
@@ -79,7 +84,7 @@ const usage = `loadgen-fwk flags (besides loadgen's, below):
 `
 
 // ourFlags are the flags loadgen-fwk takes out of the arguments.
-var ourFlags = []string{"plugins", "percentage-of-nodes-to-score", "parallelism", "config", "memo", "feature-gates"}
+var ourFlags = []string{"plugins", "percentage-of-nodes-to-score", "parallelism", "config", "memo", "carry", "feature-gates"}
 
 // splitArgs takes loadgen-fwk's own flags (-name value, -name=value, one
 // or two dashes) out of args; the rest goes to loadgen. A flag given twice
@@ -130,9 +135,18 @@ func parse(ours map[string]string) (fwkpick.Config, error) {
 			return cfg, fmt.Errorf("-memo: want on or off, got %q", v)
 		}
 	}
+	if v, ok := ours["carry"]; ok {
+		switch v {
+		case "on":
+		case "off":
+			cfg.NoCarry = true
+		default:
+			return cfg, fmt.Errorf("-carry: want on or off, got %q", v)
+		}
+	}
 	if path, ok := ours["config"]; ok {
 		for _, f := range ourFlags {
-			if _, set := ours[f]; set && f != "config" && f != "memo" && f != "feature-gates" {
+			if _, set := ours[f]; set && f != "config" && f != "memo" && f != "carry" && f != "feature-gates" {
 				return cfg, fmt.Errorf("-config and -%s: the file sets the profiles, percentageOfNodesToScore and parallelism; give one or the other", f)
 			}
 		}

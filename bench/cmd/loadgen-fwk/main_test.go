@@ -36,6 +36,9 @@ func TestFlagValidation(t *testing.T) {
 		{[]string{"-percentage-of-nodes-to-score=x"}, "-percentage-of-nodes-to-score"},
 		{[]string{"-parallelism", "0"}, "-parallelism"},
 		{[]string{"-plugins", "default", "-nodes", "0"}, "nodes"},
+		{[]string{"-memo", "maybe"}, "-memo: want on or off"},
+		{[]string{"-carry", "maybe"}, "-carry: want on or off"},
+		{[]string{"-carry"}, "flag needs an argument: -carry"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), tc.args, &stdout, &stderr, false)

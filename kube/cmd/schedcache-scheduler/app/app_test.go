@@ -17,10 +17,13 @@ import (
 	"go.uber.org/goleak"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
@@ -182,21 +185,105 @@ func TestSchedulesItsPodsOnly(t *testing.T) {
 	s.stop(t)
 }
 
-// A pod no node fits stays pending, is retried with backoff, and is
-// bound once a node it fits on appears.
+// A pod no node fits gets upstream's PodScheduled=False condition
+// (reason Unschedulable, the fit error's message), waits in the
+// unschedulable pool (its own condition patch does not move it), and
+// is bound once a node it fits on is added: the node's addition moves
+// it, as NodeResourcesFit's queueing hint says.
 func TestUnschedulableThenScheduled(t *testing.T) {
 	cs := fakeCluster(t)
 	create(t, cs, node("small", "1"), pod("big", app.DefaultSchedulerName, "4"))
 	s := start(t, app.Options{Client: cs, NoLeaderElect: true})
 	base := "http://" + s.sc.Addr().String()
+	var body string
 	require.Eventually(t, func() bool {
-		_, body := get(t, base+"/metrics")
-		return strings.Contains(body, `schedcache_scheduler_attempts_total{result="unschedulable"} 2`)
-	}, eventually, 10*time.Millisecond)
+		_, body = get(t, base+"/metrics")
+		return strings.Contains(body, `schedcache_scheduler_attempts_total{result="unschedulable"} 1`) &&
+			strings.Contains(body, "schedcache_scheduler_unschedulable_pods 1")
+	}, eventually, 10*time.Millisecond, "metrics:\n%s", body)
+	require.Eventually(t, func() bool {
+		c := scheduledCondition(t, cs, "big")
+		return c != nil && c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable &&
+			c.Message == "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+	}, eventually, 10*time.Millisecond, "condition %+v", scheduledCondition(t, cs, "big"))
 	require.Empty(t, nodeOf(t, cs, "big"))
+	// Parked: no further attempt without a cluster event (backoff is
+	// 10ms here; a retry on backoff alone would show in the counter).
+	time.Sleep(300 * time.Millisecond)
+	_, body = get(t, base+"/metrics")
+	require.Contains(t, body, `schedcache_scheduler_attempts_total{result="unschedulable"} 1`)
+
 	create(t, cs, node("large", "8"))
 	require.Eventually(t, func() bool { return nodeOf(t, cs, "big") == "large" }, eventually, 10*time.Millisecond)
+	_, body = get(t, base+"/metrics")
+	require.Contains(t, body, `schedcache_scheduler_unschedulable_moves_total{event="NodeAdd"} 1`)
 	s.stop(t)
+}
+
+// A high-priority pod that fits nowhere preempts: DefaultPreemption
+// picks the node whose victim no PodDisruptionBudget protects, deletes
+// that victim (after its DisruptionTarget condition), the pod is
+// nominated to that node, and it is bound there once the victim is gone.
+func TestPreemption(t *testing.T) {
+	cs := fakeCluster(t)
+	low, high := int32(10), int32(1000)
+	protected := pod("protected", "other-scheduler", "1500m")
+	protected.Spec.NodeName, protected.Spec.Priority, protected.Labels = "n1", &low, map[string]string{"app": "protected"}
+	victim := pod("victim", "other-scheduler", "1500m")
+	victim.Spec.NodeName, victim.Spec.Priority = "n2", &low
+	preemptor := pod("preemptor", app.DefaultSchedulerName, "1500m")
+	preemptor.Spec.Priority = &high
+	create(t, cs, node("n1", "2"), node("n2", "2"), protected, victim)
+	zero := intstr.FromInt32(0)
+	_, err := cs.PolicyV1().PodDisruptionBudgets("default").Create(context.Background(), &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "pdb", Namespace: "default"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "protected"}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	s := start(t, app.Options{Client: cs, NoLeaderElect: true})
+	base := "http://" + s.sc.Addr().String()
+	require.Eventually(t, func() bool {
+		_, body := get(t, base+"/readyz")
+		return body == "ok"
+	}, eventually, 10*time.Millisecond)
+
+	create(t, cs, preemptor)
+	require.Eventually(t, func() bool { return nodeOf(t, cs, "preemptor") == "n2" }, eventually, 10*time.Millisecond)
+	_, err = cs.CoreV1().Pods("default").Get(context.Background(), "victim", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "the victim is deleted: %v", err)
+	require.Equal(t, "n1", nodeOf(t, cs, "protected"), "the PDB-protected pod stays")
+	var patched, deleted bool
+	for _, a := range cs.Actions() {
+		switch {
+		case a.GetVerb() == "patch" && a.GetSubresource() == "status" && a.(k8stesting.PatchAction).GetName() == "victim":
+			patched = strings.Contains(string(a.(k8stesting.PatchAction).GetPatch()), string(v1.DisruptionTarget))
+		case a.GetVerb() == "delete" && a.GetResource().Resource == "pods":
+			require.Equal(t, "victim", a.(k8stesting.DeleteAction).GetName())
+			deleted = true
+		}
+	}
+	require.True(t, patched, "the victim's DisruptionTarget condition is patched before its deletion")
+	require.True(t, deleted)
+	p, err := cs.CoreV1().Pods("default").Get(context.Background(), "preemptor", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "n2", p.Status.NominatedNodeName)
+	_, body := get(t, base+"/metrics")
+	require.Contains(t, body, "schedcache_scheduler_preemptions_total 1")
+	s.stop(t)
+}
+
+// scheduledCondition is the pod's PodScheduled condition, or nil.
+func scheduledCondition(t *testing.T, cs *fake.Clientset, name string) *v1.PodCondition {
+	t.Helper()
+	p, err := cs.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == v1.PodScheduled {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 // Two replicas on one Lease: one leads and binds; when it stops (and

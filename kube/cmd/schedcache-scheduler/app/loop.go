@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"sort"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -16,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -114,19 +113,14 @@ func (sc *Scheduler) scheduleOne(ctx context.Context, key string) {
 		sc.queue.Forget(key) // assumed already: its binding is in flight
 		return
 	}
+	sc.pool.remove(key) // queued by another path (its own update, a new term)
+	sc.pool.begin()     // records the cluster events while the attempt runs
+	defer sc.pool.end()
 	prof := sc.profs[pod.Spec.SchedulerName]
 	state := framework.NewCycleState()
 	node, err := sc.place(ctx, prof, state, pod)
 	if err != nil {
-		var un *unschedulableError
-		result := resultError
-		if errors.As(err, &un) {
-			result = resultUnschedulable
-		}
-		sc.attempts.WithLabelValues(result).Inc()
-		logger.V(2).Info("Unable to schedule pod", "pod", klog.KObj(pod), "err", err)
-		sc.recorder.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", err.Error())
-		sc.queue.AddRateLimited(key)
+		sc.placeFailed(ctx, prof, state, key, pod, err)
 		return
 	}
 	assumed := pod.DeepCopy()
@@ -134,9 +128,11 @@ func (sc *Scheduler) scheduleOne(ctx context.Context, key string) {
 	if err := sc.cache.AssumePod(logger, assumed); err != nil {
 		sc.attempts.WithLabelValues(resultError).Inc()
 		logger.Error(err, "AssumePod refused", "pod", klog.KObj(pod), "node", node)
-		sc.queue.AddRateLimited(key)
+		sc.failed(ctx, key, pod, fmt.Errorf("assume: %w", err), false, nil, clearNominated)
 		return
 	}
+	// As upstream's assume: an assumed pod is no longer nominated.
+	sc.nom.DeleteNominatedPodIfExists(assumed)
 	if st := prof.fw.RunReservePluginsReserve(ctx, state, assumed, node); !st.IsSuccess() {
 		sc.undo(ctx, prof, state, assumed, key, fmt.Errorf("reserve: %w", st.AsError()), true)
 		return
@@ -151,6 +147,29 @@ func (sc *Scheduler) scheduleOne(ctx context.Context, key string) {
 	}
 	sc.bindings.Add(1)
 	go sc.bindingCycle(ctx, prof, state, assumed, key) // owned by scheduleLoop, which waits for bindings
+}
+
+// placeFailed handles a cycle that found no node (the cluster has none,
+// or a *framework.FitError: DefaultPreemption runs then, as upstream's
+// PostFilter) or failed with an error.
+func (sc *Scheduler) placeFailed(ctx context.Context, prof *profile, state fwk.CycleState, key string, pod *v1.Pod, err error) {
+	logger := sc.s.logger
+	var fe *framework.FitError
+	switch {
+	case errors.Is(err, errNoNodes):
+		sc.attempts.WithLabelValues(resultUnschedulable).Inc()
+		logger.V(2).Info("Unable to schedule pod; no nodes are registered to the cluster; waiting", "pod", klog.KObj(pod))
+		sc.failed(ctx, key, pod, err, true, nil, clearNominated)
+	case errors.As(err, &fe):
+		nominating := sc.postFilter(ctx, prof, state, pod, fe)
+		sc.attempts.WithLabelValues(resultUnschedulable).Inc()
+		logger.V(2).Info("Unable to schedule pod; no fit; waiting", "pod", klog.KObj(pod), "err", fe.Error())
+		sc.failed(ctx, key, pod, fe, true, &fe.Diagnosis, nominating)
+	default:
+		sc.attempts.WithLabelValues(resultError).Inc()
+		logger.Error(err, "Error scheduling pod; retrying", "pod", klog.KObj(pod))
+		sc.failed(ctx, key, pod, err, false, nil, clearNominated)
+	}
 }
 
 // bindingCycle is upstream's binding cycle without waiting Permits:
@@ -204,44 +223,17 @@ func (sc *Scheduler) undo(ctx context.Context, prof *profile, state fwk.CycleSta
 		sc.queue.Forget(key)
 		return
 	}
-	sc.recorder.Eventf(assumed, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", cause.Error())
-	sc.queue.AddRateLimited(key)
-}
-
-// unschedulableError: no node fits the pod; the message counts the
-// reasons, as upstream's FitError.
-type unschedulableError struct {
-	nodes   int
-	reasons map[string]int
-}
-
-func (e *unschedulableError) Error() string {
-	var parts []string
-	for r, n := range e.reasons {
-		parts = append(parts, fmt.Sprintf("%d %s", n, r))
-	}
-	sort.Strings(parts)
-	if len(parts) == 0 {
-		return fmt.Sprintf("0/%d nodes are available", e.nodes)
-	}
-	return fmt.Sprintf("0/%d nodes are available: %s.", e.nodes, strings.Join(parts, ", "))
-}
-
-func (e *unschedulableError) add(st *fwk.Status, n int) {
-	reasons := st.Reasons()
-	if len(reasons) == 0 {
-		reasons = []string{"rejected by " + st.Plugin()}
-	}
-	for _, r := range reasons {
-		e.reasons[r] += n
-	}
+	sc.failed(ctx, key, assumed, cause, false, nil, clearNominated)
 }
 
 // place runs the profile's PreFilter, Filter, PreScore and Score plugins
 // over a fresh snapshot of the cache and returns the best node (ties
-// broken at random, as upstream); an *unschedulableError when none fits.
-// As upstream's findNodesThatPassFilters, filtering starts where the
-// profile's last cycle stopped and stops once
+// broken at random, as upstream); errNoNodes when the cluster has no
+// node, a *framework.FitError (with upstream's diagnosis: every node's
+// status, the rejecting plugins) when none fits.
+// As upstream's findNodesThatFitPod, a pod nominated to a node (by
+// preemption) takes it if it passes Filter there; else filtering starts
+// where the profile's last cycle stopped and stops once
 // fwkadapter.NumFeasibleNodesToFind nodes are feasible (the profile's
 // percentageOfNodesToScore); it runs in chunks on the framework's
 // parallelizer, each chunk's verdicts taken in order up to the last
@@ -257,18 +249,34 @@ func (sc *Scheduler) place(ctx context.Context, prof *profile, state *framework.
 	if err != nil {
 		return "", err
 	}
-	un := &unschedulableError{nodes: len(all), reasons: map[string]int{}}
 	if len(all) == 0 {
-		return "", un
+		return "", errNoNodes
 	}
+	diag := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
+	fitError := func() error { return &framework.FitError{Pod: pod, NumAllNodes: len(all), Diagnosis: diag} }
 	fw := prof.fw
-	pre, st, _ := fw.RunPreFilterPlugins(ctx, state, pod)
+	pre, st, unsched := fw.RunPreFilterPlugins(ctx, state, pod)
+	diag.UnschedulablePlugins = unsched
 	if !st.IsSuccess() {
 		if !st.IsRejected() {
 			return "", st.AsError()
 		}
-		un.add(st, len(all))
-		return "", un
+		diag.NodeToStatus.SetAbsentNodesStatus(st)
+		diag.PreFilterMsg = st.Message()
+		diag.AddPluginStatus(st)
+		return "", fitError()
+	}
+	if nnn := pod.Status.NominatedNodeName; nnn != "" {
+		// upstream's evaluateNominatedNode
+		if ni, err := prof.lister.NodeInfos().Get(nnn); err == nil && ni != nil {
+			st := fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
+			if st.IsSuccess() {
+				return nnn, nil
+			}
+			if st.Code() == fwk.Error {
+				sc.s.logger.Error(st.AsError(), "Evaluation failed on nominated node", "pod", klog.KObj(pod), "node", nnn)
+			}
+		}
 	}
 	nodes := all
 	if !pre.AllNodes() {
@@ -278,8 +286,10 @@ func (sc *Scheduler) place(ctx context.Context, prof *profile, state *framework.
 				nodes = append(nodes, ni)
 			}
 		}
-		if out := len(all) - len(nodes); out > 0 {
-			un.reasons["node(s) didn't satisfy the PreFilter result"] += out
+		diag.NodeToStatus.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+			fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(unsched))))
+		if len(nodes) == 0 {
+			return "", fitError()
 		}
 	}
 	toFind := fwkadapter.NumFeasibleNodesToFind(prof.pct, len(nodes))
@@ -303,14 +313,15 @@ func (sc *Scheduler) place(ctx context.Context, prof *profile, state *framework.
 			case st.Code() == fwk.Error:
 				return "", st.AsError()
 			default:
-				un.add(st, 1)
+				diag.NodeToStatus.Set(nodes[(start+base+i)%len(nodes)].Node().Name, st)
+				diag.AddPluginStatus(st)
 			}
 		}
 	}
 	prof.next = (prof.next + processed) % len(all)
 	switch len(feasible) {
 	case 0:
-		return "", un
+		return "", fitError()
 	case 1:
 		return feasible[0].Node().Name, nil
 	}
@@ -348,7 +359,15 @@ func (sc *Scheduler) buildMetrics() error {
 		Name: "schedcache_scheduler_attempts_total",
 		Help: "Scheduling attempts by result: scheduled, unschedulable, error, binding_failed.",
 	}, []string{"result"})
-	cs := []prometheus.Collector{col, sc.attempts, collectors.NewGoCollector(),
+	sc.moves = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "schedcache_scheduler_unschedulable_moves_total",
+		Help: "Pods moved from the unschedulable pool back to the queue, by cluster event (a plugin's queueing hint said Queue; UnschedulableTimeout: the periodic flush).",
+	}, []string{"event"})
+	sc.preemptions = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "schedcache_scheduler_preemptions_total",
+		Help: "PostFilter runs that nominated a node (DefaultPreemption evicted victims for the pod).",
+	})
+	cs := []prometheus.Collector{col, sc.attempts, sc.moves, sc.preemptions, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "schedcache_scheduler_leader", Help: "1 while this replica schedules."},
 			func() float64 {
@@ -359,6 +378,8 @@ func (sc *Scheduler) buildMetrics() error {
 			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "schedcache_scheduler_queue_length", Help: "Pods waiting in the scheduling queue, backoff excluded."},
 			func() float64 { return float64(sc.queue.Len()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "schedcache_scheduler_unschedulable_pods", Help: "Pods in the unschedulable pool, waiting for a cluster event."},
+			func() float64 { return float64(sc.pool.len()) }),
 	}
 	for _, f := range []struct {
 		name, help string

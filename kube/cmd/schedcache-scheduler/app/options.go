@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 )
 
 // Defaults of the options.
@@ -270,7 +268,6 @@ func (o Options) loadConfig() (*config.KubeSchedulerConfiguration, error) {
 	if err := validation.ValidateKubeSchedulerConfiguration(cfg); err != nil {
 		return nil, &ConfigError{Source: source, Err: err}
 	}
-	disablePreemption(cfg)
 	if len(cfg.Extenders) > 0 {
 		return nil, &ConfigError{Source: source, Err: errors.New("extenders are not supported")}
 	}
@@ -282,22 +279,6 @@ func (o Options) loadConfig() (*config.KubeSchedulerConfiguration, error) {
 		}
 	}
 	return cfg, nil
-}
-
-// disablePreemption turns DefaultPreemption off in every profile: this
-// scheduler runs no PostFilter plugin, and the plugin would otherwise
-// watch PodDisruptionBudgets for nothing.
-func disablePreemption(cfg *config.KubeSchedulerConfiguration) {
-	for i := range cfg.Profiles {
-		p := cfg.Profiles[i].Plugins
-		if p == nil {
-			continue
-		}
-		for _, set := range []*config.PluginSet{&p.MultiPoint, &p.PostFilter} {
-			set.Enabled = slices.DeleteFunc(set.Enabled, func(pl config.Plugin) bool { return pl.Name == names.DefaultPreemption })
-		}
-		p.MultiPoint.Disabled = append(p.MultiPoint.Disabled, config.Plugin{Name: names.DefaultPreemption})
-	}
 }
 
 // restConfig is the REST configuration: Options.RestConfig, a kubeconfig

@@ -38,7 +38,9 @@ func (p Permission) String() string {
 
 // clusterPermissions is what the scheduler does cluster-wide: the
 // informers of the cache and of upstream's default plugins (list,
-// watch), bindings, the plugins' writes (volume binding, dynamic
+// watch; DefaultPreemption's PodDisruptionBudgets), bindings, the
+// status patches (PodScheduled condition, nominated node, the victims'
+// DisruptionTarget condition), the deletion of preemption's victims, the plugins' writes (volume binding, dynamic
 // resource allocation: the same rules as upstream's
 // system:kube-scheduler and system:volume-scheduler roles for the
 // features on by default in v1.37), and events. deploy/rbac.yaml's
@@ -53,12 +55,14 @@ var clusterPermissions = func() []Permission {
 			}
 		}
 	}
-	add("", []string{"pods"}, "get", "list", "watch")
+	add("", []string{"pods"}, "get", "list", "watch", "delete")
+	add("", []string{"pods/status"}, "patch")
 	add("", []string{"pods/binding"}, "create")
 	add("", []string{"pods/finalizers"}, "update")
 	add("", []string{"nodes", "namespaces", "services", "replicationcontrollers"}, "list", "watch")
 	add("", []string{"persistentvolumeclaims", "persistentvolumes"}, "get", "list", "watch", "update", "patch")
 	add("apps", []string{"replicasets", "statefulsets"}, "list", "watch")
+	add("policy", []string{"poddisruptionbudgets"}, "list", "watch")
 	add("storage.k8s.io", []string{"storageclasses", "csinodes", "csidrivers", "csistoragecapacities", "volumeattachments"}, "list", "watch")
 	add("resource.k8s.io", []string{"deviceclasses", "resourceslices", "devicetaintrules"}, "list", "watch")
 	add("resource.k8s.io", []string{"resourceclaims"}, "get", "list", "watch", "create", "update", "patch", "delete")

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -25,13 +24,13 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/dynamic-resource-allocation/resourceslice/tracker"
-	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodevolumelimits"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
@@ -88,16 +87,23 @@ type Scheduler struct {
 	profs   map[string]*profile             // immutable map: schedulerName -> framework
 	queue   workqueue.TypedRateLimitingInterface[string]
 	// queue: immutable pointer; the workqueue is safe for concurrent use.
-	broadcaster events.EventBroadcaster    // immutable
-	recorder    events.EventRecorderLogger // immutable
-	listener    net.Listener               // immutable; nil when HTTP is off
-	registry    *prometheus.Registry       // immutable
+	backoff     workqueue.TypedRateLimiter[string]     // immutable; the queue's per-pod backoff, safe for concurrent use
+	pool        *pool                                  // immutable pointer: the unschedulable pool, safe for concurrent use
+	podReg      cache.ResourceEventHandlerRegistration // immutable after New: the pod handlers' registration
+	nodeReg     cache.ResourceEventHandlerRegistration // immutable after New: the node handlers' registration
+	nom         *fwkadapter.Nominator                  // immutable pointer: the nominated pods, safe for concurrent use
+	broadcaster events.EventBroadcaster                // immutable
+	recorder    events.EventRecorderLogger             // immutable
+	listener    net.Listener                           // immutable; nil when HTTP is off
+	registry    *prometheus.Registry                   // immutable
 	health      *leaderelection.HealthzAdaptor
 	// health: immutable pointer; nil without leader election.
-	attempts  *prometheus.CounterVec         // immutable pointer; safe for concurrent use
-	draStop   func()                         // immutable; stops the DRA slice tracker (nil without DRA)
-	recStop   chan struct{}                  // immutable; closed to stop the metrics recorder
-	recorders []*metrics.MetricAsyncRecorder // immutable after New: one per profile, stopped by recStop
+	attempts    *prometheus.CounterVec         // immutable pointer; safe for concurrent use
+	moves       *prometheus.CounterVec         // immutable pointer: pool moves by event; safe for concurrent use
+	preemptions prometheus.Counter             // immutable; safe for concurrent use
+	draStop     func()                         // immutable; stops the DRA slice tracker (nil without DRA)
+	recStop     chan struct{}                  // immutable; closed to stop the metrics recorder
+	recorders   []*metrics.MetricAsyncRecorder // immutable after New: one per profile, stopped by recStop
 
 	mu       sync.Mutex // guards started, closed, synced, leading
 	started  bool       // guarded by mu
@@ -116,8 +122,11 @@ type profile struct {
 	fw     framework.Framework // immutable
 	snap   *schedcache.Snapshot
 	lister *fwkadapter.Lister // immutable; reads snap
-	pct    int32              // immutable: the profile's percentageOfNodesToScore, else the configuration's (0: adaptive)
-	next   int                // owned by the scheduling loop's goroutine: upstream's nextStartNodeIndex
+	// mutable: the framework's MutableSnapshotSharedLister, reset to
+	// snap before PostFilter; owned by the scheduling loop's goroutine.
+	mutable *fwkadapter.Mutable
+	pct     int32 // immutable: the profile's percentageOfNodesToScore, else the configuration's (0: adaptive)
+	next    int   // owned by the scheduling loop's goroutine: upstream's nextStartNodeIndex
 	// snap: owned by the scheduling loop's goroutine.
 }
 
@@ -149,7 +158,7 @@ func New(ctx context.Context, opts Options) (_ *Scheduler, err error) {
 		}
 	}
 
-	sc := &Scheduler{s: s, client: client, profs: map[string]*profile{}, recStop: make(chan struct{})}
+	sc := &Scheduler{s: s, client: client, profs: map[string]*profile{}, recStop: make(chan struct{}), nom: fwkadapter.NewNominator()}
 	defer func() {
 		if err != nil {
 			sc.release()
@@ -172,7 +181,9 @@ func New(ctx context.Context, opts Options) (_ *Scheduler, err error) {
 		return nil, err
 	}
 	sc.factory = scheduler.NewInformerFactory(client, 0, nil)
-	sc.adapter, err = informer.Attach(sc.cache, sc.factory, informer.WithLogger(logger))
+	// The adapter's handlers are registered below, each chained with the
+	// scheduler's own on the same registration (see chain).
+	sc.adapter, err = informer.New(sc.cache, informer.WithLogger(logger))
 	if err != nil {
 		return nil, err
 	}
@@ -181,16 +192,23 @@ func New(ctx context.Context, opts Options) (_ *Scheduler, err error) {
 	if err := sc.buildProfiles(ctx); err != nil {
 		return nil, err
 	}
-	sc.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](s.initialBackoff, s.maxBackoff),
+	sc.backoff = workqueue.NewTypedItemExponentialFailureRateLimiter[string](s.initialBackoff, s.maxBackoff)
+	sc.queue = workqueue.NewTypedRateLimitingQueueWithConfig(sc.backoff,
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "schedcache-scheduler"})
-	if _, err := sc.factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    sc.onPod,
-		UpdateFunc: func(_, obj any) { sc.onPod(obj) },
-	}); err != nil {
+	if err := sc.buildMetrics(); err != nil {
 		return nil, err
 	}
-	if err := sc.buildMetrics(); err != nil {
+	sc.pool = &pool{queue: sc.queue, hints: map[string]hintMap{}, moves: sc.moves, logger: logger, now: time.Now,
+		sync: sc.cache.Sync, pods: map[string]*parked{}}
+	for name, p := range sc.profs {
+		if sc.pool.hints[name], err = buildHintMap(ctx, p.fw); err != nil {
+			return nil, &ConfigError{Source: "profile " + name, Err: fmt.Errorf("queueing hints: %w", err)}
+		}
+	}
+	if sc.podReg, err = sc.factory.Core().V1().Pods().Informer().AddEventHandler(chain(sc.adapter.PodHandler(), sc.podHandler())); err != nil {
+		return nil, err
+	}
+	if sc.nodeReg, err = sc.factory.Core().V1().Nodes().Informer().AddEventHandler(chain(sc.adapter.NodeHandler(), sc.nodeHandler())); err != nil {
 		return nil, err
 	}
 	if s.leaderElect {
@@ -233,6 +251,7 @@ func (sc *Scheduler) buildProfiles(ctx context.Context) error {
 	}
 	csi := nodevolumelimits.NewCSIManager(sc.factory.Storage().V1().CSINodes().Lister())
 	registry := plugins.NewInTreeRegistry()
+	registry[names.DefaultPreemption] = preemptionFactory
 	// A context already done: NewFramework's context only stops the
 	// metrics recorder it would start, which WithMetricsRecorder
 	// replaces.
@@ -245,6 +264,10 @@ func (sc *Scheduler) buildProfiles(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		mutable, err := fwkadapter.NewMutable(snap)
+		if err != nil {
+			return err
+		}
 		rec := metrics.NewMetricsAsyncRecorder(1000, time.Second, sc.recStop)
 		sc.recorders = append(sc.recorders, rec)
 		f, err := frameworkruntime.NewFramework(fctx, registry, p,
@@ -254,8 +277,11 @@ func (sc *Scheduler) buildProfiles(ctx context.Context) error {
 			frameworkruntime.WithSharedDRAManager(dra),
 			frameworkruntime.WithSharedCSIManager(csi),
 			frameworkruntime.WithSnapshotSharedLister(lister),
+			frameworkruntime.WithMutableSnapshotLister(mutable),
 			frameworkruntime.WithEventRecorder(sc.recorder),
-			frameworkruntime.WithPodNominator(noNominated{}),
+			frameworkruntime.WithPodNominator(sc.nom),
+			frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
+			frameworkruntime.WithPodsInPreBind(frameworkruntime.NewPodsInPreBindMap()),
 			frameworkruntime.WithMetricsRecorder(rec),
 			frameworkruntime.WithParallelism(int(sc.s.cfg.Parallelism)),
 			frameworkruntime.WithLogger(logger),
@@ -270,19 +296,10 @@ func (sc *Scheduler) buildProfiles(ctx context.Context) error {
 		case sc.s.cfg.PercentageOfNodesToScore != nil:
 			pct = *sc.s.cfg.PercentageOfNodesToScore
 		}
-		sc.profs[p.SchedulerName] = &profile{name: p.SchedulerName, fw: f, snap: snap, lister: lister, pct: pct}
+		sc.profs[p.SchedulerName] = &profile{name: p.SchedulerName, fw: f, snap: snap, lister: lister, mutable: mutable, pct: pct}
 	}
 	return nil
 }
-
-// noNominated is a PodNominator with no nominated pods: this scheduler
-// does not preempt. Stateless.
-type noNominated struct{}
-
-func (noNominated) AddNominatedPod(klog.Logger, fwk.PodInfo, *fwk.NominatingInfo) {}
-func (noNominated) DeleteNominatedPodIfExists(*v1.Pod)                            {}
-func (noNominated) UpdateNominatedPod(klog.Logger, *v1.Pod, fwk.PodInfo)          {}
-func (noNominated) NominatedPodsForNode(string) []fwk.PodInfo                     { return nil }
 
 // release frees what New built; idempotent.
 func (sc *Scheduler) release() {
@@ -383,7 +400,7 @@ func (sc *Scheduler) Run(ctx context.Context) (err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	var wg sync.WaitGroup // the HTTP goroutines
+	var wg sync.WaitGroup // the HTTP goroutines and the pool's flush
 	httpErr := make(chan error, 1)
 	if sc.listener != nil {
 		srv := &http.Server{Handler: sc.mux(), ReadHeaderTimeout: 10 * time.Second}
@@ -404,6 +421,11 @@ func (sc *Scheduler) Run(ctx context.Context) (err error) {
 		}()
 	}
 	sc.broadcaster.StartRecordingToSink(ctx.Done())
+	wg.Add(1)
+	go func() { // owned by Run: ends when ctx ends
+		defer wg.Done()
+		sc.pool.runFlush(ctx)
+	}()
 	sc.disp.Run(ctx)
 	sc.factory.Start(ctx.Done())
 	if err := sc.waitForSync(ctx); err != nil {
@@ -445,6 +467,38 @@ func (sc *Scheduler) setLeading(v bool) {
 	sc.mu.Unlock()
 }
 
+// chain calls the cache adapter's handler, then the scheduler's, for
+// each event, on the informer's one handler goroutine: a cluster event
+// reaches the unschedulable pool after the adapter has given it to the
+// cache (and the pool waits for its publication before moving a pod; see
+// pool.event), so that a pod it moves is tried on a snapshot holding the
+// event. Two registrations would run on two goroutines in no order. The
+// cache's gates are off (no pod groups), so the pod and node informers
+// are all that informer.Attach would register.
+func chain(first, then cache.ResourceEventHandler) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			first.OnAdd(obj, false)
+			then.OnAdd(obj, false)
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			first.OnUpdate(oldObj, newObj)
+			then.OnUpdate(oldObj, newObj)
+		},
+		DeleteFunc: func(obj any) {
+			first.OnDelete(obj)
+			then.OnDelete(obj)
+		},
+	}
+}
+
+// handlersSynced: the pod and node handlers have seen the initial lists
+// and the cache has published them (what the adapter's HasSynced says of
+// its own registrations).
+func (sc *Scheduler) handlersSynced() bool {
+	return sc.podReg.HasSynced() && sc.nodeReg.HasSynced() && sc.cache.Sync() == nil
+}
+
 // waitForSync waits, at most the startup timeout, for every informer
 // the cache and the plugins use; the error names those that did not sync.
 func (sc *Scheduler) waitForSync(ctx context.Context) error {
@@ -456,7 +510,7 @@ func (sc *Scheduler) waitForSync(ctx context.Context) error {
 			missing = append(missing, typ.String())
 		}
 	}
-	if len(missing) == 0 && !cache.WaitForCacheSync(sctx.Done(), sc.adapter.HasSynced) {
+	if len(missing) == 0 && !cache.WaitForCacheSync(sctx.Done(), sc.handlersSynced) {
 		missing = append(missing, "schedcache informer adapter")
 	}
 	if len(missing) > 0 {
