@@ -51,14 +51,16 @@ func (stoppedTimer) Stop() bool               { return false }
 type evKind uint8
 
 const (
-	evDecide   evKind = iota // a scheduler makes one decision
-	evDeliver                // the informer delivers the events due
-	evAudit                  // an audit during the run (-audit-every)
-	evArrive                 // open loop: pods arrive in the pending queue
-	evChurn                  // the API server's churn actions due
-	evRelist                 // the informer relists after a drop window
-	evBindDone               // the dispatcher finishes a binding
-	evPhase                  // a phase's timer (phaserun.go): worker indexes phaseRun.timers
+	evDecide    evKind = iota // a scheduler makes one decision
+	evDeliver                 // the informer delivers the events due
+	evAudit                   // an audit during the run (-audit-every)
+	evArrive                  // open loop: pods arrive in the pending queue
+	evChurn                   // the API server's churn actions due
+	evRelist                  // the informer relists after a drop window
+	evBindDone                // the dispatcher finishes a binding
+	evPhase                   // a phase's timer (phaserun.go): worker indexes phaseRun.timers
+	evPermit                  // a waiting pod's Permit timeout (bindcycle.go)
+	evBindCycle               // a pod's binding cycle (bindcycle.go)
 )
 
 type event struct {
@@ -69,6 +71,9 @@ type event struct {
 	pod    *v1.Pod
 	call   *dispatchCall // evBindDone
 	done   <-chan error  // evBindDone: the BindPod channel
+	gen    uint64        // evPermit: the wait's generation
+	note   string        // evPermit: the plugin; evBindCycle: the node
+	tr     time.Time     // evBindCycle: when the attempt began (zero: unknown)
 }
 
 // eventQueue is a min-heap by (at, seq), owned by the event loop.
@@ -167,12 +172,12 @@ func (d *detRun) open() error {
 		d.f = f
 		d.tw = trace.NewWriter(f)
 	}
-	e, err := setup(d.ctx, cfg, d.clk, d.prog, d.rep)
+	e, err := setup(d.ctx, cfg, d.clk, d.prog, d.rep, podGroupsOn(d.h.picker) && cfg.Phases != nil)
 	if err != nil {
 		return err
 	}
 	d.e, d.c = e, e.c
-	pickers, err := newPickers(d.ctx, d.h.picker, cfg)
+	pickers, err := newPickers(d.ctx, d.h.picker, cfg, d.c)
 	if err != nil {
 		return err
 	}
@@ -288,6 +293,18 @@ func (d *detRun) prime() {
 		d.ph = newPhaseRun(d)
 		d.api.onComplete = d.ph.completed
 		d.inf.onEvent = d.ph.clusterEvent
+		if d.ph.groups {
+			// A pod added (bound) may complete a gang: the pods the
+			// picker's PreEnqueue held are asked again (GangScheduling's
+			// queueing hint for an assigned pod's add).
+			delivered := d.inf.onAdd
+			d.inf.onAdd = func(now time.Duration, p *v1.Pod) error {
+				if err := delivered(now, p); err != nil {
+					return err
+				}
+				return d.ph.retryPreEnqueue(now)
+			}
+		}
 	}
 	d.reschedule()
 }
@@ -434,6 +451,10 @@ func (d *detRun) handle(ev event) error {
 		return d.inf.relist(ev.at, d.e.truth)
 	case evPhase:
 		return d.ph.handle(ev)
+	case evPermit:
+		return d.ph.expire(ev)
+	case evBindCycle:
+		return d.ph.bindCycle(ev)
 	}
 	return nil
 }
@@ -584,6 +605,9 @@ func (d *detRun) bind(ev event, pod *v1.Pod, best string, arrivedAt time.Duratio
 		if held, err := d.ph.assumed(ev.at, pod, best, tr); held || err != nil {
 			return err // a gang member waits for its gang
 		}
+		if d.ph.binders != nil {
+			return d.ph.reserve(ev.at, ev.worker, pod, best, tr)
+		}
 	}
 	return d.dispatch(ev.at, pod, best, tr)
 }
@@ -600,7 +624,7 @@ func (d *detRun) dispatch(at time.Duration, pod *v1.Pod, best string, tr time.Ti
 			continue
 		}
 		d.e.disp.execute(call)
-		if err := d.complete(at, pod, best, <-ch, tr); err != nil {
+		if err := d.complete(at, pod, best, <-ch, tr, nil); err != nil {
 			return err
 		}
 	}
@@ -610,18 +634,24 @@ func (d *detRun) dispatch(at time.Duration, pod *v1.Pod, best string, tr time.Ti
 // bindDone (evBindDone): the dispatcher finishes a binding.
 func (d *detRun) bindDone(ev event) error {
 	d.e.disp.execute(ev.call)
-	return d.complete(ev.at, ev.pod, ev.pod.Spec.NodeName, <-ev.done, time.Time{})
+	return d.complete(ev.at, ev.pod, ev.pod.Spec.NodeName, <-ev.done, time.Time{}, nil)
 }
 
 // complete handles a binding's outcome berr at at: as upstream's binding
 // cycle, FinishBinding, then ForgetPod if the binding failed. tr is when
 // the attempt began (zero: unknown, the binding took -bind-latency).
-func (d *detRun) complete(at time.Duration, pod *v1.Pod, best string, berr error, tr time.Time) error {
+// unreserve, when not nil, is the binding cycle's (bindcycle.go): it runs
+// between FinishBinding and ForgetPod of a failed binding, and the
+// unschedulable pods then move, as upstream's handleBindingCycleError.
+func (d *detRun) complete(at time.Duration, pod *v1.Pod, best string, berr error, tr time.Time, unreserve func()) error {
 	rep := d.rep
 	if err := d.rec(trace.Record{Op: trace.FinishBinding, Pod: pod}, d.c.FinishBinding(d.logger, pod)); err != nil {
 		return fmt.Errorf("FinishBinding %s: %w", pod.Name, err)
 	}
 	if berr != nil {
+		if unreserve != nil {
+			unreserve()
+		}
 		if err := d.rec(trace.Record{Op: trace.ForgetPod, Pod: pod}, d.c.ForgetPod(d.logger, pod)); err != nil {
 			return fmt.Errorf("ForgetPod %s: %w", pod.Name, err)
 		}
@@ -634,6 +664,9 @@ func (d *detRun) complete(at time.Duration, pod *v1.Pod, best string, berr error
 		rep.Forgotten++
 		traceEvent(d.digest, at, "bind-failed", pod.Name, best)
 		if d.ph != nil {
+			if unreserve != nil {
+				d.ph.clusterEvent(at)
+			}
 			d.ph.bindFailed(at, pod)
 		}
 		d.api.life.decided(pod, false)

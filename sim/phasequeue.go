@@ -37,7 +37,13 @@ func (pr *phaseRun) unsettle(pp *phasePod) {
 // pod deleted) was delivered at now: every unschedulable pod is moved
 // (MoveAllToActiveOrBackoffQueue with every hint answering Queue).
 func (pr *phaseRun) clusterEvent(now time.Duration) {
-	if len(pr.q.unsched) == 0 || pr.done {
+	if pr.done {
+		return
+	}
+	if err := pr.retryPreEnqueue(now); err != nil && pr.err == nil {
+		pr.err = err
+	}
+	if len(pr.q.unsched) == 0 {
 		return
 	}
 	for _, pp := range pr.q.takeUnsched(func(*phasePod) bool { return true }) {

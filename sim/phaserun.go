@@ -141,8 +141,17 @@ type phaseRun struct {
 	flushes    map[time.Duration]bool // the backoff flushes queued (tmBackoff events), by time
 	leftover   bool                   // a tmFlush event is queued
 	preemptors []Preemptor            // preemptors[w]: scheduler w's picker as a Preemptor (nil: the stand-in)
-	vbuf       []victim               // victimsOn's buffer
-	nominated  map[string]*phasePod   // node -> the preemptor nominated to it, until it tries it
+	binders    []BindingCycle         // binders[w]: scheduler w's picker as a BindingCycle; nil: the cache calls stand in (bindcycle.go)
+	waiting    map[types.UID]*waitingPod
+	waitGen    uint64 // the last wait's generation
+	bc         BindingCycleCounts
+	groups     bool                 // the picker schedules pod groups (podgroups.go)
+	enq        Enqueuer             // scheduler 0's picker's PreEnqueue (nil: none; podgroups.go)
+	preGated   []*phasePod          // pods a PreEnqueue plugin holds, in the order held
+	podGroups  int64                // PodGroup objects created
+	err        error                // the first error of a callback that cannot return one; decide returns it
+	vbuf       []victim             // victimsOn's buffer
+	nominated  map[string]*phasePod // node -> the preemptor nominated to it, until it tries it
 	done       bool
 	warnings   []string
 }
@@ -157,6 +166,12 @@ func newPhaseRun(d *detRun) *phaseRun {
 	for _, np := range d.pickers.pickers {
 		p, _ := np.(Preemptor)
 		pr.preemptors = append(pr.preemptors, p)
+	}
+	pr.binders = bindingCycles(d.pickers.pickers)
+	pr.waiting = map[types.UID]*waitingPod{}
+	if podGroupsOn(d.h.picker) && pr.binders != nil {
+		pr.groups = true
+		pr.enq, _ = d.pickers.pickers[0].(Enqueuer)
 	}
 	if pr.scale == 0 {
 		pr.scale = 1
@@ -271,7 +286,7 @@ func (pr *phaseRun) start(now time.Duration) error {
 		}
 		pr.createNodes(now, i, p)
 	case opCreatePods:
-		pr.createPods(now, i, p)
+		return pr.createPods(now, i, p)
 	case opSleep:
 		pr.stepAt(now + p.dur)
 	case opDeletePods:
@@ -453,7 +468,7 @@ func addPhaseNodes(cfg Config, a *apiServer, now time.Duration, first, i int, p 
 
 // createPods creates a createPods phase's pods, pending in the API server,
 // and queues them.
-func (pr *phaseRun) createPods(now time.Duration, i int, p *planPhase) {
+func (pr *phaseRun) createPods(now time.Duration, i int, p *planPhase) error {
 	d := pr.d
 	g := 0
 	if p.tmpl != nil {
@@ -461,13 +476,14 @@ func (pr *phaseRun) createPods(now time.Duration, i int, p *planPhase) {
 	}
 	n := scaled(p.count, pr.scale, g)
 	var cur *gang
+	var queued []*phasePod
 	for j := 0; j < n; j++ {
 		uid := fmt.Sprintf("ph%d-%06d", i, j)
 		var pod *v1.Pod
 		if p.tmpl != nil {
 			pod = p.tmpl.cl.NewPod(d.r, uid, "")
 			gangID := ""
-			if g > 0 {
+			if g > 0 && !pr.groups { // the stand-in's label; a PodGroup member needs none
 				gangID = fmt.Sprintf("ph%d-%d", i, j/g)
 			}
 			p.tmpl.decorate(pod, gangID, i)
@@ -476,7 +492,18 @@ func (pr *phaseRun) createPods(now time.Duration, i int, p *planPhase) {
 		}
 		pod.Namespace = p.ns
 		pp := &phasePod{pod: pod, phase: i, created: now}
-		if g > 0 {
+		if g > 0 && pr.groups {
+			// The picker's gang scheduling: a PodGroup per gang.
+			name := fmt.Sprintf("ph%d-%d", i, j/g)
+			if j%g == 0 {
+				if err := pr.addPodGroup(p.ns, name, g); err != nil {
+					return err
+				}
+			}
+			if err := pr.joinGroup(pod, name); err != nil {
+				return err
+			}
+		} else if g > 0 {
 			if j%g == 0 {
 				cur = &gang{size: g}
 			}
@@ -491,14 +518,26 @@ func (pr *phaseRun) createPods(now time.Duration, i int, p *planPhase) {
 			pr.q.gated++
 			continue
 		}
-		pr.q.addActive(pp, now, true)
+		queued = append(queued, pp)
 		pr.unsettled++
 		pr.unsettledNS[p.ns]++
 		pr.unsettledPh[i]++
 	}
 	pr.stats[i].created = int64(n)
 	traceEvent(d.digest, now, "create-pods", p.name, strconv.Itoa(n))
+	// The pods are queued once all exist (a gang's members are created
+	// together), through the picker's PreEnqueue when it has one; the
+	// pods it held before are asked again.
+	if err := pr.retryPreEnqueue(now); err != nil {
+		return err
+	}
+	for _, pp := range queued {
+		if err := pr.enqueue(now, pp); err != nil {
+			return err
+		}
+	}
 	pr.wake(now)
+	return nil
 }
 
 // gangLabel labels the members of a gang with its name.
@@ -599,6 +638,9 @@ func (pr *phaseRun) wake(now time.Duration) {
 // decide (evDecide) is one decision of scheduler ev.worker: the queue's
 // next pod, or sleep until pods are queued.
 func (pr *phaseRun) decide(ev event) error {
+	if pr.err != nil {
+		return pr.err
+	}
 	pp := pr.q.pop()
 	if pp == nil {
 		pr.idle[ev.worker] = true
@@ -831,7 +873,14 @@ func (pr *phaseRun) completed(now time.Duration, pod *v1.Pod, failed bool) {
 func (pr *phaseRun) deletePods(now time.Duration, ns string, n int) int {
 	d := pr.d
 	got := deletePhasePods(pr.byNS, pr.byUID, ns, n, now, d.e.truth, d.api,
-		func(pp *phasePod) { traceEvent(d.digest, now, "delete-pending", pp.pod.Name, "") },
+		func(pp *phasePod) {
+			traceEvent(d.digest, now, "delete-pending", pp.pod.Name, "")
+			if pr.groups && pp.pod.Spec.SchedulingGroup != nil {
+				if err := d.c.RemovePodGroupMember(pp.pod); err != nil && pr.err == nil {
+					pr.err = fmt.Errorf("RemovePodGroupMember %s: %w", pp.pod.Name, err)
+				}
+			}
+		},
 		func(pp *phasePod) {
 			pr.q.remove(pp)
 			pr.settle(pp, psDeleted, now)
@@ -908,6 +957,13 @@ func (pr *phaseRun) finishReport(rep *Report) {
 		}
 	}
 	rep.Phases = pr.results()
+	if pr.binders != nil {
+		bc := pr.bc
+		rep.BindingCycle = &bc
+	}
+	if pr.groups {
+		rep.PodGroups = pr.podGroupCounts()
+	}
 	pr.d.e.warnings = append(pr.d.e.warnings, pr.warnings...)
 }
 

@@ -40,6 +40,10 @@ type PickerConfig struct {
 	Sample        int  // -sample: nodes the least-allocated picker samples
 	Nodes         int  // nodes in the cluster at start
 	Deterministic bool // a deterministic run: decisions must depend on the inputs only
+	// Cache is the run's cache, which the picker only reads (its pod
+	// groups: upstream's PodGroupManager is the scheduler's cache); nil
+	// outside a run.
+	Cache *schedcache.Cache
 }
 
 // NodePicker chooses nodes for one simulated scheduler.
@@ -185,13 +189,13 @@ type schedPickers struct {
 
 // newPickers makes the node pickers of a run of cfg with p (nil:
 // LeastAllocated). On error it closes what it made.
-func newPickers(ctx context.Context, p Picker, cfg Config) (*schedPickers, error) {
+func newPickers(ctx context.Context, p Picker, cfg Config, c *schedcache.Cache) (*schedPickers, error) {
 	if p == nil {
 		p = LeastAllocated{}
 	}
 	sp := &schedPickers{name: p.Name(), plugins: append([]string(nil), p.Plugins()...)}
 	for s := 0; s < cfg.Schedulers; s++ {
-		np, err := p.NewNodePicker(ctx, PickerConfig{Scheduler: s, Schedulers: cfg.Schedulers, Sample: cfg.Sample, Nodes: cfg.Nodes, Deterministic: cfg.Deterministic})
+		np, err := p.NewNodePicker(ctx, PickerConfig{Scheduler: s, Schedulers: cfg.Schedulers, Sample: cfg.Sample, Nodes: cfg.Nodes, Deterministic: cfg.Deterministic, Cache: c})
 		if err == nil && np == nil {
 			err = fmt.Errorf("%w: %s: NewNodePicker returned nil", ErrPicker, sp.name)
 		}

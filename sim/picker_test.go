@@ -172,7 +172,7 @@ func TestDeterministicSetupImages(t *testing.T) {
 	cfg := defaultConfig()
 	// Most nodes get no pod, so they keep the summaries of the load.
 	cfg.Nodes, cfg.InitialPods, cfg.Deterministic = 2000, 200, true
-	e, err := setup(context.Background(), cfg, &virtualClock{}, &progress{}, &Report{})
+	e, err := setup(context.Background(), cfg, &virtualClock{}, &progress{}, &Report{}, false)
 	require.NoError(t, err)
 	defer e.c.Close()
 	got := imageStates(e.c)

@@ -58,6 +58,7 @@ const (
 	qErrBackoff               // the error backoff queue (failed bindings)
 	qUnsched                  // the unschedulable pods
 	qGated                    // gated (spec.schedulingGates)
+	qPreGated                 // held by a PreEnqueue plugin of the picker (podgroups.go)
 )
 
 // queueInfo is owned by the event loop: a phase pod's queue bookkeeping.
@@ -264,6 +265,8 @@ func (q *podQueue) remove(pp *phasePod) {
 		q.dropUnsched(pp)
 	case qGated:
 		q.gated--
+	case qPreGated:
+		// held in phaseRun.preGated, which skips pods no longer there
 	}
 	pp.q.where = qNone
 }

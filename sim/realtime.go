@@ -25,12 +25,12 @@ import (
 // cache, the truth and the informer at one point between steps.
 func runRealtime(ctx context.Context, cfg Config, prog *progress, h hooks) (*Report, error) {
 	rep := &Report{Config: cfg}
-	e, err := setup(ctx, cfg, nil, prog, rep)
+	e, err := setup(ctx, cfg, nil, prog, rep, false)
 	if err != nil {
 		return nil, err
 	}
 	defer e.c.Close()
-	pickers, err := newPickers(ctx, h.picker, cfg)
+	pickers, err := newPickers(ctx, h.picker, cfg, e.c)
 	if err != nil {
 		return nil, err
 	}

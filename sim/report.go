@@ -84,6 +84,12 @@ type Report struct {
 	// AttemptErrors: the attempts the picker failed with an error
 	// wrapping ErrAttempt (picker.go); nil when none did.
 	AttemptErrors *AttemptErrors
+	// BindingCycle: what the picker's binding cycle did (bindcycle.go;
+	// nil: the cache calls stood in for it).
+	BindingCycle *BindingCycleCounts
+	// PodGroups: the pod groups, when the picker schedules them
+	// (podgroups.go; nil otherwise).
+	PodGroups *PodGroupCounts
 	// Phases: what each phase of a phases scenario did (phasereport.go).
 	Phases []PhaseResult
 	// Explanations are the attempts explained (-explain, -explain-rate;
@@ -203,6 +209,11 @@ type JSONReport struct {
 	// AttemptErrors: attempts the picker failed (ErrAttempt); absent
 	// when none did.
 	AttemptErrors *AttemptErrors `json:"attempt_errors,omitempty"`
+	// BindingCycle: the picker's binding cycle (bindcycle.go); absent
+	// when the cache calls stood in for it.
+	BindingCycle *BindingCycleCounts `json:"binding_cycle,omitempty"`
+	// PodGroups: the pod groups the picker scheduled (podgroups.go).
+	PodGroups *PodGroupCounts `json:"pod_groups,omitempty"`
 	// Phases and ThresholdsOK: a phases scenario's (phasereport.go).
 	Phases       []JSONPhase `json:"phases,omitempty"`
 	ThresholdsOK *bool       `json:"thresholds_ok,omitempty"`
@@ -376,6 +387,8 @@ func (r *Report) JSON() *JSONReport {
 		Stopped:        r.Stopped,
 		Picker:         r.Picker,
 		AttemptErrors:  r.AttemptErrors,
+		BindingCycle:   r.BindingCycle,
+		PodGroups:      r.PodGroups,
 		PickerCounters: r.PickerCounters,
 		Version:        "v1",
 		Mode:           mode,
@@ -479,6 +492,8 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "scheduled: %d pods (%.0f pods/s; %s); forgotten %d (failed bindings %d, conflicts %d); unschedulable decisions %d\n",
 		r.Scheduled, r.PodsPerSec, perWindow, r.Forgotten, r.FailedBindings, r.Conflicts, r.Unschedulable)
 	r.printPicker(w)
+	r.printBindingCycle(w)
+	r.printPodGroups(w)
 	r.printCounters(w)
 	r.printPhases(w)
 	r.printExplanations(w)

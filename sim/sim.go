@@ -82,7 +82,7 @@ func refuseOverfull(over, nodes int) bool { return over*100 > nodes }
 // synchronous calls in deterministic mode), recording every pod in
 // the ground truth. It refuses an over-capacity cluster with a *UsageError.
 // The caller closes env.c.
-func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress, rep *Report) (*env, error) {
+func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress, rep *Report, groups bool) (*env, error) {
 	e := &env{truth: newTruth()}
 	e.disp = &simDispatcher{truth: e.truth, latency: cfg.BindLatency, fail: cfg.FailRate, det: cfg.Deterministic,
 		r: rand.New(rand.NewPCG(uint64(cfg.Seed), 0xb1))}
@@ -118,6 +118,11 @@ func setup(ctx context.Context, cfg Config, clk schedcache.Clock, prog *progress
 	}
 	if clk != nil {
 		opts = append(opts, schedcache.WithClock(clk))
+	}
+	if groups {
+		// The picker schedules pod groups (PodGroupPicker): the cache
+		// tracks them, as upstream's with GenericWorkload on.
+		opts = append(opts, schedcache.WithPodGroups(true, false))
 	}
 	// The cache outlives an interrupt: cancelling ctx stops the run, whose
 	// report and final audit still need the cache; the run closes it.

@@ -50,7 +50,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/kubernetes/pkg/scheduler"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
@@ -145,6 +147,11 @@ type Result struct {
 	MaxPodsOnNode     int            `json:"maxPodsOnNode"`
 	MeasuredPerLabel  map[string]int `json:"measuredPerLabel,omitempty"`
 	BindingConflicts  int            `json:"bindingConflicts"`
+	// A gang workload's gangs: all, those whose every pod is bound, and
+	// those with some but not all bound (never, with gang scheduling).
+	Gangs        int `json:"gangs,omitempty"`
+	GangsPlaced  int `json:"gangsPlaced,omitempty"`
+	GangsPartial int `json:"gangsPartial"`
 	// Deleted: pods the scheduler deleted, its preemption victims (the
 	// preemption workload; 0 elsewhere).
 	Deleted             int    `json:"deleted"`
@@ -179,6 +186,13 @@ func Run(ctx context.Context, w Workload, opts Options) (res Result, err error) 
 	if opts.Timeout < 0 {
 		return Result{}, fmt.Errorf("anchor: timeout must be 0 (30 minutes) or positive, got %v", opts.Timeout)
 	}
+	runMu.Lock()
+	defer runMu.Unlock()
+	restore, err := setGates(w.FeatureGates)
+	if err != nil {
+		return Result{}, fmt.Errorf("anchor: %w %s: feature gates: %w", ErrInvalidWorkload, w.Name, err)
+	}
+	defer restore()
 	cfg := opts.Config
 	src := opts.ConfigSource
 	if src == "" {
@@ -200,8 +214,6 @@ func Run(ctx context.Context, w Workload, opts Options) (res Result, err error) 
 		timeout = 30 * time.Minute
 	}
 
-	runMu.Lock()
-	defer runMu.Unlock()
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("anchor: %w in run %s: %v", ErrPanic, w.Name, r)
@@ -391,7 +403,35 @@ func populate(api *apiServer, w Workload) error {
 			return fmt.Errorf("anchor: initial pod %d: %w", i, err)
 		}
 	}
+	if w.GangSize > 0 {
+		for g := range w.Pods / w.GangSize {
+			if err := api.tracker.Add(w.podGroup(g)); err != nil {
+				return fmt.Errorf("anchor: pod group %d: %w", g, err)
+			}
+		}
+	}
 	return nil
+}
+
+// setGates sets the feature gates gates and returns what restores the
+// previous values.
+func setGates(gates map[string]bool) (func(), error) {
+	if len(gates) == 0 {
+		return func() {}, nil
+	}
+	old := map[string]bool{}
+	for name := range gates {
+		old[name] = utilfeature.DefaultFeatureGate.Enabled(featuregate.Feature(name))
+	}
+	// Tried on a copy first: a refused SetFromMap keeps what it was given,
+	// and every later call is refused with it.
+	if err := utilfeature.DefaultMutableFeatureGate.DeepCopy().SetFromMap(gates); err != nil {
+		return nil, err
+	}
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(gates); err != nil {
+		return nil, err
+	}
+	return func() { _ = utilfeature.DefaultMutableFeatureGate.SetFromMap(old) }, nil
 }
 
 // createMeasured creates the measured pods through the client set, all at
@@ -426,6 +466,10 @@ func createMeasured(ctx context.Context, api *apiServer, w Workload, rate float6
 				ErrNotAllBound, i, w.Pods, context.Cause(ctx))
 		}
 		p := pod(w.PodTemplate, MeasuredNamespace, measuredPrefix, i)
+		if w.GangSize > 0 {
+			name := w.gangName(i)
+			p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &name}
+		}
 		api.created(i)
 		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("anchor: creating measured pod %s: %w", p.Name, err)
@@ -460,6 +504,24 @@ func summarize(res *Result, api *apiServer, w Workload) {
 	}
 	res.Bound = api.measuredBound
 	res.BindingConflicts = api.conflicts
+	if w.GangSize > 0 {
+		res.Gangs = w.Pods / w.GangSize
+		for g := range res.Gangs {
+			n := 0
+			for i := g * w.GangSize; i < (g+1)*w.GangSize; i++ {
+				if api.boundAt[i] != 0 {
+					n++
+				}
+			}
+			switch n {
+			case w.GangSize:
+				res.GangsPlaced++
+			case 0:
+			default:
+				res.GangsPartial++
+			}
+		}
+	}
 	res.Deleted = api.deleted
 	res.NodesUsed = len(perNode)
 	for _, n := range perNode {

@@ -11,6 +11,10 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/utils/ptr"
 )
@@ -273,5 +277,41 @@ func TestQuantile(t *testing.T) {
 	}
 	if (histogram{}).quantile(0.5) != 0 {
 		t.Errorf("empty histogram: want 0")
+	}
+}
+
+// TestRunGangShort is GangScheduling at CI size: upstream's scheduler
+// with GenericWorkload on (for the run only) places every gang whole; a
+// gang that cannot fit (more members than nodes of room) is not placed
+// in part; a measured count that is not whole gangs is refused.
+func TestRunGangShort(t *testing.T) {
+	defer goleak.VerifyNone(t, ignoreKlog, goleak.IgnoreCurrent())
+	w, err := NewWorkload(Gang, 20, -1, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), w, Options{Timeout: 2 * time.Minute})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.Bound != 30 || res.Gangs != 10 || res.GangsPlaced != 10 || res.GangsPartial != 0 {
+		t.Fatalf("bound %d, gangs %d placed %d partial %d; want 30, 10, 10, 0", res.Bound, res.Gangs, res.GangsPlaced, res.GangsPartial)
+	}
+	if utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload) {
+		t.Fatal("GenericWorkload left on after the run")
+	}
+	// Two nodes of 150m: room for two of the gang's three 100m pods, so
+	// none is bound.
+	w, err = NewWorkload(Gang, 2, 0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.NodeTemplate.Status.Allocatable[v1.ResourceCPU] = resource.MustParse("150m")
+	res, err = Run(context.Background(), w, Options{Timeout: 3 * time.Second})
+	if !errors.Is(err, ErrNotAllBound) || res.Bound != 0 || res.GangsPartial != 0 {
+		t.Fatalf("Run: %v, bound %d, partial %d; want ErrNotAllBound, 0, 0", err, res.Bound, res.GangsPartial)
+	}
+	if _, err := NewWorkload(Gang, 10, 0, 4); !errors.Is(err, ErrInvalidWorkload) {
+		t.Fatalf("4 pods in gangs of 3: %v, want ErrInvalidWorkload", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -18,10 +19,15 @@ const (
 	PodAntiAffinity = "pod-anti-affinity" // SchedulingPodAntiAffinity (affinity/performance-config.yaml)
 	TopologySpread  = "topology-spread"   // TopologySpreading (topology_spreading/performance-config.yaml)
 	Preemption      = "preemption"        // PreemptionBasic (default_preemption/performance-config.yaml)
+	Gang            = "gang"              // GangScheduling (podgroup/gangscheduling/performance-config.yaml)
 )
 
 // Names lists the built-in workloads.
-var Names = []string{Basic, NodeAffinity, PodAntiAffinity, TopologySpread, Preemption}
+var Names = []string{Basic, NodeAffinity, PodAntiAffinity, TopologySpread, Preemption, Gang}
+
+// GangSize is the gang workload's podsPerGroup (scheduler_perf's
+// 5000Nodes_1000Gangs_3000Pods).
+const GangSize = 3
 
 // The namespaces of the initial and of the measured pods (scheduler_perf's
 // SchedulingPodAntiAffinity puts them in sched-0 and sched-1; the other
@@ -68,6 +74,16 @@ type Workload struct {
 	// are the measured phase.
 	Pods        int
 	PodTemplate *v1.Pod
+
+	// GangSize, when positive, makes the measured pods gangs: measured
+	// pod i is in the PodGroup "gang-<i/GangSize>" (scheduling.k8s.io
+	// v1beta1, Gang policy, minCount GangSize), created with the nodes,
+	// before the scheduler starts. Pods must be a multiple of it.
+	GangSize int
+	// FeatureGates are set for the run's duration (upstream's gate
+	// registry; Run restores the previous values): the gang workload
+	// turns GenericWorkload on.
+	FeatureGates map[string]bool
 }
 
 // DefaultInitPods is the number of initial pods scheduler_perf's 5000Nodes
@@ -88,6 +104,8 @@ func NewWorkload(name string, nodes, initPods, pods int) (Workload, error) {
 	if initPods < 0 {
 		if r, ok := DefaultInitPods[name]; ok {
 			initPods = int(int64(nodes) * int64(r) / 5000)
+		} else {
+			initPods = 0
 		}
 	}
 	w := Workload{Name: name, Nodes: nodes, NodeTemplate: DefaultNode(), InitPods: initPods, Pods: pods}
@@ -102,6 +120,10 @@ func NewWorkload(name string, nodes, initPods, pods int) (Workload, error) {
 	case TopologySpread:
 		w.NodeLabelKey, w.NodeLabelValues = ZoneLabel, []string{"moon-1", "moon-2", "moon-3"}
 		w.InitPodTemplate, w.PodTemplate = DefaultPod(), TopologySpreadPod()
+	case Gang:
+		w.InitPodTemplate, w.PodTemplate = GangPod(), GangPod()
+		w.GangSize = GangSize
+		w.FeatureGates = map[string]bool{"GenericWorkload": true}
 	case Preemption:
 		w.InitPodTemplate, w.PodTemplate = LowPriorityPod(), HighPriorityPod()
 	default:
@@ -138,6 +160,9 @@ func (w Workload) Validate() error {
 	}
 	if w.PodTemplate == nil {
 		errs = append(errs, "no measured pod template")
+	}
+	if w.GangSize < 0 || (w.GangSize > 0 && w.Pods%w.GangSize != 0) {
+		errs = append(errs, fmt.Sprintf("%d measured pods are not whole gangs of %d", w.Pods, w.GangSize))
 	}
 	if w.NodeLabelKey != "" && len(w.NodeLabelValues) == 0 {
 		errs = append(errs, fmt.Sprintf("node label %q has no values", w.NodeLabelKey))
@@ -277,6 +302,40 @@ func TopologySpreadPod() *v1.Pod {
 		LabelSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{"color": "blue"}},
 	}}
 	return p
+}
+
+// GangPod is podgroup/gangscheduling's templates/gang-pod.yaml without
+// its schedulingGroup (the run sets it per pod): one pause container
+// requesting 100m CPU and 100Mi.
+func GangPod() *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "test-gang-scheduling-"},
+		Spec: v1.PodSpec{
+			Containers: []v1.Container{{
+				Name:  "pause",
+				Image: "registry.k8s.io/pause:3.10.1",
+				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+					v1.ResourceCPU:    resource.MustParse("100m"),
+					v1.ResourceMemory: resource.MustParse("100Mi"),
+				}},
+			}},
+			SchedulerName: v1.DefaultSchedulerName,
+		},
+	}
+}
+
+// gangName is the PodGroup of measured pod i of a gang workload.
+func (w Workload) gangName(i int) string { return fmt.Sprintf("gang-%d", i/w.GangSize) }
+
+// podGroup is the PodGroup of gang g (podgroup/gangscheduling's
+// templates/podgroup.yaml).
+func (w Workload) podGroup(g int) *schedulingv1beta1.PodGroup {
+	return &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("gang-%d", g), Namespace: MeasuredNamespace},
+		Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
+			Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(w.GangSize)},
+		}},
+	}
 }
 
 // LowPriorityPod is templates/pod-low-priority.yaml: one pause container

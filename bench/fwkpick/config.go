@@ -54,6 +54,12 @@ var Unfed = map[string]string{
 	names.DynamicResources: "ResourceClaims and ResourceSlices",
 }
 
+// queueAndBinding are the default profile's plugins that serve neither
+// Filter nor Score but the queue (PreEnqueue) or the binding cycle
+// (Permit): kept in a -plugins profile, which names only Filter and Score
+// plugins.
+var queueAndBinding = []string{names.SchedulingGates, names.GangScheduling}
+
 // ErrNoProfile is wrapped by the attempt error of a pod whose
 // spec.schedulerName no profile of the picker has.
 var ErrNoProfile = errors.New("fwkpick: no profile for the pod's schedulerName")
@@ -63,6 +69,7 @@ type profile struct {
 	name    string                       // schedulerName
 	cfg     *config.KubeSchedulerProfile // the picker's: run points explicit
 	pct     int32                        // resolved percentageOfNodesToScore
+	full    *config.KubeSchedulerProfile // cfg plus the binding cycle's points and PreEnqueue: the node pickers' frameworks
 	plugins []string                     // run at PreFilter, Filter, PreScore or Score, in the profile's order
 	dropped []string                     // Unfed plugins its defaults enabled, left out
 	// postFilter is the profile's PostFilter plugins, in order (none: the
@@ -127,15 +134,22 @@ func resolve(cfg Config) (*config.KubeSchedulerConfiguration, [][]string, string
 	}
 	up := def.Profiles[0]
 	var enabled []config.Plugin
+	extra := 0
 	for _, pl := range up.Plugins.MultiPoint.Enabled {
-		// The framework wants a queue sort and a binder; the picker
-		// calls neither. PostFilter is upstream's, DefaultPreemption,
-		// whatever plugins run.
-		if pl.Name == names.PrioritySort || pl.Name == names.DefaultBinder || pl.Name == names.DefaultPreemption || slices.Contains(want, pl.Name) {
-			enabled = append(enabled, pl)
+		// The queue sort; and the plugins of the queue, PostFilter and
+		// the binding cycle the picker runs (bind.go, preempt.go):
+		// SchedulingGates, DefaultPreemption (whatever plugins run),
+		// DefaultBinder, and GangScheduling with the GenericWorkload gate.
+		switch {
+		case slices.Contains(want, pl.Name):
+		case pl.Name == names.PrioritySort || pl.Name == names.DefaultBinder || pl.Name == names.DefaultPreemption || slices.Contains(queueAndBinding, pl.Name):
+			extra++
+		default:
+			continue
 		}
+		enabled = append(enabled, pl)
 	}
-	if len(enabled) != len(want)+3 {
+	if len(enabled) != len(want)+extra {
 		return nil, nil, "", fmt.Errorf("%w: upstream's default profile lacks some of %v", ErrConfig, want)
 	}
 	pct := cfg.PercentageOfNodesToScore
@@ -245,6 +259,13 @@ func (b *built) profile(up *config.KubeSchedulerProfile, written []string, globa
 			inRun[pl.Name] = true
 		}
 	}
+	bindSets := []config.PluginSet{listed.PreEnqueue, listed.Reserve, listed.Permit, listed.PreBind, listed.Bind, listed.PostBind}
+	inBind := map[string]bool{}
+	for _, s := range bindSets {
+		for _, pl := range s.Enabled {
+			inBind[pl.Name] = true
+		}
+	}
 	// The profile's order: as its plugin sets name them (multiPoint
 	// first), then any the runtime added.
 	for _, s := range sets {
@@ -261,11 +282,14 @@ func (b *built) profile(up *config.KubeSchedulerProfile, written []string, globa
 			}
 		}
 	}
-	var pcs []config.PluginConfig
+	var pcs, fullPcs []config.PluginConfig
 	p.postFilter = slices.Clone(listed.PostFilter.Enabled)
 	for _, pc := range up.PluginConfig {
 		if inRun[pc.Name] {
 			pcs = append(pcs, pc)
+		}
+		if inRun[pc.Name] || inBind[pc.Name] {
+			fullPcs = append(fullPcs, pc)
 		}
 		if slices.ContainsFunc(p.postFilter, func(pl config.Plugin) bool { return pl.Name == pc.Name }) {
 			p.postArgs = append(p.postArgs, pc)
@@ -281,6 +305,14 @@ func (b *built) profile(up *config.KubeSchedulerProfile, written []string, globa
 		},
 		PluginConfig: pcs,
 	}
+	// The node pickers' frameworks run the binding cycle too
+	// (bind.go): the profile's Reserve, Permit, PreBind, Bind and
+	// PostBind plugins, and its PreEnqueue plugins, as upstream's
+	// framework lists them (its binder, not always DefaultBinder).
+	p.full = p.cfg.DeepCopy()
+	fp := p.full.Plugins
+	fp.PreEnqueue, fp.Reserve, fp.Permit, fp.PreBind, fp.Bind, fp.PostBind = listed.PreEnqueue, listed.Reserve, listed.Permit, listed.PreBind, listed.Bind, listed.PostBind
+	p.full.PluginConfig = fullPcs
 	return p, nil
 }
 
@@ -301,6 +333,12 @@ func newFramework(registry frameworkruntime.Registry, profile *config.KubeSchedu
 	if err != nil {
 		return nil, nil, err
 	}
+	// DefaultPreemption reads the mutable snapshot's PodGroups with
+	// GenericWorkload on (pod-group preemption), as it is built.
+	mutable, err := fwkadapter.NewMutable(schedcache.NewEmptySnapshot())
+	if err != nil {
+		return nil, nil, err
+	}
 	stopCh := make(chan struct{})
 	rec := metrics.NewMetricsAsyncRecorder(10, 50*time.Millisecond, stopCh)
 	stop := func() {
@@ -313,6 +351,8 @@ func newFramework(registry frameworkruntime.Registry, profile *config.KubeSchedu
 		frameworkruntime.WithSnapshotSharedLister(lister),
 		frameworkruntime.WithClientSet(fake.NewClientset()),
 		frameworkruntime.WithPodNominator(noNominated{}),
+		frameworkruntime.WithPodGroupManager(lister), // no pod groups: DefaultPreemption and GangScheduling read it with GenericWorkload
+		frameworkruntime.WithMutableSnapshotLister(mutable),
 		frameworkruntime.WithMetricsRecorder(rec),
 		frameworkruntime.WithLogger(klog.Background()),
 	)

@@ -58,10 +58,13 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
@@ -170,9 +173,13 @@ type Picker struct {
 	noMemo   bool                            // immutable
 	noCarry  bool                            // immutable
 	par      int                             // immutable
-	mu       sync.Mutex                      // guards open, closed
+	mu       sync.Mutex                      // guards open, closed, rejectedWaits
 	open     map[*NodePicker]struct{}        // guarded by mu
 	closed   bool                            // guarded by mu
+	// rejectedWaits are the waiting pods an out-of-tree plugin rejected
+	// (watchHandle), until the node picker waiting for them sees it.
+	rejectedWaits   map[types.UID]bool // guarded by mu
+	genericWorkload bool               // immutable: the GenericWorkload gate at New
 }
 
 var _ sim.Picker = (*Picker)(nil)
@@ -191,7 +198,11 @@ func New(cfg Config) (*Picker, error) {
 		return nil, err
 	}
 	p := &Picker{index: map[string]int{}, profiles: b.profiles, registry: b.guarded, raw: b.raw,
-		factory: factory, pct: b.profiles[0].pct, par: b.par, noMemo: cfg.NoMemo, noCarry: cfg.NoCarry, open: map[*NodePicker]struct{}{}}
+		factory: factory, pct: b.profiles[0].pct, par: b.par, noMemo: cfg.NoMemo, noCarry: cfg.NoCarry, open: map[*NodePicker]struct{}{},
+		rejectedWaits: map[types.UID]bool{}, genericWorkload: utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload)}
+	for name := range cfg.OutOfTree {
+		p.registry[name] = p.watchFactory(p.registry[name])
+	}
 	for _, pr := range b.profiles {
 		for _, name := range pr.plugins {
 			if _, ok := p.index[name]; !ok {
@@ -274,12 +285,18 @@ func (p *Picker) Close() error {
 
 // NewNodePicker implements sim.Picker: a framework of its own over a
 // snapshot of its own.
-func (p *Picker) NewNodePicker(ctx context.Context, _ sim.PickerConfig) (sim.NodePicker, error) {
-	return p.NewFramework(ctx)
+func (p *Picker) NewNodePicker(ctx context.Context, cfg sim.PickerConfig) (sim.NodePicker, error) {
+	return p.NewFrameworkFor(ctx, cfg)
 }
 
-// NewFramework is NewNodePicker with its concrete type.
+// NewFramework is NewNodePicker with its concrete type, for no run (no
+// cache: the frameworks' PodGroupManager is nil).
 func (p *Picker) NewFramework(ctx context.Context) (*NodePicker, error) {
+	return p.NewFrameworkFor(ctx, sim.PickerConfig{})
+}
+
+// NewFrameworkFor is NewNodePicker with its concrete type.
+func (p *Picker) NewFrameworkFor(ctx context.Context, cfg sim.PickerConfig) (*NodePicker, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -295,6 +312,26 @@ func (p *Picker) NewFramework(ctx context.Context) (*NodePicker, error) {
 	// makes Close quicker.
 	rec := metrics.NewMetricsAsyncRecorder(1000, 50*time.Millisecond, stop)
 	np := &NodePicker{p: p, snap: snap, lister: lister, stop: stop, rec: rec, nom: fwkadapter.NewNominator()}
+	np.bindInit()
+	// One waiting-pods map for every profile, as upstream's scheduler.New.
+	waiting := frameworkruntime.NewWaitingPodsMap()
+	// The pod groups (GenericWorkload): the run's cache, as upstream's
+	// scheduler cache; outside a run, the picker's snapshot's.
+	var groups fwk.PodGroupManager = lister
+	if cfg.Cache != nil {
+		groups = fwkadapter.CacheGroups(cfg.Cache)
+	}
+	// DefaultPreemption, in the profile for its PreEnqueue, reads a
+	// mutable snapshot's PodGroups as it is built with GenericWorkload on
+	// (pod-group preemption, which these frameworks never run: PostFilter
+	// runs in the preemption framework, preempt.go): an empty one.
+	mutable, err := fwkadapter.NewMutable(schedcache.NewEmptySnapshot())
+	if err != nil {
+		close(stop)
+		<-rec.IsStoppedCh
+		return nil, err
+	}
+	groupOpts := []frameworkruntime.Option{frameworkruntime.WithPodGroupManager(groups), frameworkruntime.WithMutableSnapshotLister(mutable)}
 	// NewFramework's context only stops the metrics recorder it starts
 	// by default, which WithMetricsRecorder then replaces (the plugins
 	// this picker builds keep no context): a context already done stops
@@ -302,18 +339,20 @@ func (p *Picker) NewFramework(ctx context.Context) (*NodePicker, error) {
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	cancel()
 	build := func(ctx context.Context, prof *config.KubeSchedulerProfile) (framework.Framework, error) {
-		return frameworkruntime.NewFramework(ctx, p.registry, prof,
+		return frameworkruntime.NewFramework(ctx, p.registry, prof, append([]frameworkruntime.Option{
 			frameworkruntime.WithSnapshotSharedLister(cycleLister{Lister: lister, np: np}),
 			frameworkruntime.WithInformerFactory(p.factory),
-			frameworkruntime.WithClientSet(fake.NewClientset()),
+			frameworkruntime.WithClientSet(np.bind.cs),
 			frameworkruntime.WithPodNominator(np.nom),
 			frameworkruntime.WithMetricsRecorder(rec),
 			frameworkruntime.WithParallelism(p.par),
 			frameworkruntime.WithLogger(klog.Background()),
-		)
+			frameworkruntime.WithPodActivator(np.bind.activator()),
+			frameworkruntime.WithWaitingPods(waiting),
+		}, groupOpts...)...)
 	}
 	for _, pr := range p.profiles {
-		fw, err := build(fctx, pr.cfg.DeepCopy())
+		fw, err := build(fctx, pr.full.DeepCopy())
 		var pf profileRun
 		if err == nil {
 			pf, err = np.profileRun(fctx, pr, fw, build)
@@ -396,6 +435,7 @@ type NodePicker struct {
 	run          *profileRun            // owned by the owner goroutine: fw's (cycle sets it)
 	nom          *fwkadapter.Nominator  // immutable pointer: the nominated pods (preempt.go)
 	pres         []*preemption          // owned by the owner goroutine: per profile, PostFilter's framework, built on first use (preempt.go)
+	bind         bindState              // owned by the owner goroutine: the binding cycle (bind.go)
 	// Record keeps the last Decision and PreemptionRecord (tests); set
 	// before Pick.
 	Record         bool             // owned by the owner goroutine
@@ -523,6 +563,7 @@ func (np *NodePicker) cycle(ctx context.Context, published *schedcache.Snapshot,
 		return "", nil
 	}
 	state := framework.NewCycleState()
+	np.keepCycle(pod, prof, state) // for the binding cycle, if a node is chosen (bind.go)
 	np.run.carry.begin(state, published)
 	np.cycles++
 	state.SetRecordPluginMetrics(np.cycles%10 == 0) // upstream samples 10% of cycles, at random

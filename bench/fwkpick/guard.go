@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -89,10 +90,70 @@ func guard(p fwk.Plugin) fwk.Plugin {
 	g.filter, _ = p.(fwk.FilterPlugin)
 	g.preScore, _ = p.(fwk.PreScorePlugin)
 	g.score, _ = p.(fwk.ScorePlugin)
+	bp := bindPoints{p: p}
 	if s, ok := p.(fwk.SignPlugin); ok {
-		return &guardedSigner{guarded: g, sign: s}
+		gs := &guardedSigner{guarded: g, sign: s}
+		if bp.any() {
+			return &guardedSignerBinding{guardedSigner: gs, bindPoints: bp}
+		}
+		return gs
+	}
+	if bp.any() {
+		return &guardedBinding{guarded: g, bindPoints: bp}
 	}
 	return g
+}
+
+// bindPoints passes the binding cycle's extension points and PreEnqueue
+// through to p, unguarded: the binding cycle runs them on the node
+// picker's goroutine, which recovers their panics (bind.go). As with the
+// guarded points, the framework only calls those p serves.
+type bindPoints struct{ p fwk.Plugin }
+
+// any says whether p serves one of them.
+func (b bindPoints) any() bool {
+	switch b.p.(type) {
+	case fwk.ReservePlugin, fwk.PermitPlugin, fwk.PreBindPlugin, fwk.BindPlugin, fwk.PostBindPlugin, fwk.PreEnqueuePlugin:
+		return true
+	}
+	return false
+}
+
+func (b bindPoints) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
+	return b.p.(fwk.ReservePlugin).Reserve(ctx, state, pod, node)
+}
+func (b bindPoints) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, node string) {
+	b.p.(fwk.ReservePlugin).Unreserve(ctx, state, pod, node)
+}
+func (b bindPoints) Permit(ctx context.Context, state fwk.CycleState, pod *v1.Pod, node string) (*fwk.Status, time.Duration) {
+	return b.p.(fwk.PermitPlugin).Permit(ctx, state, pod, node)
+}
+func (b bindPoints) PreBindPreFlight(ctx context.Context, state fwk.CycleState, pod *v1.Pod, node string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+	return b.p.(fwk.PreBindPlugin).PreBindPreFlight(ctx, state, pod, node)
+}
+func (b bindPoints) PreBind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
+	return b.p.(fwk.PreBindPlugin).PreBind(ctx, state, pod, node)
+}
+func (b bindPoints) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
+	return b.p.(fwk.BindPlugin).Bind(ctx, state, pod, node)
+}
+func (b bindPoints) PostBind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, node string) {
+	b.p.(fwk.PostBindPlugin).PostBind(ctx, state, pod, node)
+}
+func (b bindPoints) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
+	return b.p.(fwk.PreEnqueuePlugin).PreEnqueue(ctx, pod)
+}
+
+// guardedBinding is a guarded plugin with binding-cycle points.
+type guardedBinding struct {
+	*guarded
+	bindPoints
+}
+
+// guardedSignerBinding is a guarded SignPlugin with binding-cycle points.
+type guardedSignerBinding struct {
+	*guardedSigner
+	bindPoints
 }
 
 // Unguard returns the plugin a guarded one wraps (p itself otherwise).
@@ -102,6 +163,10 @@ func Unguard(p fwk.Plugin) fwk.Plugin {
 		return g.p
 	case *guardedSigner:
 		return g.p
+	case *guardedBinding:
+		return g.guarded.p
+	case *guardedSignerBinding:
+		return g.guardedSigner.p
 	}
 	return p
 }

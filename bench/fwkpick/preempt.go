@@ -126,6 +126,7 @@ func (np *NodePicker) nominatedFirst(ctx context.Context, published *schedcache.
 		return "", false, nil // gone
 	}
 	state := framework.NewCycleState()
+	np.keepCycle(pod, prof, state)
 	pre, st, _ := fw.RunPreFilterPlugins(ctx, state, pod)
 	if !st.IsSuccess() || (!pre.AllNodes() && !pre.NodeNames.Has(node)) {
 		return "", false, nil

@@ -7,7 +7,7 @@
 //
 // Flags:
 //
-//	-workload basic|node-affinity|pod-anti-affinity|topology-spread|preemption
+//	-workload basic|node-affinity|pod-anti-affinity|topology-spread|preemption|gang
 //	-nodes N        nodes (default 5000)
 //	-init-pods N    initial pods, scheduled before the measurement; -1 is
 //	                scheduler_perf's ratio for the workload (default -1)

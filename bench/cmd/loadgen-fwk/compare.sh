@@ -22,10 +22,18 @@
 # CPU time and GC count; compare pods/s only within one file, and prefer
 # pods per CPU second on a shared machine. Environment: GOMAXPROCS
 # (default 2), WORKLOADS (a subset of "basic node-affinity
-# pod-anti-affinity topology-spread preemption", default all). The
+# pod-anti-affinity topology-spread preemption gang", default all). The
 # preemption workload (PreemptionBasic at 5,000 nodes: 20,000 low-priority
 # pods, then high-priority ones that each preempt a node's four) counts the
 # victims deleted beside the pods. Takes 15 to 30 minutes on 2 cores.
+#
+# gang is scheduler_perf's GangScheduling 5000Nodes_1000Gangs_3000Pods
+# with the GenericWorkload gate on both sides (the anchor's gang workload;
+# loadgen-fwk's perf-gang preset with -feature-gates GenericWorkload=true).
+# Its differential check, at the end: every run placed every gang whole or
+# not at all, and the runs placed as many gangs and bound as many pods
+# (so its three pod counts are the same: 6,000 by default, scheduler_perf's
+# 5000Nodes_2000Gangs_6000Pods, for windows of 10 s or more).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bench=$(cd "$here/../.." && pwd)
@@ -36,13 +44,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$bench" && GOFLAGS=-mod=readonly go build -o "$tmp/anchor" ./cmd/anchor && GOFLAGS=-mod=readonly go build -o "$tmp/loadgen-fwk" ./cmd/loadgen-fwk)
 
-# workload name (anchor), preset, anchor pods, ours pods memo on, memo off, carry off
+# workload name (anchor), preset, anchor pods, ours pods memo on, memo off,
+# carry off (0: no such run), loadgen-fwk's extra flags (comma-separated; -: none)
 workloads=(
-	"basic perf-scheduling-basic ${ANCHOR_PODS_BASIC:-10000} ${OURS_PODS_BASIC:-60000} ${OURS_OFF_PODS_BASIC:-10000} ${OURS_CARRY_OFF_PODS_BASIC:-0}"
-	"node-affinity perf-node-affinity ${ANCHOR_PODS_NODE_AFFINITY:-10000} ${OURS_PODS_NODE_AFFINITY:-40000} ${OURS_OFF_PODS_NODE_AFFINITY:-10000} ${OURS_CARRY_OFF_PODS_NODE_AFFINITY:-0}"
-	"pod-anti-affinity perf-pod-anti-affinity ${ANCHOR_PODS_ANTI_AFFINITY:-3000} ${OURS_PODS_ANTI_AFFINITY:-4000} ${OURS_OFF_PODS_ANTI_AFFINITY:-2000} ${OURS_CARRY_OFF_PODS_ANTI_AFFINITY:-2000}"
-	"topology-spread perf-topology-spreading ${ANCHOR_PODS_SPREAD:-5000} ${OURS_PODS_SPREAD:-20000} ${OURS_OFF_PODS_SPREAD:-5000} ${OURS_CARRY_OFF_PODS_SPREAD:-7000}"
-	"preemption perf-preemption-basic ${ANCHOR_PODS_PREEMPTION:-300} ${OURS_PODS_PREEMPTION:-400} ${OURS_OFF_PODS_PREEMPTION:-300} ${OURS_CARRY_OFF_PODS_PREEMPTION:-0}"
+	"basic perf-scheduling-basic ${ANCHOR_PODS_BASIC:-10000} ${OURS_PODS_BASIC:-60000} ${OURS_OFF_PODS_BASIC:-10000} ${OURS_CARRY_OFF_PODS_BASIC:-0} -"
+	"node-affinity perf-node-affinity ${ANCHOR_PODS_NODE_AFFINITY:-10000} ${OURS_PODS_NODE_AFFINITY:-40000} ${OURS_OFF_PODS_NODE_AFFINITY:-10000} ${OURS_CARRY_OFF_PODS_NODE_AFFINITY:-0} -"
+	"pod-anti-affinity perf-pod-anti-affinity ${ANCHOR_PODS_ANTI_AFFINITY:-3000} ${OURS_PODS_ANTI_AFFINITY:-4000} ${OURS_OFF_PODS_ANTI_AFFINITY:-2000} ${OURS_CARRY_OFF_PODS_ANTI_AFFINITY:-2000} -"
+	"topology-spread perf-topology-spreading ${ANCHOR_PODS_SPREAD:-5000} ${OURS_PODS_SPREAD:-20000} ${OURS_OFF_PODS_SPREAD:-5000} ${OURS_CARRY_OFF_PODS_SPREAD:-7000} -"
+	"preemption perf-preemption-basic ${ANCHOR_PODS_PREEMPTION:-300} ${OURS_PODS_PREEMPTION:-400} ${OURS_OFF_PODS_PREEMPTION:-300} ${OURS_CARRY_OFF_PODS_PREEMPTION:-0} -"
+	"gang perf-gang ${ANCHOR_PODS_GANG:-6000} ${OURS_PODS_GANG:-6000} ${OURS_OFF_PODS_GANG:-6000} 0 -feature-gates,GenericWorkload=true"
 )
 
 . "$bench/scripts/lib.sh"
@@ -50,8 +60,10 @@ raw_header "bench/cmd/loadgen-fwk/compare.sh: loadgen-fwk (upstream's plugins on
 
 i=0
 for w in "${workloads[@]}"; do
-	read -r name preset apods opods offpods carryoff <<<"$w"
-	case " ${WORKLOADS:-basic node-affinity pod-anti-affinity topology-spread preemption} " in
+	read -r name preset apods opods offpods carryoff extra <<<"$w"
+	flags=()
+	[ "$extra" = - ] || IFS=, read -r -a flags <<<"$extra"
+	case " ${WORKLOADS:-basic node-affinity pod-anti-affinity topology-spread preemption gang} " in
 	*" $name "*) ;;
 	*) continue ;;
 	esac
@@ -65,12 +77,12 @@ for w in "${workloads[@]}"; do
 		0) raw_run "$out" "anchor/$name" "$tmp/a.json" run "\"anchor/$name\"" \
 			"$tmp/anchor" -workload "$name" -nodes 5000 -pods "$apods" -json "$tmp/a.json" ;;
 		1) raw_run "$out" "memo-on/$name" "$tmp/on.json" run "\"memo-on/$name\"" \
-			"$tmp/loadgen-fwk" -scenario "$on" -quiet -json "$tmp/on.json" ;;
+			"$tmp/loadgen-fwk" -scenario "$on" ${flags[@]+"${flags[@]}"} -quiet -json "$tmp/on.json" ;;
 		2) raw_run "$out" "memo-off/$name" "$tmp/off.json" run "\"memo-off/$name\"" \
-			"$tmp/loadgen-fwk" -scenario "$off" -memo off -quiet -json "$tmp/off.json" ;;
+			"$tmp/loadgen-fwk" -scenario "$off" ${flags[@]+"${flags[@]}"} -memo off -quiet -json "$tmp/off.json" ;;
 		3) if [ "$carryoff" != 0 ]; then
 			raw_run "$out" "carry-off/$name" "$tmp/coff.json" run "\"carry-off/$name\"" \
-				"$tmp/loadgen-fwk" -scenario "$coff" -carry off -quiet -json "$tmp/coff.json"
+				"$tmp/loadgen-fwk" -scenario "$coff" ${flags[@]+"${flags[@]}"} -carry off -quiet -json "$tmp/coff.json"
 		fi ;;
 		esac
 	done
@@ -81,5 +93,10 @@ done
 	echo
 	echo "## table"
 	grep -h '^{"run"' "$out" | jq -rs -f "$here/compare.jq"
+	if grep -q '^{"run":"anchor/gang"' "$out"; then
+		echo
+		echo "## gang check (every gang whole or none; the same gangs and pods placed)"
+		grep -h '^{"run":"[a-z-]*/gang"' "$out" | jq -rs -f "$here/gangcheck.jq"
+	fi
 } >>"$out"
 echo "wrote $out"

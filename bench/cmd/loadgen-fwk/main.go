@@ -6,7 +6,7 @@
 //
 //	cd bench && go run ./cmd/loadgen-fwk -preset scheduling-basic-5000 -plugins default
 //
-// It takes every loadgen flag (docs/loadgen.md) and six of its own:
+// It takes every loadgen flag (docs/loadgen.md) and seven of its own:
 //
 //	-plugins default|P1,P2,...   the plugins to run (default: default)
 //	-percentage-of-nodes-to-score N   upstream's setting; 0 adaptive (default 0)
@@ -17,6 +17,8 @@
 //	-memo on|off                 reuse verdicts and scores per NodeInfo (default on)
 //	-carry on|off                carry InterPodAffinity's PreFilter state from
 //	                             cycle to cycle (default on)
+//	-feature-gates Name=bool,... kube-scheduler's feature gates (GenericWorkload=true:
+//	                             gangs as PodGroups, upstream's GangScheduling)
 //
 // The report gains the picker's label and the nodes each plugin rejected;
 // with loadgen's -explain N (or -explain-rate R), each explained pod's
@@ -38,6 +40,7 @@ import (
 	"strconv"
 	"strings"
 
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/schedcache/schedcache/bench/fwkpick"
@@ -74,10 +77,14 @@ const usage = `loadgen-fwk flags (besides loadgen's, below):
   -carry on|off
     	carry InterPodAffinity's PreFilter state from one cycle to the next,
     	updated for the pods bound since (same decisions, less work) (default on)
+  -feature-gates string
+    	kube-scheduler's feature gates, Name=true|false,... (upstream's
+    	gate registry: e.g. GenericWorkload=true adds GangScheduling to the
+    	default profile and makes gangs PodGroup objects)
 `
 
 // ourFlags are the flags loadgen-fwk takes out of the arguments.
-var ourFlags = []string{"plugins", "percentage-of-nodes-to-score", "parallelism", "config", "memo", "carry"}
+var ourFlags = []string{"plugins", "percentage-of-nodes-to-score", "parallelism", "config", "memo", "carry", "feature-gates"}
 
 // splitArgs takes loadgen-fwk's own flags (-name value, -name=value, one
 // or two dashes) out of args; the rest goes to loadgen. A flag given twice
@@ -139,7 +146,7 @@ func parse(ours map[string]string) (fwkpick.Config, error) {
 	}
 	if path, ok := ours["config"]; ok {
 		for _, f := range ourFlags {
-			if _, set := ours[f]; set && f != "config" && f != "memo" && f != "carry" {
+			if _, set := ours[f]; set && f != "config" && f != "memo" && f != "carry" && f != "feature-gates" {
 				return cfg, fmt.Errorf("-config and -%s: the file sets the profiles, percentageOfNodesToScore and parallelism; give one or the other", f)
 			}
 		}
@@ -198,6 +205,12 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 			break
 		}
 	}
+	if v, ok := ours["feature-gates"]; ok {
+		if err := setGates(v); err != nil {
+			fmt.Fprintln(stderr, "loadgen-fwk: -feature-gates:", err)
+			return 2
+		}
+	}
 	cfg, err := parse(ours)
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen-fwk:", err)
@@ -220,4 +233,29 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		}
 	}
 	return sim.MainWith(ctx, rest, stdout, stderr, tty, sim.Options{Picker: p})
+}
+
+// setGates sets kube-scheduler's feature gates from "Name=bool,...", as
+// its --feature-gates flag: upstream's registry checks the names and
+// values (an unknown gate, a locked one, a bad value is an error).
+func setGates(v string) error {
+	m := map[string]bool{}
+	for _, kv := range strings.Split(v, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(kv, "=")
+		b, err := strconv.ParseBool(strings.TrimSpace(val))
+		if !ok || err != nil {
+			return fmt.Errorf("%q: want Name=true or Name=false", kv)
+		}
+		m[strings.TrimSpace(name)] = b
+	}
+	// Tried on a copy first: a refused SetFromMap keeps what it was
+	// given, and every later call is refused with it.
+	if err := utilfeature.DefaultMutableFeatureGate.DeepCopy().SetFromMap(m); err != nil {
+		return err
+	}
+	return utilfeature.DefaultMutableFeatureGate.SetFromMap(m)
 }
