@@ -31,8 +31,8 @@ if [ -z "$bin" ]; then
 fi
 : "${MEASURE_PERF_SCHEDULING_BASIC:=5000}"   # 50,000 measured
 : "${MEASURE_PERF_NODE_AFFINITY:=3000}"      # 30,000
-: "${MEASURE_PERF_POD_ANTI_AFFINITY:=100}"   # 1,000
-: "${MEASURE_PERF_TOPOLOGY_SPREADING:=200}"  # 2,000
+: "${MEASURE_PERF_POD_ANTI_AFFINITY:=500}"   # 5,000
+: "${MEASURE_PERF_TOPOLOGY_SPREADING:=600}"  # 6,000
 : "${MEASURE_PERF_PREEMPTION_BASIC:=20}"     # 200
 raw_header "bench/cmd/loadgen-fwk/scale.sh: loadgen-fwk at 50,000 nodes (-scale 10)" "$root" >"$out"
 for p in ${PRESETS:-perf-scheduling-basic perf-node-affinity perf-pod-anti-affinity perf-topology-spreading perf-preemption-basic}; do
