@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/utils/ptr"
@@ -76,6 +77,14 @@ func TestRunWorkloadsShort(t *testing.T) {
 	defer goleak.VerifyNone(t, ignoreKlog, goleak.IgnoreCurrent())
 	for _, name := range []string{NodeAffinity, PodAntiAffinity, TopologySpread, Preemption} {
 		t.Run(name, func(t *testing.T) {
+			if name == Preemption {
+				// Upstream's asynchronous preemption can park a preemptor
+				// for the 5-minute flush when its victim's deletion event
+				// arrives during a redundant second preemption
+				// (kubernetes/kubernetes#141694, open): one run in a few
+				// under load. The synchronous path has no such race.
+				featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.SchedulerAsyncPreemption, false)
+			}
 			w, err := NewWorkload(name, 60, -1, 40)
 			if err != nil {
 				t.Fatal(err)
@@ -108,9 +117,11 @@ func TestRunWorkloadsShort(t *testing.T) {
 				}
 			case Preemption:
 				// 240 low-priority pods fill the 60 nodes, 4 a node; each
-				// measured pod needs a whole node: its 4 are deleted.
-				if res.InitPods != 240 || res.Deleted != 4*40 || res.NodesUsed != 40 || res.MaxMeasuredOnNode != 1 {
-					t.Errorf("init %d, deleted %d (want 160), nodes used %d (want 40), most measured on a node %d",
+				// measured pod needs a whole node: its 4 are deleted (a
+				// preemptor that loses its nominated node to another
+				// preempts a second one: at least 160 victims).
+				if res.InitPods != 240 || res.Deleted < 4*40 || res.NodesUsed != 40 || res.MaxMeasuredOnNode != 1 {
+					t.Errorf("init %d, deleted %d (want at least 160), nodes used %d (want 40), most measured on a node %d",
 						res.InitPods, res.Deleted, res.NodesUsed, res.MaxMeasuredOnNode)
 				}
 			}
