@@ -32,8 +32,8 @@
 # loadgen-fwk's perf-gang preset with -feature-gates GenericWorkload=true).
 # Its check, at the end: every run placed each of its gangs whole (on
 # this workload every gang fits), none partly, and bound three pods a
-# gang. The anchor and memo off run 6,000 pods (scheduler_perf's
-# 5000Nodes_2000Gangs_6000Pods), memo on 45,000, each for a window of 10 s
+# gang. The anchor runs 9,000 pods (scheduler_perf's
+# 5000Nodes_3000Gangs_9000Pods), memo off 6,000, memo on 60,000, each for a window of 10 s
 # or more; TestGangMatchesAnchor compares the two at one size in CI.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -53,7 +53,7 @@ workloads=(
 	"pod-anti-affinity perf-pod-anti-affinity ${ANCHOR_PODS_ANTI_AFFINITY:-3000} ${OURS_PODS_ANTI_AFFINITY:-4000} ${OURS_OFF_PODS_ANTI_AFFINITY:-2000} ${OURS_CARRY_OFF_PODS_ANTI_AFFINITY:-2000} -"
 	"topology-spread perf-topology-spreading ${ANCHOR_PODS_SPREAD:-5000} ${OURS_PODS_SPREAD:-20000} ${OURS_OFF_PODS_SPREAD:-5000} ${OURS_CARRY_OFF_PODS_SPREAD:-7000} -"
 	"preemption perf-preemption-basic ${ANCHOR_PODS_PREEMPTION:-300} ${OURS_PODS_PREEMPTION:-400} ${OURS_OFF_PODS_PREEMPTION:-300} ${OURS_CARRY_OFF_PODS_PREEMPTION:-0} -"
-	"gang perf-gang ${ANCHOR_PODS_GANG:-6000} ${OURS_PODS_GANG:-45000} ${OURS_OFF_PODS_GANG:-6000} 0 -feature-gates,GenericWorkload=true"
+	"gang perf-gang ${ANCHOR_PODS_GANG:-9000} ${OURS_PODS_GANG:-60000} ${OURS_OFF_PODS_GANG:-6000} 0 -feature-gates,GenericWorkload=true"
 )
 
 . "$bench/scripts/lib.sh"
@@ -96,7 +96,7 @@ done
 	grep -h '^{"run"' "$out" | jq -rs -f "$here/compare.jq"
 	if grep -q '^{"run":"anchor/gang"' "$out"; then
 		echo
-		echo "## gang check (every gang whole or none; the same gangs and pods placed)"
+		echo "## gang check (every run: each gang placed whole, none partly, 3 pods bound a gang)"
 		grep -h '^{"run":"[a-z-]*/gang"' "$out" | jq -rs -f "$here/gangcheck.jq"
 	fi
 } >>"$out"
