@@ -20,6 +20,10 @@ var (
 		"BenchmarkSustained: the timed length of every window (a quoted figure needs >= 10s)")
 	flagRounds = flag.Int("bench.rounds", 4,
 		"BenchmarkSustained: rounds; each runs every workload on both implementations, in Impls' order in odd rounds and reversed in even ones")
+	flagMinGC = flag.Int("bench.mingc", 3,
+		"BenchmarkSustained: a window goes on past -bench.window until it saw this many GC cycles, up to -bench.maxwindow")
+	flagMaxWindow = flag.Duration("bench.maxwindow", 60*time.Second,
+		"BenchmarkSustained: the longest timed window -bench.mingc may ask for")
 	flagSustained = flag.String("bench.sustained", "W1/readers=0,W1/readers=4,W2,W3/schedulers=4",
 		"BenchmarkSustained: the workloads, comma-separated: W1/readers=R, W2, W3/schedulers=S")
 )
@@ -36,6 +40,10 @@ var (
 // the load average at its end; per round the ratio schedcache/upstream, and
 // per workload the median ratio. Run it with -benchtime 1x: one call runs
 // every round (bench/run.sh sustained).
+//
+// A window goes on past -bench.window until the process saw -bench.mingc
+// GC cycles (3 by default; at most -bench.maxwindow of timed work), so
+// that each figure includes the collector's share.
 //
 // A window is a sequence of timed chunks with untimed setup between them,
 // so that the generated work never holds the whole window in memory: W1
@@ -145,6 +153,12 @@ func sustainWindow(b *testing.B, f *fixture, w string) (sustained, error) {
 	}
 	settleHeap()
 	gc0, start := gcCycles(), time.Now()
+	// more reports whether the window goes on after timed work: until
+	// window, then until it saw -bench.mingc GC cycles or reached
+	// -bench.maxwindow.
+	more := func(timed time.Duration) bool {
+		return timed < window || timed < *flagMaxWindow && gcCycles()-gc0 < uint64(*flagMinGC)
+	}
 	if pool != nil {
 		pool.start()
 	}
@@ -158,7 +172,7 @@ func sustainWindow(b *testing.B, f *fixture, w string) (sustained, error) {
 			}
 		}
 		r.unit = map[string]string{"W1": "writer-events/s", "W2": "events/s"}[family]
-		for r.timed < window {
+		for more(r.timed) {
 			events := f.churn.Generate(20000) // untimed
 			c0, t0 := takeCPU(), time.Now()
 			for _, ev := range events {
@@ -184,7 +198,7 @@ func sustainWindow(b *testing.B, f *fixture, w string) (sustained, error) {
 	case "W3":
 		r.unit = "pods/s"
 		chunk := 2000
-		for r.timed < window {
+		for more(r.timed) {
 			var c0 cpuMeter
 			out, werr := runW3(f, n, chunk, func() { c0 = takeCPU() }, func() { r.cpu += cpuSince(c0) })
 			if werr != nil {
