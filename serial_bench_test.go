@@ -22,6 +22,11 @@ import (
 //   - ceiling-ops/s: 1e9 / held-ns/op, the ops per second the serial
 //     section allows on any number of cores at this mix and batching;
 //   - ops/batch: the mean batch size;
+//   - cpu-ns/loop: the process's CPU time (getrusage: callers, the
+//     serial section, the folder, GC) per loop iteration (b.N counts
+//     iterations: two ops, or W3's three). Unlike the wall-clock figures
+//     above it barely moves when other processes take the CPU away
+//     mid-section, so it compares two builds on a loaded machine;
 //   - for mix=w3, ceiling-pods/s: the ceiling over the loop's 3 ops per
 //     pod (W3's AssumePod and confirming AddPod, plus the removal that
 //     keeps the cluster's size: a bound below W3's own, whose pods stay).
@@ -44,6 +49,7 @@ func BenchmarkSerialCeiling(b *testing.B) {
 				b.ReportAllocs()
 				b.SetParallelism(callers)
 				b.ResetTimer()
+				cpu0, cpuOK := processCPU()
 				b.RunParallel(func(pb *testing.PB) {
 					id := seq.Add(1)
 					pods := make([]*v1.Pod, 256)
@@ -79,6 +85,9 @@ func BenchmarkSerialCeiling(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StopTimer()
+				if cpu1, ok := processCPU(); ok && cpuOK {
+					b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/loop")
+				}
 				s := c.SerialStats()
 				ops := s.Ops() - before.Ops()
 				held := s.Held() - before.Held()

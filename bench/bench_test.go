@@ -361,12 +361,46 @@ type confirmItem struct {
 
 func benchW3(b *testing.B, impl string, spec workload.ClusterSpec, nSched int) {
 	f := getFixture(b, impl, "W3", spec, Options{})
+	b.ReportAllocs()
+	var stopProfile func()
+	out, err := runW3(f, nSched, b.N, func() {
+		b.ResetTimer()
+		stopProfile = timedProfile(b)
+	}, func() {
+		stopProfile()
+		b.StopTimer()
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(out.scheduled)/out.elapsed.Seconds(), "pods/s")
+	reportHist(b, "assume", out.assume)
+	if out.scheduled > 0 {
+		b.ReportMetric(100*float64(out.conflicts)/float64(out.scheduled), "conflict-%")
+	}
+	if out.unsched > 0 {
+		b.ReportMetric(float64(out.unsched), "unschedulable")
+	}
+}
+
+// w3Outcome is what one run of W3's loop measured.
+type w3Outcome struct {
+	scheduled, conflicts, unsched int64
+	elapsed                       time.Duration // first pick to last confirmation applied
+	assume                        *hist.Histogram
+}
+
+// runW3 runs W3's loop on f: nSched schedulers place n pods, timed from
+// start() (called right before the first pick, after the setup) to stop()
+// (called once every confirmation is applied); then it removes the placed
+// pods (untimed), so that every run sees the same cluster.
+func runW3(f *fixture, nSched, n int, start, stop func()) (w3Outcome, error) {
 	nodeIndex := make(map[string]int, len(f.cluster.Nodes))
 	for i, n := range f.cluster.Nodes {
 		nodeIndex[n.Name] = i
 	}
-	templates := make([]*v1.Pod, b.N)
-	cpus, mems := make([]int64, b.N), make([]int64, b.N)
+	templates := make([]*v1.Pod, n)
+	cpus, mems := make([]int64, n), make([]int64, n)
 	for i := range templates {
 		templates[i] = workload.NewPod(f.rng, fmt.Sprintf("w3-%08d", f.seq), "")
 		f.seq++
@@ -378,7 +412,7 @@ func benchW3(b *testing.B, impl string, spec workload.ClusterSpec, nSched int) {
 	for i := range readers {
 		readers[i] = f.impl.NewReader()
 		if err := readers[i].Refresh(); err != nil {
-			b.Fatal(err)
+			return w3Outcome{}, err
 		}
 		assumeH[i] = hist.New()
 	}
@@ -386,14 +420,12 @@ func benchW3(b *testing.B, impl string, spec workload.ClusterSpec, nSched int) {
 	var seq, conflicts, unsched, forgotten atomic.Int64
 	var firstErr atomic.Pointer[error]
 	fail := func(err error) { firstErr.CompareAndSwap(nil, &err) }
-	confirm := make(chan confirmItem, b.N)
+	confirm := make(chan confirmItem, n)
 	confirmed := make(chan error, 1)
 
 	settleHeap()
-	b.ReportAllocs()
-	b.ResetTimer()
-	defer timedProfile(b)()
-	start := time.Now()
+	start()
+	t0 := time.Now()
 	go func() { // the informer confirming bindings
 		for it := range confirm {
 			if d := time.Until(it.due); d > 0 {
@@ -410,7 +442,7 @@ func benchW3(b *testing.B, impl string, spec workload.ClusterSpec, nSched int) {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(s), 0x33))
 			rd, h := readers[s], assumeH[s]
-			for i := s; i < b.N; i += nSched {
+			for i := s; i < n; i += nSched {
 				before := seq.Load()
 				if err := rd.Refresh(); err != nil {
 					fail(err)
@@ -464,32 +496,24 @@ func benchW3(b *testing.B, impl string, spec workload.ClusterSpec, nSched int) {
 	if err := <-confirmed; err != nil {
 		fail(err)
 	}
-	elapsed := time.Since(start)
-	b.StopTimer()
+	elapsed := time.Since(t0)
+	stop()
 	if p := firstErr.Load(); p != nil {
-		b.Fatal(*p)
+		return w3Outcome{}, *p
 	}
 	// Cleanup (untimed): remove the scheduled pods so that repetitions see
 	// the same cluster.
 	for _, ps := range placed {
 		for _, p := range ps {
 			if err := f.impl.Submit(workload.Event{Kind: workload.RemovePod, Pod: p}); err != nil {
-				b.Fatal(err)
+				return w3Outcome{}, err
 			}
 		}
 	}
 	if err := f.impl.Flush(); err != nil {
-		b.Fatal(err)
+		return w3Outcome{}, err
 	}
-	scheduled := seq.Load()
-	b.ReportMetric(float64(scheduled)/elapsed.Seconds(), "pods/s")
-	reportHist(b, "assume", merge(assumeH))
-	if scheduled > 0 {
-		b.ReportMetric(100*float64(conflicts.Load())/float64(scheduled), "conflict-%")
-	}
-	if u := unsched.Load(); u > 0 {
-		b.ReportMetric(float64(u), "unschedulable")
-	}
+	return w3Outcome{scheduled: seq.Load(), conflicts: conflicts.Load(), unsched: unsched.Load(), elapsed: elapsed, assume: merge(assumeH)}, nil
 }
 
 // ---- W4 node-churn ----

@@ -41,3 +41,13 @@ func (m cpuMeter) report(b *testing.B, ops int) {
 	b.ReportMetric(float64(sys)/float64(ops), "sys-ns/op")
 	b.ReportMetric(float64(now.minflt-m.minflt)/float64(ops), "minflt/op")
 }
+
+// cpuSince returns the user plus system CPU time of the process since m
+// (0 where getrusage failed).
+func cpuSince(m cpuMeter) time.Duration {
+	now := takeCPU()
+	if !m.ok || !now.ok {
+		return 0
+	}
+	return now.user - m.user + now.sys - m.sys
+}

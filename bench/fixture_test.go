@@ -99,11 +99,23 @@ var current *fixture
 // setup.
 func getFixture(b *testing.B, impl, family string, spec workload.ClusterSpec, o Options) *fixture {
 	b.Helper()
-	key := fmt.Sprintf("%s/%s/%d/%v/%v", impl, family, spec.Nodes, o.TTL, o.Period)
+	key := fixtureKey(impl, family, spec, o)
 	if current != nil && current.key == key {
 		return current
 	}
 	releaseFixture()
+	current = loadFixture(b, impl, family, spec, o)
+	return current
+}
+
+func fixtureKey(impl, family string, spec workload.ClusterSpec, o Options) string {
+	return fmt.Sprintf("%s/%s/%d/%v/%v", impl, family, spec.Nodes, o.TTL, o.Period)
+}
+
+// loadFixture builds a fixture; the caller closes its impl.
+func loadFixture(b *testing.B, impl, family string, spec workload.ClusterSpec, o Options) *fixture {
+	b.Helper()
+	key := fixtureKey(impl, family, spec, o)
 	c := clusterFor(spec)
 	im, err := NewImpl(impl, o)
 	if err != nil {
@@ -115,9 +127,9 @@ func getFixture(b *testing.B, impl, family string, spec workload.ClusterSpec, o 
 		b.Fatalf("load: %v", err)
 	}
 	b.Logf("loaded %s: %d nodes + %d pods in %v", key, len(c.Nodes), len(c.Pods), time.Since(t0).Round(time.Millisecond))
-	current = &fixture{key: key, impl: im, cluster: c, rng: workload.NewRand(int64(len(family)*7919 + spec.Nodes))}
+	f := &fixture{key: key, impl: im, cluster: c, rng: workload.NewRand(int64(len(family)*7919 + spec.Nodes))}
 	runtime.GC()
-	return current
+	return f
 }
 
 // releaseFixture closes the current fixture.
