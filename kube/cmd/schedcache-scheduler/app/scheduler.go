@@ -193,8 +193,16 @@ func New(ctx context.Context, opts Options) (_ *Scheduler, err error) {
 		return nil, err
 	}
 	sc.backoff = workqueue.NewTypedItemExponentialFailureRateLimiter[string](s.initialBackoff, s.maxBackoff)
-	sc.queue = workqueue.NewTypedRateLimitingQueueWithConfig(sc.backoff,
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "schedcache-scheduler"})
+	// The queue's order is PrioritySort's (prioqueue.go); its backoff the
+	// rate limiter's.
+	order := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{
+		Name:  "schedcache-scheduler",
+		Queue: newPrioQueue(podPriority(sc.factory.Core().V1().Pods().Lister())),
+	})
+	sc.queue = workqueue.NewTypedRateLimitingQueueWithConfig(sc.backoff, workqueue.TypedRateLimitingQueueConfig[string]{
+		Name:          "schedcache-scheduler",
+		DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Name: "schedcache-scheduler", Queue: order}),
+	})
 	if err := sc.buildMetrics(); err != nil {
 		return nil, err
 	}
