@@ -317,13 +317,7 @@ func (pr *phaseRun) cycleFailed(now time.Duration, pp *phasePod, pod *v1.Pod, re
 	}
 	d.rep.Unschedulable++
 	pp.failed(now, false)
-	if !pp.counted {
-		pp.counted = true
-		pr.record(func(st *phaseStat) { st.unschedulable++ })
-	}
-	pr.settle(pp, psUnschedulable, now)
-	pr.q.unschedulable(pp)
-	pr.flushLater(now)
+	pr.parkUnschedulable(pp, now)
 }
 
 // activate moves pp to activeQ if it waits in the unschedulable pods or

@@ -747,13 +747,7 @@ func (pr *phaseRun) unschedulable(ev event, pod *v1.Pod, snap *schedcache.Snapsh
 		pr.flushLater(now)
 		return nil
 	}
-	if !pp.counted {
-		pp.counted = true
-		pr.record(func(st *phaseStat) { st.unschedulable++ })
-	}
-	pr.settle(pp, psUnschedulable, now)
-	pr.q.unschedulable(pp)
-	pr.flushLater(now)
+	pr.parkUnschedulable(pp, now)
 	return nil
 }
 
@@ -976,4 +970,17 @@ func stoppedWhy(s string) string {
 		return "was interrupted"
 	}
 	return "stopped (" + s + ")"
+}
+
+// parkUnschedulable settles pp unschedulable at now (counted once per
+// pod) and parks it in the unschedulable pods until an event or the
+// flush moves it (upstream's AddUnschedulableIfNotPresent).
+func (pr *phaseRun) parkUnschedulable(pp *phasePod, now time.Duration) {
+	if !pp.counted {
+		pp.counted = true
+		pr.record(func(st *phaseStat) { st.unschedulable++ })
+	}
+	pr.settle(pp, psUnschedulable, now)
+	pr.q.unschedulable(pp)
+	pr.flushLater(now)
 }
