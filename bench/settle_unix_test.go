@@ -47,11 +47,19 @@ func TestSettleHeapMakesFreePagesResident(t *testing.T) {
 	// the race detector, the shadow memory's own faults (about 6,000
 	// here) move the counts from run to run; a settleHeap that left the
 	// pages returned would fail all three.
+	// Under the race detector its shadow memory's own faults (about
+	// 6,000, whatever settleHeap does) stay in the settled count while
+	// the cold one varies (16,000 to 48,000 here), so the bound is half
+	// there, a quarter without it.
+	most := int64(4)
+	if raceEnabled {
+		most = 2
+	}
 	var cold, settled int64
 	for try := 1; try <= 3; try++ {
 		cold, settled = faultsOf(false), faultsOf(true)
 		t.Logf("try %d: faults allocating %d OS pages: %d after FreeOSMemory, %d after settleHeap", try, pages, cold, settled)
-		if cold >= pages/2 && settled <= cold/4 && (raceEnabled || settled <= pages/20) {
+		if cold >= pages/2 && settled <= cold/most && (raceEnabled || settled <= pages/20) {
 			break
 		}
 	}
@@ -59,8 +67,8 @@ func TestSettleHeapMakesFreePagesResident(t *testing.T) {
 	if cold < pages/2 {
 		t.Fatalf("after FreeOSMemory only %d faults for %d pages: the test no longer sees returned pages fault", cold, pages)
 	}
-	if settled > cold/4 {
-		t.Fatalf("after settleHeap %d faults, want under a quarter of the %d after FreeOSMemory", settled, cold)
+	if settled > cold/most {
+		t.Fatalf("after settleHeap %d faults, want at most 1/%d of the %d after FreeOSMemory", settled, most, cold)
 	}
 	// The race detector's shadow memory faults on its own (about 6,000 of
 	// ~48,000 here), so the absolute bound holds only without it.
