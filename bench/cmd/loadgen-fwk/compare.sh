@@ -8,11 +8,13 @@
 #
 #   bench/cmd/loadgen-fwk/compare.sh [OUT]   (default docs/bench/fwk-vs-anchor-<date>.txt)
 #
-# Per workload, up to four runs, their order rotated from one workload to
+# Per workload, up to five runs, their order rotated from one workload to
 # the next: the anchor; loadgen-fwk with the memo and the carry (-memo on
-# -carry on, the defaults); loadgen-fwk with -memo off; and, where pods
-# have inter-pod terms or spread constraints, loadgen-fwk with -carry off
-# (the memo on). loadgen-fwk runs the perf-* preset with its measured
+# -carry on, the defaults); loadgen-fwk with -memo off; where pods have
+# inter-pod terms or spread constraints, loadgen-fwk with -carry off (the
+# memo on); and, but for preemption and gang (deterministic mode only),
+# loadgen-fwk in real time with PARALLEL (default 2; 0 none) schedulers on
+# their own snapshots, committing optimistically through the cache. loadgen-fwk runs the perf-* preset with its measured
 # phase's pod count raised so the window lasts at least 10 s where the
 # workload holds that many pods (OURS_PODS_<WORKLOAD>,
 # OURS_OFF_PODS_<WORKLOAD>, OURS_CARRY_OFF_PODS_<WORKLOAD>, 0 for no
@@ -48,8 +50,8 @@ trap 'rm -rf "$tmp"' EXIT
 # workload name (anchor), preset, anchor pods, ours pods memo on, memo off,
 # carry off (0: no such run), loadgen-fwk's extra flags (comma-separated; -: none)
 workloads=(
-	"basic perf-scheduling-basic ${ANCHOR_PODS_BASIC:-10000} ${OURS_PODS_BASIC:-60000} ${OURS_OFF_PODS_BASIC:-10000} ${OURS_CARRY_OFF_PODS_BASIC:-0} -"
-	"node-affinity perf-node-affinity ${ANCHOR_PODS_NODE_AFFINITY:-10000} ${OURS_PODS_NODE_AFFINITY:-40000} ${OURS_OFF_PODS_NODE_AFFINITY:-10000} ${OURS_CARRY_OFF_PODS_NODE_AFFINITY:-0} -"
+	"basic perf-scheduling-basic ${ANCHOR_PODS_BASIC:-10000} ${OURS_PODS_BASIC:-120000} ${OURS_OFF_PODS_BASIC:-10000} ${OURS_CARRY_OFF_PODS_BASIC:-0} -"
+	"node-affinity perf-node-affinity ${ANCHOR_PODS_NODE_AFFINITY:-10000} ${OURS_PODS_NODE_AFFINITY:-110000} ${OURS_OFF_PODS_NODE_AFFINITY:-10000} ${OURS_CARRY_OFF_PODS_NODE_AFFINITY:-0} -"
 	"pod-anti-affinity perf-pod-anti-affinity ${ANCHOR_PODS_ANTI_AFFINITY:-3000} ${OURS_PODS_ANTI_AFFINITY:-4000} ${OURS_OFF_PODS_ANTI_AFFINITY:-2000} ${OURS_CARRY_OFF_PODS_ANTI_AFFINITY:-2000} -"
 	"topology-spread perf-topology-spreading ${ANCHOR_PODS_SPREAD:-5000} ${OURS_PODS_SPREAD:-20000} ${OURS_OFF_PODS_SPREAD:-5000} ${OURS_CARRY_OFF_PODS_SPREAD:-7000} -"
 	"preemption perf-preemption-basic ${ANCHOR_PODS_PREEMPTION:-300} ${OURS_PODS_PREEMPTION:-400} ${OURS_OFF_PODS_PREEMPTION:-300} ${OURS_CARRY_OFF_PODS_PREEMPTION:-0} -"
@@ -73,14 +75,20 @@ for w in "${workloads[@]}"; do
 	if [ "$carryoff" != 0 ]; then
 		coff=$(perf_scenario "$root" "$preset" "$carryoff" "$tmp")
 	fi
-	for k in 0 1 2 3; do
-		case $(((k + i) % 4)) in
+	par=${PARALLEL:-2}
+	case $name in preemption | gang) par=0 ;; esac # deterministic mode only
+	for k in 0 1 2 3 4; do
+		case $(((k + i) % 5)) in
 		0) raw_run "$out" "anchor/$name" "$tmp/a.json" run "\"anchor/$name\"" \
 			"$tmp/anchor" -workload "$name" -nodes 5000 -pods "$apods" -json "$tmp/a.json" ;;
 		1) raw_run "$out" "memo-on/$name" "$tmp/on.json" run "\"memo-on/$name\"" \
 			"$tmp/loadgen-fwk" -scenario "$on" ${flags[@]+"${flags[@]}"} -quiet -json "$tmp/on.json" ;;
 		2) raw_run "$out" "memo-off/$name" "$tmp/off.json" run "\"memo-off/$name\"" \
 			"$tmp/loadgen-fwk" -scenario "$off" ${flags[@]+"${flags[@]}"} -memo off -quiet -json "$tmp/off.json" ;;
+		4) if [ "$par" != 0 ]; then
+			raw_run "$out" "parallel/$name" "$tmp/par.json" run "\"parallel/$name\"" \
+				"$tmp/loadgen-fwk" -scenario "$on" ${flags[@]+"${flags[@]}"} -deterministic=false -schedulers "$par" -quiet -json "$tmp/par.json"
+		fi ;;
 		3) if [ "$carryoff" != 0 ]; then
 			raw_run "$out" "carry-off/$name" "$tmp/coff.json" run "\"carry-off/$name\"" \
 				"$tmp/loadgen-fwk" -scenario "$coff" ${flags[@]+"${flags[@]}"} -carry off -quiet -json "$tmp/coff.json"
