@@ -210,8 +210,10 @@ func WithMailboxSize(n int) Option { return func(o *options) { o.a.MailboxSize =
 func WithMaxBatch(n int) Option { return func(o *options) { o.a.MaxBatch = n } }
 
 // WithSerialTiming times the serial section, what every operation waits
-// for whatever the number of cores (see Cache.SerialStats): two readings
-// of the cache's clock per operation, per publication and per batch.
+// for whatever the number of cores (see Cache.SerialStats). The token
+// holder reads the cache's clock at a batch's start and end and after
+// each operation; a publication's reading is the one Stats.PublishedAt
+// takes anyway.
 func WithSerialTiming() Option { return func(o *options) { o.a.SerialTiming = true } }
 
 // WithExpiryChunk bounds how many pods one expiry step removes before

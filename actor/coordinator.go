@@ -64,6 +64,7 @@ type Coordinator struct {
 	submitters atomic.Int64
 	stats      *counters    // written by run only (atomics), read by Stats; behind a pointer so its lines are its own
 	serial     *serialHists // nil unless Options.SerialTiming; written by the token holder (atomics), read by SerialStats
+	mark       time.Time    // owned by the token holder: the serial timing's last reading (serial.go)
 }
 
 // Start launches the coordinator, its shards, the pod-log folder and (if

@@ -30,6 +30,7 @@ func (a *Coordinator) run() {
 		a.closing.Store(true) // from now on no caller runs inline
 		a.lock()              // waits for one that still does
 		if a.failedErr == nil {
+			a.serialMark()
 			cause = a.flush() // publish what was applied before the stop
 		}
 	}
@@ -211,6 +212,7 @@ func (a *Coordinator) batch(first *Op) error {
 			a.stats.batch(taken)
 			return err
 		}
+		a.serialMark()
 		for i, op := range chunk {
 			if err := a.handle(op); err != nil {
 				a.pending = chunk[i+1:]
@@ -273,9 +275,8 @@ func (a *Coordinator) handle(op *Op) error {
 			return a.park(op, err)
 		}
 	}
-	t0 := a.serialStart()
 	res, err := a.apply(op)
-	a.serialApply(t0, op.Kind)
+	a.serialApply(op.Kind)
 	if err != nil {
 		return a.park(op, err)
 	}
@@ -397,8 +398,6 @@ func (a *Coordinator) serveBarrier(op *Op) (Result, error) {
 // which is safe: the token holder keeps the token until it has published
 // them, and only a token holder acts on queued (runInline).
 func (a *Coordinator) flush() error {
-	t0 := a.serialStart()
-	defer a.serialPublish(t0)
 	if err := a.publish(); err != nil {
 		return err
 	}
@@ -465,7 +464,12 @@ func (a *Coordinator) publish() error {
 		return err
 	}
 	a.published.Store(snap)
-	a.stats.published(a.clock, a.core.AssumedCount())
+	var now time.Time
+	if a.clock != nil { // Start's callers in this package may leave it unset
+		now = a.clock.Now()
+	}
+	a.stats.published(now, a.core.AssumedCount())
+	a.serialPublish(now)
 	return nil
 }
 
@@ -496,6 +500,7 @@ func (a *Coordinator) expireStep() (more bool, err error) {
 	if err := guard(func() { n, more = a.core.Expire(a.clock.Now(), a.opts.ExpiryChunk) }); err != nil {
 		return false, err
 	}
+	a.serialMark() // an expiry step is not a batch: its publication is timed alone
 	a.stats.expired.Add(uint64(n))
 	return more, a.flush()
 }

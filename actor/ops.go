@@ -168,8 +168,9 @@ type Options struct {
 	// only while they are on (upstream's cache.New arguments).
 	GenericWorkload, CompositePodGroup bool
 	// SerialTiming times the serial section (SerialStats) with Clock (none
-	// without one): two clock readings per op, per publication and per
-	// batch, on the token holder.
+	// without one), on the token holder, with chained readings: n+3 for a
+	// batch of n ops (its start, one after each op, the publication's,
+	// which Stats.PublishedAt shares, and its end).
 	SerialTiming bool
 
 	faults faultHooks // fault injection for the module's tests; set through internal/hooks only

@@ -90,7 +90,7 @@ func (h Hold) Quantile(q float64) time.Duration {
 // only when Options.SerialTiming is on.
 type serialHists struct {
 	apply   [NumOpKinds]holdHist      // applying one op, by kind
-	publish holdHist                  // one publication: the core's part, the shards', answering the epoch's callers
+	publish holdHist                  // one publication: the core's part and the shards', up to the snapshot's store (answering its callers counts in batch only)
 	batch   [NumBatchBuckets]holdHist // one batch, receive to last reply, by BatchBuckets
 }
 
@@ -156,13 +156,30 @@ func (a *Coordinator) SerialStats() SerialStats {
 	return s
 }
 
+// The serial timing chains its readings: each step's time runs from the
+// previous reading of the batch to its own, so a batch of n ops reads the
+// clock n+3 times (its start, after each op, at its publication, shared
+// with Stats.PublishedAt, and at its end) instead of twice per step. The
+// readings are part of what they time, so fewer readings measure the
+// section more closely. Gaps between steps (queueing an op among the
+// waiters, the prefetch of a chunk) count in the step that follows.
+
 // serialStart returns the clock's time when serial timing is on (the
-// token holder's), else the zero time.
+// token holder's), else the zero time, and starts the chain there.
 func (a *Coordinator) serialStart() time.Time {
 	if a.serial == nil {
 		return time.Time{}
 	}
-	return a.clock.Now()
+	a.mark = a.clock.Now()
+	return a.mark
+}
+
+// serialMark restarts the chain without recording a step (after a
+// chunk's prefetch, which only the batch's total counts).
+func (a *Coordinator) serialMark() {
+	if a.serial != nil {
+		a.mark = a.clock.Now()
+	}
 }
 
 // serialBatch records a batch of n ops that took the token at t0.
@@ -186,18 +203,25 @@ func newSerialHists(on bool) *serialHists {
 	return new(serialHists)
 }
 
-// serialApply records applying one op of kind k, begun at t0.
-func (a *Coordinator) serialApply(t0 time.Time, k OpKind) {
-	if a.serial == nil || int(k) >= NumOpKinds {
-		return
-	}
-	a.serial.apply[k].add(a.clock.Now().Sub(t0))
-}
-
-// serialPublish records a flush begun at t0.
-func (a *Coordinator) serialPublish(t0 time.Time) {
+// serialApply records applying one op of kind k: the time since the
+// chain's last reading.
+func (a *Coordinator) serialApply(k OpKind) {
 	if a.serial == nil {
 		return
 	}
-	a.serial.publish.add(a.clock.Now().Sub(t0))
+	now := a.clock.Now()
+	if int(k) < NumOpKinds {
+		a.serial.apply[k].add(now.Sub(a.mark))
+	}
+	a.mark = now
+}
+
+// serialPublish records a publication that ended at now (the reading
+// Stats.PublishedAt stores): the time since the chain's last reading.
+func (a *Coordinator) serialPublish(now time.Time) {
+	if a.serial == nil {
+		return
+	}
+	a.serial.publish.add(now.Sub(a.mark))
+	a.mark = now
 }

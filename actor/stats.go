@@ -59,10 +59,10 @@ func (s *counters) batch(n int) {
 	}
 }
 
-func (s *counters) published(clock Clock, assumed int) {
+func (s *counters) published(now time.Time, assumed int) {
 	s.publications.Add(1)
-	if clock != nil { // Start's callers in this package may leave it unset
-		s.publishedAt.Store(clock.Now().UnixNano())
+	if !now.IsZero() {
+		s.publishedAt.Store(now.UnixNano())
 	}
 	s.assumed.Store(int64(assumed))
 }
