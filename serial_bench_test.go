@@ -21,7 +21,10 @@ import (
 //   - held-ns/op: token time per op (batches' total over ops applied);
 //   - ceiling-ops/s: 1e9 / held-ns/op, the ops per second the serial
 //     section allows on any number of cores at this mix and batching;
-//   - ops/batch: the mean batch size;
+//   - ops/batch: the mean batch size (an op run inline is a batch of one,
+//     also when its epoch is handed over: see ops/pub);
+//   - ops/pub: ops per publication (group commit: a batch of the mailbox
+//     also publishes the epochs handed over to it by callers running inline);
 //   - cpu-ns/loop: the process's CPU time (getrusage: callers, the
 //     serial section, the folder, GC) per loop iteration (b.N counts
 //     iterations: two ops, or W3's three). Unlike the wall-clock figures
@@ -45,7 +48,7 @@ func BenchmarkSerialCeiling(b *testing.B) {
 				c := loadedCache(b, schedcache.WithSerialTiming())
 				defer c.Close()
 				var seq atomic.Int64
-				before := c.SerialStats()
+				before, pubs0 := c.SerialStats(), c.Stats().Publications
 				b.ReportAllocs()
 				b.SetParallelism(callers)
 				b.ResetTimer()
@@ -88,7 +91,7 @@ func BenchmarkSerialCeiling(b *testing.B) {
 				if cpu1, ok := processCPU(); ok && cpuOK {
 					b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/loop")
 				}
-				s := c.SerialStats()
+				s, pubs := c.SerialStats(), c.Stats().Publications-pubs0
 				ops := s.Ops() - before.Ops()
 				held := s.Held() - before.Held()
 				var batches uint64
@@ -103,6 +106,9 @@ func BenchmarkSerialCeiling(b *testing.B) {
 				b.ReportMetric(heldPerOp, "held-ns/op")
 				b.ReportMetric(1e9/heldPerOp, "ceiling-ops/s")
 				b.ReportMetric(float64(ops)/float64(batches), "ops/batch")
+				if pubs > 0 {
+					b.ReportMetric(float64(ops)/float64(pubs), "ops/pub")
+				}
 				if mix == "w3" {
 					b.ReportMetric(1e9/heldPerOp/3, "ceiling-pods/s")
 				}

@@ -51,6 +51,7 @@ type Coordinator struct {
 	backlog   *backlog                          // async errors not yet delivered to OnAsyncError; immutable pointer
 	runDone   chan struct{}                     // closed when run (coordinator and shards) has exited
 	stopc     chan struct{}                     // closed once by Stop
+	stopped   atomic.Bool                       // atomic: set by Stop before it closes stopc (runInline's cheap check)
 	stepNow   chan time.Time                    // closed at Start: serve's expiry case while a pass has more pods due
 	stopOnce  sync.Once                         // guards close(stopc)
 	done      chan struct{}                     // closed when every goroutine (run, shards, notifier) has exited
@@ -215,7 +216,10 @@ func (a *Coordinator) enqueue(op *Op) error {
 // from OnAsyncError it cannot wait for the goroutine running the handler,
 // which exits as soon as the handler returns.
 func (a *Coordinator) Stop() {
-	a.stopOnce.Do(func() { close(a.stopc) })
+	a.stopOnce.Do(func() {
+		a.stopped.Store(true)
+		close(a.stopc)
+	})
 	if a.onNotifier() {
 		watchdog.Wait(a.runDone, "Stop waiting for the coordinator") // called by the handler: the notifier exits after it returns
 		return

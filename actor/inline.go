@@ -14,7 +14,9 @@ package actor
 // either published already or seen in queued here. Publications happen
 // in token order, and each before its callers are answered.
 func (a *Coordinator) runInline(op *Op) bool {
-	if a.queued.Load() != 0 || a.failedErr != nil || a.closing.Load() || a.stopping() {
+	// stopping's test with two atomic loads instead of a select (about
+	// 60 ns of every inline op in BenchmarkSerialCeiling's profile).
+	if a.queued.Load() != 0 || a.failedErr != nil || a.closing.Load() || a.stopped.Load() || a.ctx.Err() != nil {
 		a.token <- struct{}{}
 		return false
 	}

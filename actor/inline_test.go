@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -207,4 +208,45 @@ func TestLostTokenFailsFast(t *testing.T) {
 
 	a.token <- struct{}{} // give it back: run applies the op and Stop ends cleanly
 	require.NoError(t, watchdog.Recv(op.reply, "reply").Err)
+}
+
+// The run goroutine serves the shards of a small epoch (at most
+// smallEpochMuts mutations) on its own goroutine, as a caller running
+// inline does, and hands a larger one to the shard goroutines, which
+// freeze their entries in parallel.
+func TestRunServesSmallEpochs(t *testing.T) {
+	var opG, shardG atomic.Int64
+	a := Start(context.Background(), Options{
+		Shards: 2,
+		faults: faultHooks{
+			op:    func(*Op) { opG.Store(goid()) },
+			shard: func(int, shard.Request) { shardG.Store(goid()) },
+		},
+	})
+	defer a.Stop()
+	submit := func(n int, prefix string) {
+		for i := range n {
+			op := a.NewOp()
+			op.Kind, op.Node = OpAddNode, testNode(fmt.Sprintf("%s%d", prefix, i), "z")
+			require.NoError(t, a.Submit(op))
+		}
+	}
+	sync := func() {
+		op := a.NewOp()
+		op.Kind = OpSync
+		require.NoError(t, a.Do(op).Err)
+		a.PutOp(op)
+	}
+
+	submit(1, "small")
+	sync()
+	require.Equal(t, opG.Load(), shardG.Load(), "a one-op epoch: run served the shards")
+
+	<-a.token // the test plays a caller running inline: the ops pile up
+	submit(smallEpochMuts+8, "big")
+	require.Eventually(t, func() bool { return len(a.mailbox) == smallEpochMuts+7 }, 10*time.Second, time.Millisecond, "run took the first and waits for the token")
+	a.token <- struct{}{}
+	sync()
+	require.NotEqual(t, opG.Load(), shardG.Load(), "a large epoch: the shard goroutines froze it")
+	require.Equal(t, uint64(smallEpochMuts+9), a.Stats().Ops[OpAddNode])
 }
