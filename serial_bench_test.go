@@ -2,6 +2,7 @@ package schedcache_test
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,6 +31,8 @@ import (
 //     iterations: two ops, or W3's three). Unlike the wall-clock figures
 //     above it barely moves when other processes take the CPU away
 //     mid-section, so it compares two builds on a loaded machine;
+//   - gc-cycles: garbage collections during the run (a window that ends
+//     before the first would flatter the figure);
 //   - for mix=w3, ceiling-pods/s: the ceiling over the loop's 3 ops per
 //     pod (W3's AssumePod and confirming AddPod, plus the removal that
 //     keeps the cluster's size: a bound below W3's own, whose pods stay).
@@ -49,6 +52,9 @@ func BenchmarkSerialCeiling(b *testing.B) {
 				defer c.Close()
 				var seq atomic.Int64
 				before, pubs0 := c.SerialStats(), c.Stats().Publications
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				gc0 := ms.NumGC
 				b.ReportAllocs()
 				b.SetParallelism(callers)
 				b.ResetTimer()
@@ -92,6 +98,8 @@ func BenchmarkSerialCeiling(b *testing.B) {
 					b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/loop")
 				}
 				s, pubs := c.SerialStats(), c.Stats().Publications-pubs0
+				runtime.ReadMemStats(&ms)
+				b.ReportMetric(float64(ms.NumGC-gc0), "gc-cycles")
 				ops := s.Ops() - before.Ops()
 				held := s.Held() - before.Held()
 				var batches uint64

@@ -77,6 +77,14 @@
 #   ROUNDS=4 WINDOW=10s MINGC=3       rounds, window length, and the GC
 #                                    cycles a window goes on for (at most
 #                                    60 s of timed work)
+#
+# The serial section's ceiling (BenchmarkSerialCeiling, root module):
+#   bench/run.sh ceiling [OUT]        BenchmarkSerialCeiling (root module):
+#                                    this tree, against BEFORE=<git rev>
+#                                    when set, alternated rounds (default
+#                                    ../docs/bench/ceiling-<date>.txt, and
+#                                    OUT.benchstat); ROUNDS=4 BENCHTIME=10s
+#                                    MIX='assume-forget|w3' (a regexp of mixes)
 set -euo pipefail
 
 case "${1:-}" in
@@ -113,6 +121,51 @@ sustained)
 		-bench.sustained 'W1/readers=0'
 	kill "$spin"
 	spin=
+	echo "wrote $out" >&2
+	exit 0
+	;;
+ceiling)
+	# The serial section's ceiling (BenchmarkSerialCeiling, root module),
+	# this tree against BEFORE (a git revision) when set: both built here
+	# with this tree's serial_bench_test.go (same metrics), run in
+	# alternated rounds, compared with benchstat.
+	out=${2:-$(dirname "$0")/../docs/bench/ceiling-$(date -u +%Y-%m-%d).txt}
+	mkdir -p "$(dirname "$out")"
+	out=$(cd "$(dirname "$out")" && pwd)/$(basename "$out")
+	root=$(cd "$(dirname "$0")/.." && pwd)
+	tmp=$(mktemp -d)
+	trap 'git -C "$root" worktree remove --force "$tmp/before" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+	(cd "$root" && go test -c -o "$tmp/after.test" .)
+	bins=(after)
+	if [ -n "${BEFORE:-}" ]; then
+		git -C "$root" worktree add --detach -q "$tmp/before" "$BEFORE"
+		cp "$root/serial_bench_test.go" "$tmp/before/"
+		(cd "$tmp/before" && go test -c -o "$tmp/before.test" .)
+		bins=(before after)
+	fi
+	rounds=${ROUNDS:-4} bt=${BENCHTIME:-10s} mix=${MIX:-assume-forget|w3}
+	pattern="^BenchmarkSerialCeiling\$/^mix=($mix)\$/"
+	{
+		echo "# BenchmarkSerialCeiling: after = $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet || echo ' (with uncommitted changes)')${BEFORE:+, before = $(git -C "$root" rev-parse --short "$BEFORE") (built with the serial_bench_test.go of after)}"
+		echo "# command, per round and binary in the order ${bins[*]} (odd rounds) and the reverse (even rounds):"
+		echo "#   GOMAXPROCS=2 ./<bin>.test -test.run '^\$' -test.bench '$pattern' -test.benchtime $bt -test.count 1 -test.benchmem"
+		echo "# $(nproc) CPUs; $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	} >"$out"
+	for r in $(seq "$rounds"); do
+		order=("${bins[@]}")
+		if [ $((r % 2)) = 0 ] && [ ${#bins[@]} = 2 ]; then
+			order=("${bins[1]}" "${bins[0]}")
+		fi
+		for b in "${order[@]}"; do
+			echo "# round $r: $b; load average $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out"
+			GOMAXPROCS=2 "$tmp/$b.test" -test.run '^$' -test.bench "$pattern" -test.benchtime "$bt" -test.count 1 -test.benchmem |
+				grep -E '^(goos|goarch|pkg|cpu|Benchmark)' | tee -a "$out" >>"$tmp/$b.txt"
+		done
+	done
+	echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$out"
+	if [ ${#bins[@]} = 2 ] && command -v benchstat >/dev/null; then
+		(cd "$tmp" && benchstat before=before.txt after=after.txt) >"$out.benchstat"
+	fi
 	echo "wrote $out" >&2
 	exit 0
 	;;
