@@ -15,19 +15,27 @@ import (
 	"github.com/schedcache/schedcache/shard"
 )
 
-// A synchronous op on an idle coordinator runs on the caller's goroutine
-// (no hand-off), and so do the shard requests of its publication; once
-// ops are queued, a synchronous op goes through the mailbox and the run
-// goroutine applies it after them.
-func TestDoRunsInlineWhenIdle(t *testing.T) {
-	var opG, shardG atomic.Int64
-	a := Start(context.Background(), Options{
+// startWatched starts a coordinator with two shards whose hooks record the
+// goroutine that last applied an op (opG) and the one that last served a
+// shard request (shardG).
+func startWatched() (a *Coordinator, opG, shardG *atomic.Int64) {
+	opG, shardG = new(atomic.Int64), new(atomic.Int64)
+	a = Start(context.Background(), Options{
 		Shards: 2,
 		faults: faultHooks{
 			op:    func(*Op) { opG.Store(goid()) },
 			shard: func(int, shard.Request) { shardG.Store(goid()) },
 		},
 	})
+	return a, opG, shardG
+}
+
+// A synchronous op on an idle coordinator runs on the caller's goroutine
+// (no hand-off), and so do the shard requests of its publication; once
+// ops are queued, a synchronous op goes through the mailbox and the run
+// goroutine applies it after them.
+func TestDoRunsInlineWhenIdle(t *testing.T) {
+	a, opG, shardG := startWatched()
 	defer a.Stop()
 	me := goid()
 
@@ -215,14 +223,7 @@ func TestLostTokenFailsFast(t *testing.T) {
 // inline does, and hands a larger one to the shard goroutines, which
 // freeze their entries in parallel.
 func TestRunServesSmallEpochs(t *testing.T) {
-	var opG, shardG atomic.Int64
-	a := Start(context.Background(), Options{
-		Shards: 2,
-		faults: faultHooks{
-			op:    func(*Op) { opG.Store(goid()) },
-			shard: func(int, shard.Request) { shardG.Store(goid()) },
-		},
-	})
+	a, opG, shardG := startWatched()
 	defer a.Stop()
 	submit := func(n int, prefix string) {
 		for i := range n {

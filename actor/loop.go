@@ -477,8 +477,8 @@ func (a *Coordinator) publish() error {
 // smallEpochMuts is the most mutations an epoch may have for its token
 // holder to serve the shards on its own goroutine even when it is the run
 // goroutine: below it, two goroutine hand-offs per shard cost more than
-// the parallel freezing saves (an epoch handed over by a caller running
-// inline is usually one or two ops).
+// the parallel freezing saves (W3's asynchronous confirmations and
+// removals reach run a few at a time).
 const smallEpochMuts = 32
 
 // smallEpoch reports whether rd has at most smallEpochMuts mutations.
