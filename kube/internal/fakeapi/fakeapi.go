@@ -1,5 +1,6 @@
 // Package fakeapi gives the fake clientset what the tests and the example
-// need of a real API server: pod bindings that set the pod's node.
+// need of a real API server: pod bindings that set the pod's node, and
+// watches that never share the server's objects.
 package fakeapi
 
 import (
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -47,5 +49,32 @@ func InstallBindingReactor(cs *fake.Clientset) {
 		}
 		pod.Spec.NodeName = b.Target.Name
 		return true, nil, cs.Tracker().Update(v1.SchemeGroupVersion.WithResource("pods"), pod, pod.Namespace, metav1.UpdateOptions{})
+	})
+}
+
+// InstallCopyingWatch makes every watch on cs deliver copies of the
+// tracker's objects, as a real server's decoded events are. client-go
+// v0.37.2's tracker hands a new watch the objects it stores (tracker.Watch
+// in k8s.io/client-go/testing/fixture.go adds the existing objects without
+// a copy), so an informer that transforms objects in place (upstream's
+// scheduler strips managed fields) writes the tracker's own objects while
+// a Get deep-copies them: a data race. The reactor goes first; it serves
+// every resource as the clientset's default watch reactor does.
+func InstallCopyingWatch(cs *fake.Clientset) {
+	cs.PrependWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		var opts metav1.ListOptions
+		if wa, ok := action.(k8stesting.WatchActionImpl); ok {
+			opts = wa.ListOptions
+		}
+		w, err := cs.Tracker().Watch(action.GetResource(), action.GetNamespace(), opts)
+		if err != nil {
+			return false, nil, err
+		}
+		return true, watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+			if e.Object != nil {
+				e.Object = e.Object.DeepCopyObject()
+			}
+			return e, true
+		}), nil
 	})
 }

@@ -45,6 +45,7 @@ func fakeCluster(t *testing.T, deny ...string) *fake.Clientset {
 	t.Helper()
 	cs := fake.NewClientset()
 	fakeapi.InstallBindingReactor(cs)
+	fakeapi.InstallCopyingWatch(cs) // the scheduler's informers transform in place
 	cs.PrependReactor("create", "selfsubjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		r := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview).DeepCopy()
 		a := r.Spec.ResourceAttributes
