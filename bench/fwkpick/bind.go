@@ -307,27 +307,34 @@ func (np *NodePicker) Bind(ctx context.Context, pod *v1.Pod, node string, api fu
 // PostBind implements sim.BindingCycle.
 func (np *NodePicker) PostBind(ctx context.Context, pod *v1.Pod, node string) {
 	ctx = quiet(ctx)
-	b := &np.bind
-	in := b.pods[pod.UID]
+	in := np.bind.release(pod.UID)
 	if in == nil {
 		return
 	}
-	delete(b.pods, pod.UID)
 	defer func() { _ = recover() }() // PostBind is informational: a panic there changes nothing
 	in.fw.RunPostBindPlugins(ctx, in.state, pod, node)
 	np.activatePending(in.state)
 }
 
+// release ends the binding cycle of pod uid (PostBind or Unreserve): it
+// returns its in-flight state, nil if none, and forgets it and any
+// rejection of its wait.
+func (b *bindState) release(uid types.UID) *inFlight {
+	in := b.pods[uid]
+	if in != nil {
+		delete(b.pods, uid)
+		delete(b.rejected, uid)
+	}
+	return in
+}
+
 // Unreserve implements sim.BindingCycle.
 func (np *NodePicker) Unreserve(ctx context.Context, pod *v1.Pod, node string) {
 	ctx = quiet(ctx)
-	b := &np.bind
-	in := b.pods[pod.UID]
+	in := np.bind.release(pod.UID)
 	if in == nil {
 		return
 	}
-	delete(b.pods, pod.UID)
-	delete(b.rejected, pod.UID)
 	defer func() { _ = recover() }() // Unreserve returns nothing to fail with
 	in.fw.RunReservePluginsUnreserve(ctx, in.state, pod, node)
 }
